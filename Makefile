@@ -1,0 +1,31 @@
+# The two commands a new user runs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench crash-test fuzz clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m agentlog.demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+crash-test: $(STAMP)
+	AGENTLOG_EXHAUSTIVE=1 $(PY) -m pytest -q tests/reliability -k crash
+
+fuzz: $(STAMP)
+	AGENTLOG_EXHAUSTIVE=1 $(PY) -m pytest -q tests/reliability -k fuzz
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

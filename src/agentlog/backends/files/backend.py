@@ -1,0 +1,215 @@
+"""The embedded default backend: sessions as directories under a home."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+from typing import Any, Iterator
+
+import orjson
+
+from ..._fs import OsFs
+from ..._lease import Lease, acquire
+from ...errors import CorruptionError, SessionExists, SessionNotFound, StorageError
+from ...event import NIL_ID, check_session_id
+from ..base import DEFAULT_BLOB_THRESHOLD, DEFAULT_CHUNK_SIZE, Backend, Problem, SessionStats
+from .._registry import SharedWriters
+from .layout import Layout, chunk_name
+from .storage import FileSessionStorage
+
+__all__ = ["FileBackend", "read_meta_file"]
+
+_DURABILITY = ("full", "off")
+
+
+def read_meta_file(fs: OsFs, path: str) -> dict[str, Any]:
+    try:
+        data = fs.read_file(path)
+    except StorageError as exc:
+        raise CorruptionError(path, None, f"cannot read session.json: {exc.detail}") from None
+    try:
+        meta = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptionError(path, None, f"session.json does not parse: {exc}") from None
+    if not isinstance(meta, dict):
+        raise CorruptionError(path, None, "session.json is not a JSON object")
+    return meta
+
+
+class _LeasedStorage(FileSessionStorage):
+    """A writer's storage that releases its lease when closed."""
+
+    lease: Lease
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.lease.release()
+
+
+class FileBackend(Backend):
+    """Sessions in ``<home>/sessions/<id>/`` (chunks, blobs, index, HEAD).
+
+    ``fs`` is the I/O layer every file effect goes through; the default
+    talks to the OS, and crash or fault tests pass a recording one."""
+
+    def __init__(self, home: str, *, durability: str = "full",
+                 chunk_size: int = DEFAULT_CHUNK_SIZE,
+                 blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
+                 fs: OsFs | None = None) -> None:
+        if durability not in _DURABILITY:
+            raise ValueError(f"durability must be one of {_DURABILITY}, not {durability!r}")
+        self.fs = fs or OsFs()
+        self.layout = Layout(home)
+        self.durability = durability
+        self.durable = durability == "full"
+        self.chunk_size = chunk_size
+        self.blob_threshold = blob_threshold
+        self._writers = SharedWriters()
+        self._mkdirs()
+
+    @property
+    def home(self) -> str:
+        return self.layout.home
+
+    def _mkdirs(self) -> None:
+        for path in (self.layout.home, self.layout.sessions, self.layout.locks):
+            if not os.path.isdir(path):
+                try:
+                    os.makedirs(path, mode=0o700, exist_ok=True)
+                except OSError as exc:
+                    raise StorageError("mkdir", path, exc.errno, exc.strerror or str(exc)) from exc
+
+    def lease(self, session_id: str) -> Lease:
+        return acquire(self.layout.locks, check_session_id(session_id))
+
+    # --- sessions ----------------------------------------------------------------
+    def _storage(self, session_id: str, *, readonly: bool) -> FileSessionStorage:
+        cls = FileSessionStorage if readonly else _LeasedStorage
+        return cls(self.fs, self.layout, session_id, readonly=readonly, durable=self.durable,
+                   chunk_size=self.chunk_size, blob_threshold=self.blob_threshold)
+
+    def create(self, session_id: str, meta: dict[str, Any]) -> FileSessionStorage:
+        check_session_id(session_id)
+        lease = self.lease(session_id)
+        try:
+            final = self.layout.session_dir(session_id)
+            if self.fs.exists(final):
+                raise SessionExists(session_id)
+            self._build(session_id, meta)
+            return self._writers.open(final, lambda: self._leased(session_id, lease))
+        except BaseException:
+            lease.release()
+            raise
+
+    def _leased(self, session_id: str, lease: Lease) -> FileSessionStorage:
+        storage = self._storage(session_id, readonly=False)
+        storage.lease = lease
+        return storage
+
+    def _build(self, session_id: str, meta: dict[str, Any]) -> None:
+        """Lay a new session out beside its final name, then rename it in.
+
+        The rename makes creation atomic: after a crash the session is
+        there whole, or not at all (a leftover ``.new-*`` is ignored)."""
+        fs, durable = self.fs, self.durable
+        tmp = os.path.join(self.layout.sessions, f".new-{session_id}-{secrets.token_hex(4)}")
+        fs.mkdir(tmp)
+        for sub in ("chunks", "blobs"):
+            fs.mkdir(os.path.join(tmp, sub))
+        for path, data in (
+            (os.path.join(tmp, "chunks", chunk_name(0)), b""),
+            (os.path.join(tmp, "index.jsonl"), b""),
+            (os.path.join(tmp, "HEAD"), NIL_ID.encode() + b"\n"),
+            (os.path.join(tmp, "session.json"), orjson.dumps(meta, option=orjson.OPT_INDENT_2)),
+        ):
+            fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            try:
+                if data:
+                    fs.write(fd, data, path)
+                if durable:
+                    fs.fsync(fd, path)
+            finally:
+                fs.close(fd)
+        if durable:
+            for sub in ("chunks", "blobs", ""):
+                fs.fsync_dir(os.path.join(tmp, sub) if sub else tmp)
+        try:
+            fs.rename(tmp, self.layout.session_dir(session_id))
+        except StorageError:
+            fs.rmtree(tmp)
+            if fs.exists(self.layout.session_dir(session_id)):
+                raise SessionExists(session_id) from None
+            raise
+        if durable:
+            fs.fsync_dir(self.layout.sessions)
+
+    def open(self, session_id: str, *, readonly: bool) -> FileSessionStorage:
+        check_session_id(session_id)
+        directory = self.layout.session_dir(session_id)
+        if not os.path.isdir(directory):
+            raise SessionNotFound(session_id)
+        if readonly:
+            return self._storage(session_id, readonly=True)
+        return self._writers.open(directory, lambda: self._leased(session_id, self.lease(session_id)))
+
+    def exists(self, session_id: str) -> bool:
+        return os.path.isdir(self.layout.session_dir(session_id))
+
+    def session_ids(self) -> Iterator[str]:
+        for entry in self.fs.scandir(self.layout.sessions):
+            name = entry.name
+            if name.startswith("."):
+                continue
+            try:
+                check_session_id(name)
+            except ValueError:
+                continue  # not a session directory name: nothing of ours
+            if entry.is_dir():
+                yield name
+
+    def read_meta(self, session_id: str) -> dict[str, Any]:
+        if not self.exists(session_id):
+            raise SessionNotFound(session_id)
+        return read_meta_file(self.fs, self.layout.meta(session_id))
+
+    def write_meta(self, session_id: str, meta: dict[str, Any]) -> None:
+        if not self.exists(session_id):
+            raise SessionNotFound(session_id)
+        with self.lease(session_id):
+            self.fs.write_atomic(self.layout.meta(session_id),
+                                 orjson.dumps(meta, option=orjson.OPT_INDENT_2),
+                                 durable=self.durable)
+
+    def stats(self, session_id: str) -> SessionStats:
+        """From one stat of the index: its size counts entries, its mtime dates them.
+
+        The index may lag the log after a crash until the session is next
+        opened for writing; the count is then a lower bound."""
+        from ..._codec import INDEX_WIDTH
+
+        st = self.fs.stat(self.layout.index(session_id))
+        return SessionStats(st.st_size // INDEX_WIDTH, st.st_mtime_ns)
+
+    def delete(self, session_id: str) -> None:
+        check_session_id(session_id)
+        if not self.exists(session_id):
+            raise SessionNotFound(session_id)
+        with self.lease(session_id):
+            doomed = os.path.join(self.layout.sessions, f".del-{session_id}-{secrets.token_hex(4)}")
+            self.fs.rename(self.layout.session_dir(session_id), doomed)
+            if self.durable:
+                self.fs.fsync_dir(self.layout.sessions)
+            self.fs.rmtree(doomed)
+
+    def verify(self, session_id: str) -> list[Problem]:
+        from .fsck import verify_session
+
+        return verify_session(self, session_id)
+
+    def repair(self, session_id: str) -> list[str]:
+        from .fsck import repair_session
+
+        return repair_session(self, session_id)

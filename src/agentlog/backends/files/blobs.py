@@ -1,0 +1,77 @@
+"""Content-addressed payloads: blobs/<sha256 hex>, written before the event."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+
+from ..._fs import OsFs
+from ...errors import BlobIntegrityError, CorruptionError, StorageError
+
+__all__ = ["BlobStore", "digest_of"]
+
+
+def digest_of(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _hex(digest: str, where: str) -> str:
+    algo, _, hexpart = digest.partition(":")
+    if algo != "sha256" or len(hexpart) != 64 or any(c not in "0123456789abcdef" for c in hexpart):
+        raise CorruptionError(where, None, f"malformed digest {digest[:80]!r}")
+    return hexpart
+
+
+class BlobStore:
+    def __init__(self, fs: OsFs, directory: str, *, durable: bool) -> None:
+        self.fs = fs
+        self.dir = directory
+        self.durable = durable
+
+    def path(self, digest: str) -> str:
+        return os.path.join(self.dir, _hex(digest, self.dir))
+
+    def put(self, digest: str, data: bytes) -> bool:
+        """Store ``data`` under ``digest`` unless present; True if written.
+
+        The caller syncs the directory once for all new blobs of a commit
+        (``sync_dir``) before the event that names them is written."""
+        final = self.path(digest)
+        if self.fs.exists(final):
+            return False
+        tmp = os.path.join(self.dir, f".tmp-{os.getpid()}-{secrets.token_hex(6)}")
+        fd = self.fs.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            self.fs.write(fd, data, tmp)
+            if self.durable:
+                self.fs.fsync(fd, tmp)
+        except StorageError:
+            self.fs.close(fd)
+            self.fs.unlink(tmp)
+            raise
+        self.fs.close(fd)
+        self.fs.rename(tmp, final)
+        return True
+
+    def sync_dir(self) -> None:
+        if self.durable:
+            self.fs.fsync_dir(self.dir)
+
+    def get(self, digest: str) -> bytes:
+        path = self.path(digest)
+        if not self.fs.exists(path):
+            raise BlobIntegrityError(path, None, f"blob {digest} is missing")
+        data = self.fs.read_file(path)
+        actual = digest_of(data)
+        if actual != digest:
+            raise BlobIntegrityError(path, None, f"content hashes to {actual}, not {digest}")
+        return data
+
+    def clean_temporaries(self) -> list[str]:
+        removed = []
+        for name in self.fs.listdir(self.dir):
+            if name.startswith(".tmp-"):
+                self.fs.unlink(os.path.join(self.dir, name))
+                removed.append(name)
+        return removed

@@ -1,0 +1,301 @@
+"""fsck for the file backend: verify everything, and the explicit repair.
+
+``verify_session`` reads every byte a session stores and changes nothing.
+``repair_session`` is the only code that removes bytes from a chunk: it
+moves each damaged record into ``chunks/<n>.jsonl.quarantine`` (never
+deleting it), rewrites the chunk without it (temp file, sync, rename),
+then lets the next open rebuild the index and HEAD from the log.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..._codec import INDEX_WIDTH, LineError, decode_index_entry, decode_line
+from ...errors import AgentlogError, CorruptionError, StorageError
+from ...event import NIL_ID
+from ..base import Problem
+from .blobs import BlobStore, digest_of
+from .chunklog import ChunkLog
+from .layout import parse_chunk_name
+
+if TYPE_CHECKING:
+    from .backend import FileBackend
+
+__all__ = ["repair_session", "verify_session"]
+
+
+@dataclass
+class _Bad:
+    chunk: int
+    offset: int
+    length: int
+    reason: str
+
+
+@dataclass
+class _Scan:
+    """What a full read of the log found."""
+
+    events: dict[str, dict[str, Any]]   # id -> record (+ _loc)
+    order: list[str]
+    head: str
+    bad: list[_Bad]
+    torn: _Bad | None                   # a torn tail the next writer open cuts off
+
+
+def _scan_log(log: ChunkLog) -> _Scan:
+    events: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    bad: list[_Bad] = []
+    torn = None
+    head = NIL_ID
+    last = len(log.numbers) - 1
+    pending: list[tuple[dict[str, Any], Any]] = []
+
+    def flush_pending(reason: str) -> None:
+        for rec, line in pending:
+            bad.append(_Bad(line.chunk, line.offset, line.length, reason))
+        pending.clear()
+
+    def apply(rec: dict[str, Any], line: Any) -> None:
+        nonlocal head
+        if "op" in rec:
+            target = rec.get("head")
+            if rec.get("op") != "checkout" or not isinstance(target, str):
+                bad.append(_Bad(line.chunk, line.offset, line.length, "unknown record"))
+            elif target != NIL_ID and target not in events:
+                bad.append(_Bad(line.chunk, line.offset, line.length,
+                                f"checkout names an event not before it: {target}"))
+            else:
+                head = target
+            return
+        if not all(isinstance(rec.get(k), str) for k in ("id", "parent_id", "kind", "timestamp")):
+            bad.append(_Bad(line.chunk, line.offset, line.length, "event record lacks a field"))
+            return
+        if order and rec["id"] <= order[-1]:
+            bad.append(_Bad(line.chunk, line.offset, line.length,
+                            f"event id {rec['id']} does not increase"))
+            return
+        rec["_loc"] = (line.chunk, line.offset, line.length)
+        events[rec["id"]] = rec
+        order.append(rec["id"])
+        head = rec["id"]
+
+    for line in log.scan(0, 0):
+        if not line.complete:
+            item = _Bad(line.chunk, line.offset, line.length, "torn record")
+            if line.chunk == last:
+                torn = item
+            else:
+                bad.append(_Bad(line.chunk, line.offset, line.length,
+                                "record cut short before the end of a non-final chunk"))
+            continue
+        try:
+            rec = decode_line(line.data)
+        except LineError as exc:
+            flush_pending("batch broken by a damaged member")
+            bad.append(_Bad(line.chunk, line.offset, line.length, str(exc)))
+            continue
+        txn = rec.get("txn")
+        if pending and (txn is None or txn[0] != len(pending)):
+            flush_pending("batch is missing members")
+        if txn is not None:
+            if not (isinstance(txn, list) and len(txn) == 2 and isinstance(txn[0], int)
+                    and isinstance(txn[1], int) and 0 <= txn[0] < txn[1]):
+                bad.append(_Bad(line.chunk, line.offset, line.length, "malformed batch marker"))
+                continue
+            if txn[0] != len(pending):
+                bad.append(_Bad(line.chunk, line.offset, line.length, "batch member out of order"))
+                continue
+            pending.append((rec, line))
+            if len(pending) == txn[1]:
+                for r, ln in pending:
+                    apply(r, ln)
+                pending.clear()
+            continue
+        apply(rec, line)
+    if pending:
+        first = pending[0][1]
+        span = sum(ln.length for _, ln in pending)
+        torn = _Bad(first.chunk, first.offset, span + (torn.length if torn else 0),
+                    "batch cut short by a crash")
+        pending.clear()
+    return _Scan(events, order, head, bad, torn)
+
+
+def verify_session(backend: "FileBackend", session_id: str) -> list[Problem]:
+    layout, fs = backend.layout, backend.fs
+    problems: list[Problem] = []
+
+    def add(path: str, offset: int | None, message: str, severity: str = "error") -> None:
+        problems.append(Problem(session_id, path, offset, message, severity))
+
+    meta_path = layout.meta(session_id)
+    try:
+        backend.read_meta(session_id)
+    except CorruptionError as exc:
+        add(meta_path, None, exc.reason)
+    try:
+        log = ChunkLog(fs, layout.chunks(session_id), chunk_size=backend.chunk_size,
+                       durable=False, writable=False)
+    except (CorruptionError, StorageError) as exc:
+        add(layout.chunks(session_id), None, str(exc))
+        return problems
+    try:
+        scan = _scan_log(log)
+        for b in scan.bad:
+            add(log.path(b.chunk), b.offset, b.reason)
+        if scan.torn is not None:
+            add(log.path(scan.torn.chunk), scan.torn.offset,
+                f"{scan.torn.reason} ({scan.torn.length} bytes); the next writer cuts it off",
+                "warning")
+        for event_id in scan.order:
+            rec = scan.events[event_id]
+            parent = rec["parent_id"]
+            if parent != NIL_ID and parent not in scan.events:
+                chunk, offset, _ = rec["_loc"]
+                add(log.path(chunk), offset, f"event {event_id} names a missing parent {parent}")
+        _verify_index(layout.index(session_id), scan, log, add)
+        _verify_head(layout.head(session_id), scan, add)
+        _verify_blobs(BlobStore(fs, layout.blobs(session_id), durable=False), scan, add)
+    finally:
+        log.close()
+    return problems
+
+
+def _verify_index(path: str, scan: _Scan, log: ChunkLog, add) -> None:
+    try:
+        data = open(path, "rb").read()
+    except OSError as exc:
+        add(path, None, f"index unreadable ({exc.strerror}); the next writer rebuilds it", "warning")
+        return
+    count, torn = divmod(len(data), INDEX_WIDTH)
+    if torn:
+        add(path, count * INDEX_WIDTH, "torn final index line; the next writer cuts it off", "warning")
+    for i in range(count):
+        line = data[i * INDEX_WIDTH:(i + 1) * INDEX_WIDTH]
+        try:
+            entry = decode_index_entry(line)
+        except LineError as exc:
+            add(path, i * INDEX_WIDTH, f"index line {i}: {exc}")
+            continue
+        if i >= len(scan.order) or entry["id"] != scan.order[i]:
+            add(path, i * INDEX_WIDTH, f"index line {i} names {entry['id']}, the log does not agree")
+            return
+        loc = entry.get("location") or {}
+        want = scan.events[entry["id"]]["_loc"]
+        if (loc.get("chunk"), loc.get("offset"), loc.get("length")) != want:
+            add(path, i * INDEX_WIDTH, f"index line {i} gives the wrong location for {entry['id']}")
+    if count < len(scan.order):
+        add(path, None, f"index lags the log by {len(scan.order) - count} events; "
+                        "the next writer completes it", "warning")
+
+
+def _verify_head(path: str, scan: _Scan, add) -> None:
+    try:
+        text = open(path, "rb").read().decode("ascii", "replace").strip()
+    except OSError:
+        text = None
+    if text != scan.head:
+        add(path, None, f"HEAD file says {text!r}, the log says {scan.head}; "
+                        "the next writer corrects it", "warning")
+    if os.path.exists(path + ".tmp"):
+        add(path + ".tmp", None, "interrupted HEAD update; the next writer removes it", "warning")
+
+
+def _verify_blobs(blobs: BlobStore, scan: _Scan, add) -> None:
+    seen: set[str] = set()
+    for event_id in scan.order:
+        digest = scan.events[event_id].get("digest")
+        if not digest or digest in seen:
+            continue
+        seen.add(digest)
+        try:
+            blobs.get(digest)
+        except CorruptionError as exc:
+            add(exc.path, None, f"{exc.reason} (event {event_id})")
+    for name in os.listdir(blobs.dir):
+        if name.startswith(".tmp-"):
+            add(os.path.join(blobs.dir, name), None, "leftover temporary blob", "warning")
+
+
+def repair_session(backend: "FileBackend", session_id: str) -> list[str]:
+    """Quarantine damaged records, then let a writer rebuild index and HEAD."""
+    layout, fs = backend.layout, backend.fs
+    actions: list[str] = []
+    with backend.lease(session_id):
+        meta_path = layout.meta(session_id)
+        try:
+            backend.read_meta(session_id)
+        except CorruptionError as exc:
+            if os.path.exists(meta_path):
+                fs.rename(meta_path, meta_path + ".quarantine")
+                actions.append(f"moved {meta_path} to {meta_path}.quarantine ({exc.reason})")
+            meta = {"schema": 1, "id": session_id, "name": None, "created_at": None}
+            fs.write_atomic(meta_path, orjson.dumps(meta, option=orjson.OPT_INDENT_2), durable=True)
+            actions.append(f"wrote a fresh {meta_path} with defaults")
+        log = ChunkLog(fs, layout.chunks(session_id), chunk_size=backend.chunk_size,
+                       durable=True, writable=True)
+        try:
+            scan = _scan_log(log)
+            by_chunk: dict[int, list[_Bad]] = {}
+            for b in scan.bad:
+                by_chunk.setdefault(b.chunk, []).append(b)
+            for chunk, bads in sorted(by_chunk.items()):
+                actions += _quarantine(fs, log, chunk, bads)
+            blobs = BlobStore(fs, layout.blobs(session_id), durable=True)
+            for event_id in scan.order:
+                digest = scan.events[event_id].get("digest")
+                if not digest:
+                    continue
+                path = blobs.path(digest)
+                if os.path.exists(path) and digest_of(fs.read_file(path)) != digest:
+                    fs.rename(path, path + ".quarantine")
+                    actions.append(f"moved {path} to {path}.quarantine (content does not match its digest)")
+        finally:
+            log.close()
+        if actions:
+            index = layout.index(session_id)
+            if os.path.exists(index):
+                fs.unlink(index)
+            actions.append("removed index.jsonl; rebuilt from the chunks on open")
+        storage = backend._storage(session_id, readonly=False)
+        storage.close()
+    return actions
+
+
+def _quarantine(fs, log: ChunkLog, chunk: int, bads: list[_Bad]) -> list[str]:
+    path = log.path(chunk)
+    data = fs.read_file(path)
+    keep = bytearray()
+    qpath = path + ".quarantine"
+    qfd = fs.open(qpath, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    actions = []
+    try:
+        pos = 0
+        for b in sorted(bads, key=lambda b: b.offset):
+            keep += data[pos:b.offset]
+            damaged = data[b.offset:b.offset + b.length]
+            header = orjson.dumps({"quarantined_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                   "from": os.path.basename(path), "offset": b.offset,
+                                   "length": len(damaged), "reason": b.reason})
+            fs.write(qfd, header + b"\n" + damaged + b"\n", qpath)
+            actions.append(f"moved {len(damaged)} bytes at {path}@{b.offset} to {qpath}: {b.reason}")
+            pos = b.offset + b.length
+        keep += data[pos:]
+        fs.fsync(qfd, qpath)
+    finally:
+        fs.close(qfd)
+    fs.fsync_dir(os.path.dirname(path))
+    fs.write_atomic(path, bytes(keep), durable=True)
+    return actions
+
+
+def chunk_files(directory: str) -> list[str]:
+    return sorted(n for n in os.listdir(directory) if parse_chunk_name(n) is not None)

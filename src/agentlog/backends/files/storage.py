@@ -1,0 +1,495 @@
+"""One session of the embedded file backend: recovery, group commit, reads.
+
+The write path costs one ``fdatasync`` per group of concurrent appends:
+blobs first (each synced, then their directory once), then every line of
+the group in one ``write`` to the chunk, then one ``fdatasync``. The index
+and the HEAD file are derived caches written without syncs; opening
+validates them against the log and completes them from its tail
+(invariant 2), so the log alone decides what happened.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+import warnings
+from typing import Any, Iterator, Sequence
+
+import orjson
+
+from ..._codec import LineError, decode_line, encode_line
+from ..._fs import OsFs
+from ...errors import (
+    CorruptionError,
+    EventNotFound,
+    InvalidEvent,
+    ReadOnlySession,
+    RecoveryWarning,
+    SessionClosed,
+    SessionPoisoned,
+    StorageError,
+)
+from ...event import NIL_ID, Event, IdGenerator, format_timestamp
+from ..base import Draft, IndexEntry, SessionStorage
+from .blobs import BlobStore, digest_of
+from .chunklog import ChunkLog, Line
+from .index import Index, IndexDamaged
+from .layout import Layout
+
+__all__ = ["FileSessionStorage"]
+
+
+class _Request:
+    __slots__ = ("payloads", "parent", "branch_from", "target", "done", "result", "error")
+
+    def __init__(self, payloads=None, parent=None, branch_from=None, target=None):
+        self.payloads: list[tuple[str, str | None, bytes]] | None = payloads
+        self.parent: str | None = parent
+        self.branch_from: str | None = branch_from
+        self.target: str | None = target
+        self.done = False
+        self.result: list[Event] | None = None
+        self.error: BaseException | None = None
+
+
+def _entry_to_index(e: dict[str, Any]) -> IndexEntry:
+    return IndexEntry(e["id"], e["parent_id"], e.get("branch_from"), e["kind"],
+                      e.get("role"), e["timestamp"], e.get("digest"))
+
+
+def _index_entry(rec: dict[str, Any], chunk: int, offset: int, length: int) -> dict[str, Any]:
+    return {
+        "id": rec["id"],
+        "parent_id": rec["parent_id"],
+        "branch_from": rec.get("branch_from"),
+        "kind": rec["kind"],
+        "role": rec.get("role"),
+        "timestamp": rec["timestamp"],
+        "location": {"chunk": chunk, "offset": offset, "length": length},
+        "digest": rec.get("digest"),
+    }
+
+
+def _is_event(rec: dict[str, Any]) -> bool:
+    return "op" not in rec
+
+
+class FileSessionStorage(SessionStorage):
+    def __init__(self, fs: OsFs, layout: Layout, session_id: str, *,
+                 readonly: bool, durable: bool, chunk_size: int,
+                 blob_threshold: int) -> None:
+        self.fs = fs
+        self.layout = layout
+        self.session_id = session_id
+        self.readonly = readonly
+        self.durable = durable
+        self.blob_threshold = blob_threshold
+        self._chunk_size = chunk_size
+        self.dir = layout.session_dir(session_id)
+        self._cv = threading.Condition(threading.Lock())
+        self._state = threading.RLock()
+        self._queue: collections.deque[_Request] = collections.deque()
+        self._closed = False
+        self._poisoned: BaseException | None = None
+        self._head = NIL_ID
+        self._ids = IdGenerator()
+        self.warnings: list[str] = []
+        self.blobs = BlobStore(fs, layout.blobs(session_id), durable=durable)
+        self.log: ChunkLog | None = None
+        self.index: Index | None = None
+        try:
+            self._open()
+        except BaseException:
+            self._close_files()
+            raise
+
+    # --- opening and recovery (invariant 2, 3, 5) ----------------------------
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        warnings.warn(RecoveryWarning(f"{self.session_id}: {message}"), stacklevel=4)
+
+    def _open(self) -> None:
+        writable = not self.readonly
+        self.log = ChunkLog(self.fs, self.layout.chunks(self.session_id),
+                            chunk_size=self._chunk_size, durable=self.durable,
+                            writable=writable)
+        self.index = Index(self.fs, self.layout.index(self.session_id), writable=writable)
+        if writable:
+            self.index.truncate_torn()
+            self.blobs.clean_temporaries()
+        self._head = NIL_ID
+        self._scan_from = (0, 0)
+        try:
+            last = self.index.last()
+            if last is not None:
+                self._check_entry(last)
+        except IndexDamaged as exc:
+            self._rebuild_index(str(exc))
+        else:
+            if last is not None:
+                loc = last["location"]
+                self._head = last["id"]
+                self._ids.observe(last["id"])
+                self._scan_from = (loc["chunk"], loc["offset"] + loc["length"])
+            self._scan_tail()
+        if writable:
+            self._sync_head_file()
+
+    def _check_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """The log record an index entry points at, or IndexDamaged."""
+        loc = entry.get("location") or {}
+        try:
+            chunk, offset, length = loc["chunk"], loc["offset"], loc["length"]
+        except (KeyError, TypeError):
+            raise IndexDamaged(f"index entry for {entry.get('id')} has no location") from None
+        if not (isinstance(chunk, int) and 0 <= chunk < len(self.log.numbers)):
+            raise IndexDamaged(f"index entry for {entry['id']} names chunk {chunk!r}")
+        data = self.log.read(chunk, offset, length) if length > 0 else b""
+        if len(data) != length or not data.endswith(b"\n"):
+            raise IndexDamaged(f"index entry for {entry['id']} does not frame a record")
+        try:
+            rec = decode_line(data)
+        except LineError as exc:
+            raise IndexDamaged(f"index entry for {entry['id']}: {exc}") from None
+        if rec.get("id") != entry["id"] or not _is_event(rec):
+            raise IndexDamaged(f"index entry for {entry['id']} points at another record")
+        return rec
+
+    def _rebuild_index(self, why: str) -> None:
+        """Derive the whole index again from every chunk (a full scan)."""
+        self._warn(f"index rebuilt from the chunks: {why}")
+        with self._state:
+            if not self.readonly:
+                self.index.truncate_to(0)
+                self.index.broken = False
+            else:
+                self.index.count = 0
+            self.index.tail.clear()
+            self._head = NIL_ID
+            self._scan_from = (0, 0)
+            self._scan_tail()
+
+    def _scan_tail(self) -> None:
+        """Apply every record after ``_scan_from``: complete the index, find HEAD.
+
+        A torn final line, and a batch that a crash cut short, are cut off
+        (by the writer) with a warning; any other bad line is corruption."""
+        pending: list[tuple[dict[str, Any], Line]] = []
+        last_chunk = len(self.log.numbers) - 1
+        start_chunk, start_offset = self._scan_from
+        for line in self.log.scan(start_chunk, start_offset):
+            path = self.log.path(line.chunk)
+            if not line.complete:
+                if line.chunk != last_chunk:
+                    raise CorruptionError(path, line.offset,
+                                          "record cut short before the end of a non-final chunk")
+                self._cut_tail(line.chunk, line.offset, pending,
+                               f"torn final record of {line.length} bytes")
+                return
+            try:
+                rec = decode_line(line.data)
+            except LineError as exc:
+                raise CorruptionError(path, line.offset, str(exc)) from None
+            txn = rec.get("txn")
+            if pending and (txn is None or txn[0] != len(pending)):
+                first = pending[0][1]
+                raise CorruptionError(self.log.path(first.chunk), first.offset,
+                                      "batch is missing members before the next record")
+            if txn is not None:
+                if not (isinstance(txn, list) and len(txn) == 2 and 0 <= txn[0] < txn[1]):
+                    raise CorruptionError(path, line.offset, f"malformed batch marker {txn!r}")
+                if txn[0] != len(pending):
+                    raise CorruptionError(path, line.offset, "batch member out of order")
+                pending.append((rec, line))
+                if len(pending) < txn[1]:
+                    continue
+                group, pending = pending, []
+            else:
+                group = [(rec, line)]
+            self._apply(group)
+        if pending:
+            first = pending[0][1]
+            self._cut_tail(first.chunk, first.offset, pending,
+                           f"batch cut short: {len(pending)} of {pending[0][0]['txn'][1]} records")
+
+    def _cut_tail(self, chunk: int, offset: int, pending: list, why: str) -> None:
+        if pending:
+            first = pending[0][1]
+            chunk, offset = first.chunk, first.offset
+        if self.readonly:
+            return  # a writer may be mid-append; readers never see it
+        self._warn(f"{self.log.path(chunk)} truncated at byte {offset}: {why}")
+        self.log.truncate(chunk, offset)
+
+    def _apply(self, group: list[tuple[dict[str, Any], Line]]) -> None:
+        entries = []
+        for rec, line in group:
+            if _is_event(rec):
+                for key in ("id", "parent_id", "kind", "timestamp"):
+                    if not isinstance(rec.get(key), str):
+                        raise CorruptionError(self.log.path(line.chunk), line.offset,
+                                              f"event record has no {key}")
+                entries.append(_index_entry(rec, line.chunk, line.offset, line.length))
+                self._ids.observe(rec["id"])
+                self._head = rec["id"]
+            elif rec.get("op") == "checkout" and isinstance(rec.get("head"), str):
+                self._head = rec["head"]
+            else:
+                raise CorruptionError(self.log.path(line.chunk), line.offset,
+                                      f"unknown record {str(rec)[:60]}")
+        last = group[-1][1]
+        self._scan_from = (last.chunk, last.offset + last.length)
+        if entries:
+            self.index.add(entries)
+
+    def _sync_head_file(self) -> None:
+        """Bring the HEAD file in line with the log (a cache; no sync needed)."""
+        path = self.layout.head(self.session_id)
+        try:
+            current = self.fs.read_file(path).decode("ascii", "replace").strip()
+        except StorageError:
+            current = None
+        if current != self._head or self.fs.exists(path + ".tmp"):
+            self.fs.write_atomic(path, self._head.encode() + b"\n", durable=False)
+
+    def refresh(self) -> None:
+        """A reader picks up what the writer appended since it opened."""
+        if not self.readonly:
+            return
+        with self._state:
+            self.log.refresh()
+            self._scan_tail()
+
+    # --- the write path ---------------------------------------------------
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise SessionClosed(self.session_id)
+        if self.readonly:
+            raise ReadOnlySession(self.session_id)
+        if self._poisoned is not None:
+            raise SessionPoisoned(self.session_id, self._poisoned)
+
+    def append(self, drafts: Sequence[Draft], *, parent: str | None = None,
+               branch_from: str | None = None) -> list[Event]:
+        self._check_writable()
+        if not drafts:
+            return []
+        payloads = []
+        for d in drafts:
+            try:
+                payloads.append((d.kind, d.role, orjson.dumps(d.record)))
+            except TypeError as exc:
+                raise InvalidEvent(f"record is not JSON-serializable: {exc}") from None
+        if parent is not None and parent != NIL_ID and not self.contains(parent):
+            raise EventNotFound(parent, self.session_id)
+        return self._commit(_Request(payloads, parent, branch_from))
+
+    def set_head(self, event_id: str) -> None:
+        self._check_writable()
+        if event_id != NIL_ID and not self.contains(event_id):
+            raise EventNotFound(event_id, self.session_id)
+        self._commit(_Request(target=event_id))
+        self._sync_head_file()
+
+    def _commit(self, req: _Request) -> list[Event] | None:
+        """Group commit: the request at the front writes everything queued."""
+        with self._cv:
+            self._queue.append(req)
+            while not req.done and self._queue[0] is not req:
+                self._cv.wait()
+            if not req.done:
+                group = list(self._queue)
+        if not req.done:
+            try:
+                self._write_group(group)
+            except BaseException as exc:  # every waiter gets the failure
+                for r in group:
+                    r.error = exc
+            finally:
+                with self._cv:
+                    for _ in group:
+                        self._queue.popleft()
+                    for r in group:
+                        r.done = True
+                    self._cv.notify_all()
+        if req.error is not None:
+            raise req.error
+        return req.result
+
+    def _write_group(self, group: list[_Request]) -> None:
+        if self._poisoned is not None:
+            raise SessionPoisoned(self.session_id, self._poisoned)
+        if self._closed:
+            raise SessionClosed(self.session_id)
+        head = self._head
+        lines: list[bytes] = []
+        records: list[dict[str, Any] | None] = []
+        blobs: dict[str, bytes] = {}
+        for req in group:
+            ts = format_timestamp(time.time_ns())
+            if req.target is not None:
+                lines.append(encode_line({"op": "checkout", "head": req.target, "timestamp": ts}))
+                records.append(None)
+                head = req.target
+                continue
+            events = []
+            parent = req.parent if req.parent is not None else head
+            n = len(req.payloads)
+            for i, (kind, role, payload) in enumerate(req.payloads):
+                event_id = self._ids.next()
+                if len(payload) > self.blob_threshold:
+                    digest = digest_of(payload)
+                    blobs[digest] = payload
+                    inline = None
+                else:
+                    digest = None
+                    inline = orjson.Fragment(payload)
+                bf = req.branch_from if i == 0 else None
+                obj = {"id": event_id, "parent_id": parent, "branch_from": bf, "kind": kind,
+                       "role": role, "timestamp": ts, "record": inline, "digest": digest}
+                if n > 1:
+                    obj["txn"] = [i, n]
+                lines.append(encode_line(obj))
+                records.append(obj)
+                events.append(Event(event_id, parent, kind, role, ts, orjson.loads(payload),
+                                    digest, bf))
+                parent = event_id
+            head = parent
+            req.result = events
+
+        total = sum(map(len, lines))
+        if self.log.needs_rotation(total):
+            self.log.rotate()
+        chunk, start = self.log.current, self.log.end
+        wrote_blob = False
+        for digest, data in blobs.items():
+            wrote_blob |= self.blobs.put(digest, data)
+        if wrote_blob:
+            self.blobs.sync_dir()
+        try:
+            self.log.append(b"".join(lines))
+            self.log.sync()
+        except StorageError as exc:
+            self._rollback(chunk, start, exc)
+            raise
+        entries = []
+        offset = start
+        for line, obj in zip(lines, records):
+            if obj is not None:
+                entries.append(_index_entry(obj, chunk, offset, len(line)))
+            offset += len(line)
+        with self._state:
+            self._head = head
+            self._scan_from = (chunk, offset)
+            if entries:
+                self.index.add(entries)
+
+    def _rollback(self, chunk: int, size: int, cause: BaseException) -> None:
+        """Cut a failed write off so it is never glued to the next record."""
+        try:
+            self.log.truncate(chunk, size)
+        except StorageError:
+            self._poisoned = cause
+
+    # --- reads ---------------------------------------------------------------
+    def head(self) -> str:
+        return self._head
+
+    def _lookup(self, event_id: str) -> dict[str, Any] | None:
+        with self._state:
+            try:
+                return self.index.lookup(event_id)
+            except IndexDamaged as exc:
+                self._rebuild_index(str(exc))
+                return self.index.lookup(event_id)
+
+    def contains(self, event_id: str) -> bool:
+        self._check_open()
+        return self._lookup(event_id) is not None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosed(self.session_id)
+
+    def get(self, event_id: str) -> Event:
+        self._check_open()
+        entry = self._lookup(event_id)
+        if entry is None:
+            raise EventNotFound(event_id, self.session_id)
+        try:
+            rec = self._check_entry(entry)
+        except IndexDamaged as exc:
+            with self._state:
+                self._rebuild_index(str(exc))
+            entry = self._lookup(event_id)
+            if entry is None:
+                raise EventNotFound(event_id, self.session_id) from None
+            try:
+                rec = self._check_entry(entry)
+            except IndexDamaged as exc2:  # the rebuilt index read the log: it is the log
+                loc = entry["location"]
+                raise CorruptionError(self.log.path(loc["chunk"]), loc["offset"], str(exc2)) from None
+        return Event(rec["id"], rec["parent_id"], rec["kind"], rec.get("role"),
+                     rec["timestamp"], rec.get("record"), rec.get("digest"),
+                     rec.get("branch_from"))
+
+    def has_children(self, event_id: str) -> bool:
+        self._check_open()
+        with self._state:
+            try:
+                return self.index.has_child(event_id)
+            except IndexDamaged as exc:
+                self._rebuild_index(str(exc))
+                return self.index.has_child(event_id)
+
+    def entries(self) -> Iterator[IndexEntry]:
+        self._check_open()
+        with self._state:
+            try:
+                items = list(self.index)
+            except IndexDamaged as exc:
+                self._rebuild_index(str(exc))
+                items = list(self.index)
+        for e in items:
+            yield _entry_to_index(e)
+
+    def event_count(self) -> int:
+        return len(self.index)
+
+    def load_blob(self, digest: str) -> bytes:
+        self._check_open()
+        return self.blobs.get(digest)
+
+    def read_meta(self) -> dict[str, Any]:
+        from .backend import read_meta_file
+
+        return read_meta_file(self.fs, self.layout.meta(self.session_id))
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        self._check_writable()
+        self.fs.write_atomic(self.layout.meta(self.session_id), orjson.dumps(meta, option=orjson.OPT_INDENT_2),
+                             durable=self.durable)
+
+    # --- closing -------------------------------------------------------------
+    def _close_files(self) -> None:
+        for part in (self.log, self.index):
+            if part is not None:
+                try:
+                    part.close()
+                except StorageError:
+                    pass  # closing a read descriptor cannot lose data
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        with self._cv:
+            while self._queue:
+                self._cv.wait()
+            self._closed = True
+        try:
+            if not self.readonly and self._poisoned is None:
+                self._sync_head_file()
+        finally:
+            self._close_files()

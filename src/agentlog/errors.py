@@ -1,0 +1,179 @@
+"""Every error agentlog raises, in one tree.
+
+::
+
+    AgentlogError
+     +-- InvalidSessionId          an id that could escape the store's home
+     +-- InvalidEventId            an event id that is not a canonical UUID
+     +-- InvalidEvent              a kind, role or record the store refuses
+     |    `-- StreamedDeltaError   a live streaming delta sent to durable storage
+     +-- SessionNotFound
+     +-- SessionExists
+     +-- EventNotFound
+     +-- SessionLocked             another process holds the writer's lease
+     +-- ReadOnlySession           a write through a session opened read-only
+     +-- SessionClosed
+     +-- ContextMismatch           sync() given messages whose prefix differs
+     +-- SummarizerError           a summarizer failed; nothing was written
+     +-- ModelError                a model backend failed
+     +-- CorruptionError           stored bytes are damaged (file and offset)
+     |    `-- BlobIntegrityError   a blob's bytes do not match its digest
+     `-- StorageError              the operating system refused an operation
+          `-- SessionPoisoned      an earlier I/O failure left state unknown
+
+``RecoveryWarning`` (a UserWarning, not an error) reports what opening a
+session repaired on its own: a torn final record cut off, an index rebuilt.
+
+A backend translates OS and driver errors into this tree in exactly one
+place (for the file backend: ``agentlog._fs``).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentlogError",
+    "BlobIntegrityError",
+    "ContextMismatch",
+    "CorruptionError",
+    "EventNotFound",
+    "InvalidEvent",
+    "InvalidEventId",
+    "InvalidSessionId",
+    "ModelError",
+    "ReadOnlySession",
+    "RecoveryWarning",
+    "SessionClosed",
+    "SessionExists",
+    "SessionLocked",
+    "SessionNotFound",
+    "SessionPoisoned",
+    "StorageError",
+    "StreamedDeltaError",
+    "SummarizerError",
+]
+
+
+class AgentlogError(Exception):
+    """Base class of every error agentlog raises on purpose."""
+
+
+class InvalidSessionId(AgentlogError, ValueError):
+    def __init__(self, value: object) -> None:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        super().__init__(
+            f"invalid session id {shown}: use 1 to 128 of A-Z a-z 0-9 _ -"
+        )
+        self.value = value
+
+
+class InvalidEventId(AgentlogError, ValueError):
+    def __init__(self, value: object) -> None:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        super().__init__(f"invalid event id {shown}: expected a lowercase UUID")
+        self.value = value
+
+
+class InvalidEvent(AgentlogError, ValueError):
+    """The event itself is not acceptable (kind, role, record)."""
+
+
+class StreamedDeltaError(InvalidEvent):
+    """Streaming deltas are live-only: they go to the hub, never to disk."""
+
+
+class SessionNotFound(AgentlogError, LookupError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r}")
+        self.session_id = session_id
+
+
+class SessionExists(AgentlogError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} already exists")
+        self.session_id = session_id
+
+
+class EventNotFound(AgentlogError, LookupError):
+    def __init__(self, event_id: str, session_id: str | None = None) -> None:
+        where = f" in session {session_id!r}" if session_id else ""
+        super().__init__(f"no event {event_id}{where}")
+        self.event_id = event_id
+        self.session_id = session_id
+
+
+class SessionLocked(AgentlogError):
+    def __init__(self, session_id: str, holder: str | None = None) -> None:
+        who = f" (held by {holder})" if holder else ""
+        super().__init__(f"session {session_id!r} is open for writing elsewhere{who}")
+        self.session_id = session_id
+        self.holder = holder
+
+
+class ReadOnlySession(AgentlogError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} was opened read-only")
+        self.session_id = session_id
+
+
+class SessionClosed(AgentlogError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} is closed")
+        self.session_id = session_id
+
+
+class ContextMismatch(AgentlogError):
+    """sync() was given a message list whose saved prefix differs."""
+
+
+class SummarizerError(AgentlogError):
+    """The summarizer failed; the compaction wrote nothing and can be retried."""
+
+
+class ModelError(AgentlogError):
+    """A model backend failed (network, protocol or provider error)."""
+
+
+class CorruptionError(AgentlogError):
+    """Stored bytes are damaged. Says which file, where, and what is wrong."""
+
+    def __init__(self, path: str, offset: int | None, reason: str) -> None:
+        where = f"{path}" if offset is None else f"{path} at byte {offset}"
+        super().__init__(f"corruption in {where}: {reason}")
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+
+
+class BlobIntegrityError(CorruptionError):
+    """A blob's bytes do not hash to the digest that names them."""
+
+
+class StorageError(AgentlogError, OSError):
+    """The operating system refused a file operation (ENOSPC, EIO, EROFS...)."""
+
+    def __init__(self, op: str, path: str, errno_: int | None, detail: str) -> None:
+        AgentlogError.__init__(self, f"{op} {path}: {detail}")
+        self.errno = errno_
+        self.op = op
+        self.path = path
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.path}: {self.detail}"
+
+
+class SessionPoisoned(StorageError):
+    """An I/O failure could not be rolled back; reopen the session."""
+
+    def __init__(self, session_id: str, cause: BaseException) -> None:
+        super().__init__("write", session_id, getattr(cause, "errno", None),
+                         f"an earlier failure left the session in an unknown state "
+                         f"({cause}); close and reopen it")
+
+
+class RecoveryWarning(UserWarning):
+    """Opening a session repaired a crash's leftovers (torn tail, stale index)."""

@@ -1,0 +1,168 @@
+"""The event model: what one fact on a session's timeline looks like."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+import uuid6
+
+from .errors import InvalidEvent, InvalidEventId, InvalidSessionId, StreamedDeltaError
+
+__all__ = [
+    "KINDS",
+    "NIL_ID",
+    "Event",
+    "IdGenerator",
+    "check_event_id",
+    "check_session_id",
+    "format_timestamp",
+    "parse_timestamp",
+]
+
+NIL_ID = "00000000-0000-0000-0000-000000000000"
+
+#: The kinds agentlog knows. Any other name matching ``KIND_PATTERN`` is
+#: accepted as a custom kind; each line says whether it reaches the model.
+KINDS = (
+    "message",         # reaches the model: user / assistant / system text
+    "tool_call",       # reaches the model: the assistant's request to run a tool
+    "tool_result",     # reaches the model: the tool's output, paired by call id
+    "compaction",      # reaches the model as a summary; earlier events stay on disk
+    "branch_summary",  # reaches the model: what an abandoned branch tried
+    "state",           # never sent: checkpointed harness state (todos, usage...)
+    "label",           # never sent: a bookmark on the timeline
+    "custom",          # never sent: anything a harness wants to keep
+)
+
+KIND_PATTERN = re.compile(r"[a-z][a-z0-9_.-]{0,31}\Z")
+ROLE_PATTERN = re.compile(r"[a-z][a-z0-9_.-]{0,31}\Z")
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}\Z")
+_EVENT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+
+
+def check_session_id(value: object) -> str:
+    """Return ``value`` if it is a safe session id, else raise InvalidSessionId.
+
+    Checked before any path is built from it (invariant 8)."""
+    if not isinstance(value, str) or not _SESSION_ID.match(value):
+        raise InvalidSessionId(value)
+    return value
+
+
+def check_event_id(value: object) -> str:
+    if not isinstance(value, str) or not _EVENT_ID.match(value):
+        raise InvalidEventId(value)
+    return value
+
+
+def check_kind(kind: object) -> str:
+    if not isinstance(kind, str) or not KIND_PATTERN.match(kind):
+        raise InvalidEvent(f"invalid event kind {kind!r}: use a-z 0-9 _ . - (max 32)")
+    if kind == "delta" or kind.endswith(("_delta", ".delta")):
+        raise StreamedDeltaError(
+            f"kind {kind!r} is a streaming delta: deltas are live-only; "
+            "publish them to the hub and append the settled message instead"
+        )
+    return kind
+
+
+def check_role(role: object) -> str | None:
+    if role is None:
+        return None
+    if not isinstance(role, str) or not ROLE_PATTERN.match(role):
+        raise InvalidEvent(f"invalid role {role!r}: use a-z 0-9 _ . - (max 32)")
+    return role
+
+
+def check_record(record: object) -> None:
+    """Refuse what is plainly a streamed chunk rather than a settled record."""
+    if isinstance(record, dict):
+        if record.get("object") == "chat.completion.chunk" or (
+            isinstance(record.get("type"), str) and record["type"].endswith(".delta")
+        ):
+            raise StreamedDeltaError(
+                "this record is a streaming chunk: deltas are live-only; "
+                "append the settled message instead"
+            )
+
+
+def format_timestamp(ns: int) -> str:
+    """RFC 3339 in UTC with nanoseconds: 2026-08-25T17:21:22.454897183Z."""
+    secs, frac = divmod(ns, 1_000_000_000)
+    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
+    return f"{base}.{frac:09d}Z"
+
+
+def parse_timestamp(text: str) -> int:
+    """Inverse of format_timestamp (nanoseconds since the epoch)."""
+    main, _, frac = text.rstrip("Z").partition(".")
+    dt = datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    return int(dt.timestamp()) * 1_000_000_000 + int((frac or "0").ljust(9, "0")[:9])
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One durable fact on a session's timeline.
+
+    ``record`` is None while a payload kept in a blob is not loaded; then
+    ``digest`` names it (``sha256:<hex>``) and ``Session.resolve`` loads it.
+    """
+
+    id: str
+    parent_id: str
+    kind: str
+    role: str | None
+    timestamp: str
+    record: Any = None
+    digest: str | None = None
+    branch_from: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent_id == NIL_ID
+
+    @property
+    def loaded(self) -> bool:
+        return self.digest is None or self.record is not None
+
+    def with_record(self, record: Any) -> "Event":
+        return replace(self, record=record)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "parent_id": self.parent_id,
+            "branch_from": self.branch_from,
+            "kind": self.kind,
+            "role": self.role,
+            "timestamp": self.timestamp,
+            "record": self.record,
+            "digest": self.digest,
+        }
+
+
+class IdGenerator:
+    """UUIDv7 ids that strictly increase within a session.
+
+    Time-ordered ids let the index stay sorted by id, so a lookup is a
+    binary search; the clock alone cannot promise that (it can step back),
+    so a new id is never allowed below the last one issued."""
+
+    def __init__(self, last: str | None = None) -> None:
+        self._last = uuid.UUID(last).int if last else 0
+
+    def observe(self, event_id: str) -> None:
+        self._last = max(self._last, uuid.UUID(event_id).int)
+
+    def next(self) -> str:
+        value = uuid6.uuid7().int
+        if value <= self._last:
+            value = self._last + 1
+        self._last = value
+        return str(uuid.UUID(int=value))

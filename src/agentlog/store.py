@@ -1,0 +1,190 @@
+"""Store: where sessions are created, opened, listed and checked."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .backends.base import Backend, Problem
+from .backends.files import FileBackend
+from .backends.memory import MemoryBackend
+from .errors import AgentlogError, CorruptionError, SessionNotFound
+from .event import IdGenerator, check_session_id, format_timestamp, parse_timestamp
+from .session import Session
+
+__all__ = ["SCHEMA_VERSION", "SessionInfo", "Store", "default_home"]
+
+SCHEMA_VERSION = 1
+
+
+def default_home() -> str:
+    """``$AGENTLOG_HOME``, else ``$XDG_DATA_HOME/agentlog``, else ~/.local/share/agentlog."""
+    env = os.environ.get("AGENTLOG_HOME")
+    if env:
+        return env
+    xdg = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(xdg, "agentlog")
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One row of a listing, built without reading any event payload."""
+
+    id: str
+    title: str | None
+    name: str | None
+    working_dir: str | None
+    model: str | None
+    created_at: str | None
+    updated_at: str
+    summary: str | None
+    status: str
+    archived: bool
+    event_count: int
+    meta: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BrokenSession:
+    """A session directory that listing could not read, and why."""
+
+    id: str
+    reason: str
+
+
+def _now() -> str:
+    return format_timestamp(time.time_ns())
+
+
+class Store:
+    """All sessions under one home (or one backend).
+
+    ``Store()`` uses the embedded file backend at ``default_home()``;
+    ``Store(backend=MemoryBackend())`` keeps everything in memory."""
+
+    def __init__(self, home: str | os.PathLike | None = None, durability: str = "full", *,
+                 backend: Backend | None = None, **backend_options: Any) -> None:
+        if backend is None:
+            backend = FileBackend(os.fspath(home) if home is not None else default_home(),
+                                  durability=durability, **backend_options)
+        self.backend = backend
+
+    @classmethod
+    def memory(cls, **options: Any) -> "Store":
+        return cls(backend=MemoryBackend(**options))
+
+    @property
+    def home(self) -> str:
+        return self.backend.home
+
+    @property
+    def durability(self) -> str:
+        return self.backend.durability
+
+    # --- sessions ----------------------------------------------------------------
+    def create(self, name: str | None = None, working_dir: str | None = None,
+               model: str | None = None, session_id: str | None = None,
+               **meta: Any) -> Session:
+        """Create a session and return it open for writing."""
+        sid = check_session_id(session_id) if session_id is not None else IdGenerator().next()
+        now = _now()
+        record = {
+            "schema": SCHEMA_VERSION,
+            "id": sid,
+            "name": name,
+            "working_dir": os.path.abspath(working_dir) if working_dir else None,
+            "model": model,
+            "created_at": now,
+            "updated_at": now,
+        }
+        record.update(meta)
+        return Session(self, self.backend.create(sid, record))
+
+    def open(self, session_id: str, readonly: bool = False) -> Session:
+        check_session_id(session_id)
+        return Session(self, self.backend.open(session_id, readonly=readonly))
+
+    def exists(self, session_id: str) -> bool:
+        return self.backend.exists(check_session_id(session_id))
+
+    def delete(self, session_id: str) -> None:
+        self.backend.delete(check_session_id(session_id))
+
+    def meta(self, session_id: str) -> dict[str, Any]:
+        return self.backend.read_meta(check_session_id(session_id))
+
+    # --- listing -----------------------------------------------------------------
+    def info(self, session_id: str) -> SessionInfo:
+        meta = self.backend.read_meta(session_id)
+        stats = self.backend.stats(session_id)
+        updated = meta.get("updated_at")
+        try:
+            meta_ns = parse_timestamp(updated) if isinstance(updated, str) else 0
+        except ValueError:
+            meta_ns = 0
+        return SessionInfo(
+            id=session_id,
+            title=meta.get("title") or meta.get("name"),
+            name=meta.get("name"),
+            working_dir=meta.get("working_dir"),
+            model=meta.get("model"),
+            created_at=meta.get("created_at"),
+            updated_at=format_timestamp(max(meta_ns, stats.updated_ns)),
+            summary=meta.get("summary") or None,
+            status=meta.get("status") or "active",
+            archived=bool(meta.get("archived")),
+            event_count=stats.event_count,
+            meta=meta,
+        )
+
+    def list(self, *, archived: bool = False) -> list[SessionInfo]:
+        """Sessions, most recently updated first; archived ones only if asked.
+
+        Reads session.json and one stat per session, never the event logs.
+        A malformed session is left out (see ``broken()``, ``fsck``)."""
+        rows, _ = self.scan()
+        if not archived:
+            rows = [r for r in rows if not r.archived]
+        return rows
+
+    def scan(self) -> tuple[list[SessionInfo], list[BrokenSession]]:
+        rows: list[SessionInfo] = []
+        broken: list[BrokenSession] = []
+        for sid in self.backend.session_ids():
+            try:
+                rows.append(self.info(sid))
+            except SessionNotFound:
+                continue  # deleted between listing the directory and reading it
+            except AgentlogError as exc:
+                broken.append(BrokenSession(sid, str(exc)))
+        rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
+        return rows, broken
+
+    def broken(self) -> list[BrokenSession]:
+        return self.scan()[1]
+
+    # --- checking ----------------------------------------------------------------
+    def fsck(self, session_id: str | None = None) -> list[Problem]:
+        """Verify one session or all; returns every problem found (changes nothing)."""
+        ids = [check_session_id(session_id)] if session_id else sorted(self.backend.session_ids())
+        problems: list[Problem] = []
+        for sid in ids:
+            if not self.backend.exists(sid):
+                raise SessionNotFound(sid)
+            try:
+                problems += self.backend.verify(sid)
+            except CorruptionError as exc:
+                problems.append(Problem(sid, exc.path, exc.offset, exc.reason))
+        return problems
+
+    def repair(self, session_id: str) -> list[str]:
+        """Quarantine damaged bytes and rebuild derived files (explicit; see fsck)."""
+        repair = getattr(self.backend, "repair", None)
+        if repair is None:
+            return []
+        return repair(check_session_id(session_id))
+
+    def __repr__(self) -> str:
+        return f"<Store {self.home} durability={self.durability}>"
