@@ -163,14 +163,15 @@ class OsFs:
             raise _wrap("stat", path, exc) from exc
 
     # --- composites ------------------------------------------------------
-    def write_atomic(self, path: str, data: bytes, *, durable: bool) -> None:
+    def write_atomic(self, path: str, data: bytes, *, durable: bool,
+                     tmp: str | None = None) -> None:
         """Replace ``path`` with ``data``: temp file, (sync), rename, (dir sync).
 
         A reader sees the old bytes or the new ones, never a mix; after a
         crash the same holds. ``durable`` adds the syncs that make the new
         bytes survive a power loss once this returns."""
         directory = os.path.dirname(path)
-        tmp = f"{path}.tmp"
+        tmp = tmp or f"{path}.tmp"
         fd = self.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
             self.write(fd, data, tmp)

@@ -8,6 +8,7 @@
      +-- InvalidEvent              a kind, role or record the store refuses
      |    `-- StreamedDeltaError   a live streaming delta sent to durable storage
      +-- SessionNotFound
+     +-- NothingToContinue         no session to --continue in a directory
      +-- SessionExists
      +-- EventNotFound
      +-- SessionLocked             another process holds the writer's lease
@@ -40,6 +41,7 @@ __all__ = [
     "InvalidEventId",
     "InvalidSessionId",
     "ModelError",
+    "NothingToContinue",
     "ReadOnlySession",
     "RecoveryWarning",
     "SessionClosed",
@@ -89,6 +91,17 @@ class SessionNotFound(AgentlogError, LookupError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"no session {session_id!r}")
         self.session_id = session_id
+
+
+class NothingToContinue(AgentlogError, LookupError):
+    def __init__(self, working_dir: str, moved: list[str] | None = None) -> None:
+        hint = ""
+        if moved:
+            hint = (f"; session {moved[0]} was started in a directory of the same name "
+                    "that no longer exists: continue with reroot to adopt it")
+        super().__init__(f"no session to continue in {working_dir}{hint}")
+        self.working_dir = working_dir
+        self.moved = moved or []
 
 
 class SessionExists(AgentlogError):

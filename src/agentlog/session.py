@@ -50,12 +50,18 @@ class Session:
     Get one from ``Store.create`` or ``Store.open``; close it (or use it as
     a context manager) to release the writer's lease."""
 
-    def __init__(self, store: Any, storage: SessionStorage) -> None:
+    def __init__(self, store: Any, storage: SessionStorage, *, lazy: bool = False) -> None:
+        from .compaction import CompactionPolicy
+
         self._store = store
         self._storage = storage
         self._lock = threading.RLock()
         self._pending: str | None = None
         self._closed = False
+        self._lazy = lazy
+        #: Compaction policy and summarizer; set them to change the defaults.
+        self.compaction = CompactionPolicy()
+        self._summarizer: Any = None
 
     # --- identity ---------------------------------------------------------------
     @property
@@ -110,6 +116,8 @@ class Session:
         if not drafts:
             return []
         with self._lock:
+            if self._lazy and any(d.kind == "message" and d.role == "assistant" for d in drafts):
+                self.persist()
             parent, branch_from = self._parent_for_append()
             events = self._storage.append(drafts, parent=parent, branch_from=branch_from)
             self._pending = None
@@ -238,6 +246,175 @@ class Session:
             meta["updated_at"] = format_timestamp(time.time_ns())
             self._storage.write_meta(meta)
         return meta
+
+    @property
+    def meta_with_defaults(self) -> dict[str, Any]:
+        from .lifecycle import meta_with_defaults
+
+        return meta_with_defaults(self.meta)
+
+    # --- lifecycle ---------------------------------------------------------------
+    @property
+    def persisted(self) -> bool:
+        """False while a lazily created session lives only in memory."""
+        return not self._lazy
+
+    def persist(self) -> None:
+        """Write a lazily created session to disk now (idempotent)."""
+        self._check_open()
+        with self._lock:
+            if self._lazy:
+                from .lifecycle import persist
+
+                persist(self)
+                self._lazy = False
+
+    @property
+    def title(self) -> str | None:
+        meta = self.meta
+        return meta.get("title") or meta.get("name")
+
+    def set_title(self, title: str | None) -> None:
+        self.update_meta(title=title)
+
+    def archive(self) -> None:
+        self.update_meta(archived=True)
+
+    def unarchive(self) -> None:
+        self.update_meta(archived=False)
+
+    def set_status(self, status: str) -> None:
+        self.update_meta(status=status)
+
+    def set_summary(self, summary: str | None = None, *, goal: str | None = None,
+                    completed: Any = None, decisions: Any = None, remaining: Any = None) -> str:
+        """Replace the session summary (goal, completed work, decisions,
+        remaining work); an agent tool can call this."""
+        from .lifecycle import render_summary
+
+        text, structured = render_summary(goal, completed, decisions, remaining)
+        if summary is not None:
+            text = summary
+        self.update_meta(summary=text, summary_structured=structured if summary is None else None)
+        return text
+
+    def ensure_summary(self) -> str:
+        """Set the fallback summary when none is set; return the summary."""
+        from .lifecycle import ensure_summary_text
+
+        current = self.meta.get("summary")
+        if current:
+            return current
+        text = ensure_summary_text(self)
+        if text:
+            self.update_meta(summary=text)
+        return text
+
+    def fork(self, at: str | None = None, *, name: str | None = None,
+             session_id: str | None = None) -> "Session":
+        """A new session holding the path to ``at`` (default HEAD).
+
+        Records ``forked_from`` in its metadata; blobs are hard-linked
+        (or copied once across file systems), not read."""
+        from .lifecycle import fork_meta
+
+        at = self.head if at is None else check_event_id(at)
+        events = self.path(at) if at != NIL_ID else []
+        new = self._store.create(session_id=session_id, **fork_meta(self, at, name))
+        try:
+            new._storage.append_existing(events, source=self._storage)
+        except BaseException:
+            new.close()
+            self._store.delete(new.id)
+            raise
+        return new
+
+    # --- drafts and artifacts ------------------------------------------------------
+    def draft(self) -> str | None:
+        """Unsent user text saved with ``set_draft``, if any."""
+        data = self._storage.read_sidecar("draft.txt")
+        return None if data is None else data.decode("utf-8")
+
+    def set_draft(self, text: str | None) -> None:
+        """Save (atomically) or with None clear the unsent user text."""
+        self._check_open()
+        self._storage.write_sidecar("draft.txt", None if text is None else text.encode("utf-8"))
+
+    @property
+    def artifacts_dir(self) -> str | None:
+        """The directory for this session's sidecar files (file backend)."""
+        return self._storage.artifacts_dir()
+
+    # --- working context --------------------------------------------------------------
+    @property
+    def summarizer(self) -> Any:
+        if self._summarizer is None:
+            from .summarize import ExtractiveSummarizer
+
+            self._summarizer = ExtractiveSummarizer()
+        return self._summarizer
+
+    @summarizer.setter
+    def summarizer(self, value: Any) -> None:
+        self._summarizer = value
+
+    def compact(self, summarizer: Any = None, *, keep_tokens: int | None = None) -> Event | None:
+        """Summarize older context into a ``compaction`` event (nothing deleted)."""
+        from .compaction import compact
+
+        return compact(self, summarizer=summarizer, keep_tokens=keep_tokens)
+
+    def maybe_compact(self, used_tokens: int, context_window: int) -> Event | None:
+        """Compact when the policy says usage is high enough."""
+        if self.compaction.due(used_tokens, context_window):
+            return self.compact()
+        return None
+
+    def summarize_branch(self, summarizer: Any = None) -> Event | None:
+        """After ``select()``, append a ``branch_summary`` of the abandoned branch."""
+        from .compaction import summarize_branch
+
+        return summarize_branch(self, summarizer=summarizer)
+
+    def save_turn(self, items: Iterable[DraftLike], state: Any = None) -> list[Event]:
+        """Append a turn's events and its checkpoint state in one atomic batch."""
+        drafts = [make_draft(item) for item in items]
+        if state is not None:
+            record = state.to_record() if hasattr(state, "to_record") else state
+            drafts.append(Draft("state", record, "system"))
+        return self.append_many(drafts)
+
+    def state(self) -> Any:
+        """The latest checkpoint on the active path (a fresh one if none)."""
+        from .state import Checkpoint
+
+        for event in self.walk():
+            if event.kind == "state":
+                return Checkpoint.from_record(self.resolve(event).record)
+        return Checkpoint()
+
+    def to_chat_messages(self, system: str | None = None) -> list[dict[str, Any]]:
+        """The context as OpenAI chat-completions messages (tool pairs kept whole)."""
+        from .providers import to_chat_messages
+
+        return to_chat_messages(self.context(resolve=True), system=system)
+
+    def to_responses_input(self, system: str | None = None) -> list[dict[str, Any]]:
+        """The context as OpenAI Responses API input items."""
+        from .providers import to_responses_input
+
+        return to_responses_input(self.context(resolve=True), system=system)
+
+    def sync(self, messages: Sequence[Any]) -> list[Event]:
+        """Append only the new suffix of a harness's plain message list.
+
+        The list must start with what is saved (the context as chat
+        messages; system messages are ignored, the system prompt is not
+        durable). Otherwise ContextMismatch is raised and nothing written."""
+        from .sync import new_suffix
+
+        with self._lock:
+            return self.append_many(new_suffix(self, messages))
 
     # --- lifetime ----------------------------------------------------------------
     def close(self) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 from .backends.base import Backend, Problem
 from .backends.files import FileBackend
 from .backends.memory import MemoryBackend
-from .errors import AgentlogError, CorruptionError, SessionNotFound
+from .errors import AgentlogError, CorruptionError, NothingToContinue, SessionExists, SessionNotFound
+from .lifecycle import meta_with_defaults
 from .event import IdGenerator, check_session_id, format_timestamp, parse_timestamp
 from .session import Session
 
@@ -85,12 +86,19 @@ class Store:
 
     # --- sessions ----------------------------------------------------------------
     def create(self, name: str | None = None, working_dir: str | None = None,
-               model: str | None = None, session_id: str | None = None,
-               **meta: Any) -> Session:
-        """Create a session and return it open for writing."""
+               model: str | None = None, session_id: str | None = None, *,
+               lazy: bool = False, **meta: Any) -> Session:
+        """Create a session and return it open for writing.
+
+        With ``lazy=True`` nothing is written until the first assistant
+        message or ``session.persist()`` (the lazy gate): a session the
+        user never used leaves no trace. Until then its events live in
+        memory only."""
         sid = check_session_id(session_id) if session_id is not None else IdGenerator().next()
+        if lazy and self.backend.exists(sid):
+            raise SessionExists(sid)
         now = _now()
-        record = {
+        record = meta_with_defaults({
             "schema": SCHEMA_VERSION,
             "id": sid,
             "name": name,
@@ -98,13 +106,80 @@ class Store:
             "model": model,
             "created_at": now,
             "updated_at": now,
-        }
+        })
         record.update(meta)
-        return Session(self, self.backend.create(sid, record))
+        if lazy:
+            buffer = MemoryBackend(blob_threshold=getattr(self.backend, "blob_threshold", 16384))
+            return Session(self, buffer.create(sid, record), lazy=True)
+        session = Session(self, self.backend.create(sid, record))
+        self._leave_breadcrumb(sid, record.get("working_dir"))
+        return session
 
     def open(self, session_id: str, readonly: bool = False) -> Session:
+        """Open a session; for writing it takes the lease (SessionLocked if held)."""
         check_session_id(session_id)
-        return Session(self, self.backend.open(session_id, readonly=readonly))
+        session = Session(self, self.backend.open(session_id, readonly=readonly))
+        if not readonly:
+            try:
+                self._leave_breadcrumb(session_id, session.meta.get("working_dir"))
+            except BaseException:
+                session.close()
+                raise
+        return session
+
+    def update_meta(self, session_id: str, **changes: Any) -> dict[str, Any]:
+        """Change session.json fields under the session's lease (title,
+        archived, status, summary...); unknown fields are kept."""
+        with self.open(session_id) as session:
+            return session.update_meta(**changes)
+
+    # --- --continue ------------------------------------------------------------------
+    def _leave_breadcrumb(self, session_id: str, working_dir: str | None) -> None:
+        if working_dir:
+            self.backend.put_breadcrumb(working_dir, session_id)
+
+    def latest_for(self, working_dir: str) -> str | None:
+        """The id of the latest session of ``working_dir``, if any."""
+        working_dir = os.path.abspath(working_dir)
+        crumb = self.backend.get_breadcrumb(working_dir)
+        if crumb is not None and self.backend.exists(crumb):
+            return crumb
+        for row in self.list(archived=True):
+            if row.working_dir == working_dir:
+                return row.id
+        return None
+
+    def find_moved(self, working_dir: str) -> list[SessionInfo]:
+        """Sessions whose working directory no longer exists and whose last
+        path component matches ``working_dir``'s: a project that was moved."""
+        name = os.path.basename(os.path.abspath(working_dir))
+        return [row for row in self.list(archived=True)
+                if row.working_dir and not os.path.isdir(row.working_dir)
+                and os.path.basename(row.working_dir) == name]
+
+    def reroot(self, session_id: str, working_dir: str) -> None:
+        """Point a session at its project's new location."""
+        working_dir = os.path.abspath(working_dir)
+        self.update_meta(session_id, working_dir=working_dir)
+        self._leave_breadcrumb(session_id, working_dir)
+
+    def continue_session(self, working_dir: str | None = None, *, reroot: bool = False,
+                         readonly: bool = False) -> Session:
+        """Open the latest session of a working directory (``--continue``).
+
+        If none is found but a session's directory was moved here (same
+        name, old path gone), ``reroot=True`` re-roots and opens it;
+        otherwise NothingToContinue says which sessions could be re-rooted."""
+        working_dir = os.path.abspath(working_dir or os.getcwd())
+        found = self.latest_for(working_dir)
+        if found is None:
+            moved = self.find_moved(working_dir)
+            if moved and reroot:
+                self.reroot(moved[0].id, working_dir)
+                found = moved[0].id
+            else:
+                raise NothingToContinue(working_dir, [row.id for row in moved])
+        return self.open(found, readonly=readonly)
 
     def exists(self, session_id: str) -> bool:
         return self.backend.exists(check_session_id(session_id))
@@ -117,7 +192,7 @@ class Store:
 
     # --- listing -----------------------------------------------------------------
     def info(self, session_id: str) -> SessionInfo:
-        meta = self.backend.read_meta(session_id)
+        meta = meta_with_defaults(self.backend.read_meta(session_id))
         stats = self.backend.stats(session_id)
         updated = meta.get("updated_at")
         try:

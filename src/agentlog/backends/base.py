@@ -98,6 +98,27 @@ class SessionStorage(ABC):
         backend's durability mode promises (invariant 1)."""
 
     @abstractmethod
+    def append_existing(self, events: Sequence[Event],
+                        source: "SessionStorage | None" = None) -> list[Event]:
+        """Append events keeping their ids, parents and timestamps, as one
+        all-or-nothing batch (fork, migration, the lazy gate). Ids must sort
+        after every id already stored. Blob payloads come from ``source``."""
+
+    @abstractmethod
+    def write_sidecar(self, name: str, data: bytes | None) -> None:
+        """Replace ``name`` in the session's artifacts atomically (None removes)."""
+
+    @abstractmethod
+    def read_sidecar(self, name: str) -> bytes | None: ...
+
+    def sidecar_names(self) -> list[str]:
+        return []
+
+    def artifacts_dir(self) -> str | None:
+        """A directory for the session's sidecar files, if the backend has one."""
+        return None
+
+    @abstractmethod
     def set_head(self, event_id: str) -> None:
         """Move HEAD durably without appending an event."""
 
@@ -173,3 +194,11 @@ class Backend(ABC):
     @abstractmethod
     def verify(self, session_id: str) -> list[Problem]:
         """Check everything stored for a session (fsck); change nothing."""
+
+    # Breadcrumbs: the latest session per working directory (--continue).
+    # Kept in memory by default; the file backend keeps them on disk.
+    def put_breadcrumb(self, working_dir: str, session_id: str) -> None:
+        self.__dict__.setdefault("_breadcrumbs", {})[working_dir] = session_id
+
+    def get_breadcrumb(self, working_dir: str) -> str | None:
+        return self.__dict__.get("_breadcrumbs", {}).get(working_dir)

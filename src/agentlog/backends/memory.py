@@ -44,6 +44,7 @@ class _Data:
         self.updated_ns = time.time_ns()
         self.lock = threading.RLock()
         self.writer_open = False
+        self.sidecars: dict[str, bytes] = {}
 
 
 class MemorySessionStorage(SessionStorage):
@@ -98,6 +99,50 @@ class MemorySessionStorage(SessionStorage):
             d.head = current
             d.updated_ns = time.time_ns()
         return out
+
+    def append_existing(self, events: Sequence[Event],
+                        source: SessionStorage | None = None) -> list[Event]:
+        self._check(write=True)
+        d = self._data
+        with d.lock:
+            floor = d.order[-1] if d.order else ""
+            known: set[str] = set()
+            staged = []
+            for event in events:
+                if event.id <= floor:
+                    raise InvalidEvent(f"event {event.id} does not sort after {floor or 'the start'}")
+                floor = event.id
+                if (event.parent_id != NIL_ID and event.parent_id not in known
+                        and event.parent_id not in d.events):
+                    raise EventNotFound(event.parent_id, self.session_id)
+                known.add(event.id)
+                if event.digest and event.digest not in d.blobs:
+                    if source is None:
+                        raise InvalidEvent(f"blob {event.digest} is here nowhere and no source was given")
+                    d.blobs[event.digest] = source.load_blob(event.digest)
+                staged.append(event if event.digest is None else event.with_record(None))
+            for event in staged:
+                d.ids.observe(event.id)
+                d.events[event.id] = event
+                d.order.append(event.id)
+                d.children.add(event.parent_id)
+            if staged:
+                d.head = staged[-1].id
+            d.updated_ns = time.time_ns()
+        return list(events)
+
+    def write_sidecar(self, name: str, data: bytes | None) -> None:
+        self._check(write=True)
+        if data is None:
+            self._data.sidecars.pop(name, None)
+        else:
+            self._data.sidecars[name] = bytes(data)
+
+    def read_sidecar(self, name: str) -> bytes | None:
+        return self._data.sidecars.get(name)
+
+    def sidecar_names(self) -> list[str]:
+        return sorted(self._data.sidecars)
 
     def set_head(self, event_id: str) -> None:
         self._check(write=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import threading
@@ -203,6 +204,37 @@ class FileBackend(Backend):
             if self.durable:
                 self.fs.fsync_dir(self.layout.sessions)
             self.fs.rmtree(doomed)
+
+    def _breadcrumb_path(self, working_dir: str) -> str:
+        key = hashlib.sha256(os.path.abspath(working_dir).encode()).hexdigest()[:32]
+        return os.path.join(self.layout.breadcrumbs, f"{key}.json")
+
+    def put_breadcrumb(self, working_dir: str, session_id: str) -> None:
+        """Remember the latest session of a working directory (atomic replace)."""
+        check_session_id(session_id)
+        if not os.path.isdir(self.layout.breadcrumbs):
+            self.fs.mkdir(self.layout.breadcrumbs)
+            if self.durable:
+                self.fs.fsync_dir(self.layout.home)
+        data = orjson.dumps({"working_dir": os.path.abspath(working_dir), "session_id": session_id})
+        path = self._breadcrumb_path(working_dir)
+        # No lease guards a breadcrumb: a unique temp name keeps two
+        # processes' replacements from writing into one temp file.
+        self.fs.write_atomic(path, data, durable=self.durable,
+                             tmp=f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+    def get_breadcrumb(self, working_dir: str) -> str | None:
+        path = self._breadcrumb_path(working_dir)
+        if not os.path.exists(path):
+            return None
+        try:
+            crumb = orjson.loads(self.fs.read_file(path))
+            session_id = check_session_id(crumb["session_id"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise CorruptionError(path, None, f"unreadable breadcrumb: {exc}") from None
+        if crumb.get("working_dir") != os.path.abspath(working_dir):
+            return None  # a hash collision on the key: not this directory's
+        return session_id
 
     def verify(self, session_id: str) -> list[Problem]:
         from .fsck import verify_session

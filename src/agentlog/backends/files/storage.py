@@ -42,13 +42,15 @@ __all__ = ["FileSessionStorage"]
 
 
 class _Request:
-    __slots__ = ("payloads", "parent", "branch_from", "target", "done", "result", "error")
+    __slots__ = ("payloads", "parent", "branch_from", "target", "copies", "done", "result", "error")
 
-    def __init__(self, payloads=None, parent=None, branch_from=None, target=None):
+    def __init__(self, payloads=None, parent=None, branch_from=None, target=None, copies=None):
         self.payloads: list[tuple[str, str | None, bytes]] | None = payloads
         self.parent: str | None = parent
         self.branch_from: str | None = branch_from
         self.target: str | None = target
+        # Events kept verbatim (ids, parents, times) with their payload bytes.
+        self.copies: list[tuple[Event, bytes]] | None = copies
         self.done = False
         self.result: list[Event] | None = None
         self.error: BaseException | None = None
@@ -334,6 +336,9 @@ class FileSessionStorage(SessionStorage):
                 records.append(None)
                 head = req.target
                 continue
+            if req.copies is not None:
+                head = self._encode_copies(req, lines, records, blobs)
+                continue
             events = []
             parent = req.parent if req.parent is not None else head
             n = len(req.payloads)
@@ -385,6 +390,108 @@ class FileSessionStorage(SessionStorage):
             self._scan_from = (chunk, offset)
             if entries:
                 self.index.add(entries)
+
+    def _encode_copies(self, req: _Request, lines: list[bytes],
+                       records: list[dict[str, Any] | None], blobs: dict[str, bytes]) -> str:
+        n = len(req.copies)
+        for i, (event, payload) in enumerate(req.copies):
+            self._ids.observe(event.id)
+            digest, inline = event.digest, None
+            if digest is None:
+                if len(payload) > self.blob_threshold:
+                    digest = digest_of(payload)
+                    blobs[digest] = payload
+                else:
+                    inline = orjson.Fragment(payload)
+            obj = {"id": event.id, "parent_id": event.parent_id, "branch_from": event.branch_from,
+                   "kind": event.kind, "role": event.role, "timestamp": event.timestamp,
+                   "record": inline, "digest": digest}
+            if n > 1:
+                obj["txn"] = [i, n]
+            lines.append(encode_line(obj))
+            records.append(obj)
+        req.result = [event for event, _ in req.copies]
+        return req.copies[-1][0].id
+
+    def append_existing(self, events: Sequence[Event], source: SessionStorage | None = None) -> list[Event]:
+        """Append events keeping their ids, parents and times (fork, migration,
+        the lazy gate), as one batch. Ids must increase past every id here.
+
+        Payloads kept in blobs are hard-linked from ``source``'s blob files
+        when it is on the same file system, else copied; never read twice."""
+        self._check_writable()
+        if not events:
+            return []
+        copies: list[tuple[Event, bytes | None]] = []
+        known: set[str] = set()
+        last = self.index.last()
+        floor = last["id"] if last else ""
+        linked = False
+        for event in events:
+            if event.id <= floor:
+                raise InvalidEvent(f"event {event.id} does not sort after {floor or 'the start'}")
+            floor = event.id
+            if (event.parent_id != NIL_ID and event.parent_id not in known
+                    and not self.contains(event.parent_id)):
+                raise EventNotFound(event.parent_id, self.session_id)
+            known.add(event.id)
+            if event.digest:
+                linked |= self._adopt_blob(event.digest, source)
+                copies.append((event, None))
+            else:
+                copies.append((event, orjson.dumps(event.record)))
+        if linked:
+            self.blobs.sync_dir()
+        return self._commit(_Request(copies=copies))
+
+    def _adopt_blob(self, digest: str, source: SessionStorage | None) -> bool:
+        target = self.blobs.path(digest)
+        if self.fs.exists(target):
+            return False
+        if source is None:
+            raise InvalidEvent(f"blob {digest} is not here and no source session was given")
+        source_blobs = getattr(getattr(source, "storage", source), "blobs", None)
+        if isinstance(source_blobs, BlobStore):
+            # Blobs are immutable and every load verifies its digest, so
+            # sharing the inode is safe and costs no read.
+            try:
+                self.fs.link(source_blobs.path(digest), target)
+                return True
+            except StorageError:
+                pass  # another file system or no link support: copy below
+        return self.blobs.put(digest, source.load_blob(digest))
+
+    def write_sidecar(self, name: str, data: bytes | None) -> None:
+        """Replace (or with None remove) ``artifacts/<name>`` atomically."""
+        self._check_writable()
+        directory = self.layout.artifacts(self.session_id)
+        path = os.path.join(directory, name)
+        if data is None:
+            if self.fs.exists(path):
+                self.fs.unlink(path)
+                if self.durable:
+                    self.fs.fsync_dir(directory)
+            return
+        if not self.fs.exists(directory):
+            self.fs.mkdir(directory)
+            if self.durable:
+                self.fs.fsync_dir(self.dir)
+        self.fs.write_atomic(path, data, durable=self.durable)
+
+    def read_sidecar(self, name: str) -> bytes | None:
+        path = os.path.join(self.layout.artifacts(self.session_id), name)
+        if not self.fs.exists(path):
+            return None
+        return self.fs.read_file(path)
+
+    def sidecar_names(self) -> list[str]:
+        directory = self.layout.artifacts(self.session_id)
+        if not self.fs.exists(directory):
+            return []
+        return sorted(n for n in self.fs.listdir(directory) if not n.endswith(".tmp"))
+
+    def artifacts_dir(self) -> str | None:
+        return self.layout.artifacts(self.session_id)
 
     def _rollback(self, chunk: int, size: int, cause: BaseException) -> None:
         """Cut a failed write off so it is never glued to the next record."""

@@ -1,0 +1,112 @@
+"""The ``agentlog`` command line.
+
+Each command group is one module exposing ``COMMANDS``; registering a new
+group is adding its module to ``GROUPS`` below. Every failure a user can
+cause (an AgentlogError, a usage error, an OS error) leaves as one line on
+stderr, ``agentlog: error: ...``, with exit status 2 for usage errors and 1
+otherwise. See docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+import warnings
+from typing import Any
+
+import click
+
+from .. import __version__
+from ..errors import AgentlogError
+from . import check, events, sessions
+from .common import App
+
+__all__ = ["main"]
+
+GROUPS = (sessions, events, check)
+
+#: Set to see the traceback of an unexpected failure (a bug in agentlog).
+DEBUG_ENV = "AGENTLOG_DEBUG"
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _fail(message: str, code: int) -> int:
+    click.echo(f"agentlog: error: {_one_line(message)}", err=True)
+    return code
+
+
+def _show_warning(message: Any, category: type, filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    click.echo(f"agentlog: warning: {_one_line(message)}", err=True)
+
+
+class AgentlogGroup(click.Group):
+    """A group whose ``main`` turns every expected failure into one line."""
+
+    def main(self, args: Any = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            code = self._run(args, prog_name or "agentlog", complete_var, extra)
+        sys.exit(code)
+
+    def _run(self, args: Any, prog_name: str, complete_var: str | None,
+             extra: dict[str, Any]) -> int:
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            return rv if isinstance(rv, int) else 0
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.ctx.get_help())
+            return 0
+        except click.UsageError as exc:
+            hint = ""
+            if exc.ctx is not None:
+                hint = f" (see '{exc.ctx.command_path} --help')"
+            return _fail(exc.format_message() + hint, exc.exit_code)
+        except click.ClickException as exc:
+            return _fail(exc.format_message(), exc.exit_code)
+        except click.Abort:
+            return _fail("aborted", 1)
+        except AgentlogError as exc:
+            return _fail(str(exc), 1)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                return 1  # the reader went away (`agentlog log S | head`): say nothing
+            where = f": {exc.filename}" if exc.filename else ""
+            return _fail(f"{exc.strerror or exc}{where}", 1)
+        except Exception as exc:
+            if os.environ.get(DEBUG_ENV):
+                raise
+            return _fail(f"internal error: {type(exc).__name__}: {exc} "
+                         f"(set {DEBUG_ENV}=1 to see the traceback)", 1)
+
+
+@click.group(cls=AgentlogGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", type=click.Path(file_okay=False), envvar="AGENTLOG_HOME",
+              show_envvar=True, metavar="DIR",
+              help="The store's home directory. Default: $XDG_DATA_HOME/agentlog, "
+                   "else ~/.local/share/agentlog.")
+@click.option("--durability", type=click.Choice(["full", "off"]), default="full",
+              show_default=True,
+              help="'full' syncs every append to disk before acknowledging it; "
+                   "'off' leaves that to the OS (faster, loses the tail on power loss).")
+@click.version_option(__version__, prog_name="agentlog")
+@click.pass_context
+def main(ctx: click.Context, home: str | None, durability: str) -> None:
+    """agentlog: a durable, navigable event timeline for AI agent sessions.
+
+    Sessions and events can be named by a unique prefix of their id. Every
+    command takes --json for one JSON document on stdout."""
+    ctx.obj = App(home, durability)
+
+
+for _group in GROUPS:
+    for _command in _group.COMMANDS:
+        main.add_command(_command)

@@ -1,0 +1,226 @@
+"""Commands about one session's events: append, log, tree, show, checkout, context."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import click
+import orjson
+from rich.json import JSON
+from rich.text import Text
+
+from ..errors import InvalidEvent
+from ..event import NIL_ID, Event
+from ..session import Session
+from .common import App, CliError, emit_json, json_option, resolve_event, session_command
+from .render import (
+    abbreviate,
+    console,
+    event_line,
+    event_lines,
+    full_text,
+    local_time,
+    preview,
+    session_tree,
+)
+
+__all__ = ["COMMANDS"]
+
+
+def _event_json(event: Event) -> dict[str, Any]:
+    return event.to_dict()
+
+
+def _read_record(text: str | None) -> Any:
+    if text is None or text == "-":
+        stream = click.get_binary_stream("stdin")
+        if text is None and stream.isatty():
+            raise CliError("no record given: pass RECORD_JSON, or pipe it on stdin")
+        data: bytes | str = stream.read()
+        where = "stdin"
+    else:
+        data, where = text, "RECORD_JSON"
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidEvent(f"the record on {where} is not valid JSON: {exc}") from None
+
+
+def _title(session: Session) -> Text:
+    meta = session.meta
+    title = Text(session.id, style="bold yellow")
+    name = meta.get("title") or meta.get("name")
+    if name:
+        title.append(f"  {name}", style="bold")
+    title.append(f"  ({len(session)} events)", style="dim")
+    return title
+
+
+@click.command("append")
+@session_command(write=True)
+@click.argument("kind")
+@click.argument("record_json", metavar="[RECORD_JSON]", required=False)
+@click.option("--role", help="The event's role (user, assistant, tool, system...).")
+@json_option
+def append(app: App, session: Session, kind: str, record_json: str | None,
+           role: str | None, as_json: bool) -> None:
+    """Append one event to a session as a child of HEAD; print its id.
+
+    The record is JSON given as RECORD_JSON, or read from stdin when
+    RECORD_JSON is '-' or left out. It returns once the event is durable."""
+    record = _read_record(record_json)
+    event = session.append(kind, record, role=role)
+    if as_json:
+        emit_json({k: v for k, v in _event_json(event).items() if k != "record"})
+    else:
+        click.echo(event.id)
+
+
+@click.command("log")
+@session_command()
+@click.option("--full", is_flag=True, help="Load blob payloads so their previews show.")
+@click.option("-n", "--limit", type=click.IntRange(min=1), metavar="N",
+              help="Only the last N events before HEAD.")
+@json_option
+def log(app: App, session: Session, full: bool, limit: int | None, as_json: bool) -> None:
+    """Show the active path, root to HEAD, one line per event.
+
+    Each line: short id, local time, kind, role, and a one-line preview of
+    the record. Payloads kept in blobs are not read unless --full."""
+    walk = session.walk()
+    events = list(itertools.islice(walk, limit) if limit else walk)
+    events.reverse()
+    if full:
+        events = [session.resolve(e) for e in events]
+    if as_json:
+        emit_json([_event_json(e) for e in events])
+        return
+    out = console()
+    if not events:
+        out.print(Text(f"session {session.id} has no events", style="dim"))
+        return
+    shorts = abbreviate(e.id for e in session.entries())
+    for line in event_lines(events, shorts, session.head):
+        out.print(line, no_wrap=True, overflow="ellipsis")
+
+
+@click.command("tree")
+@session_command()
+@json_option
+def tree(app: App, session: Session, as_json: bool) -> None:
+    """Draw every branch of a session, HEAD marked.
+
+    A run of events without branching stays at one depth; each branch
+    point lists its branches as labelled subtrees, the one leading to HEAD
+    marked active. With --json, the nodes come from the index alone."""
+    entries = session.entries()
+    head = session.head
+    if as_json:
+        children: dict[str, list[str]] = {}
+        for e in entries:
+            children.setdefault(e.parent_id, []).append(e.id)
+        emit_json({
+            "session": session.id,
+            "head": head,
+            "roots": children.get(NIL_ID, []),
+            "nodes": [{"id": e.id, "parent_id": e.parent_id, "branch_from": e.branch_from,
+                       "kind": e.kind, "role": e.role, "timestamp": e.timestamp,
+                       "digest": e.digest, "children": children.get(e.id, [])}
+                      for e in entries],
+        })
+        return
+    texts = {e.id: preview(session.event(e.id), 80) for e in entries}
+    console().print(session_tree(_title(session), entries, head, texts))
+
+
+@click.command("show")
+@session_command()
+@click.argument("event")
+@json_option
+def show(app: App, session: Session, event: str, as_json: bool) -> None:
+    """Show one event with its full record (a blob payload is loaded and verified).
+
+    EVENT is a full id, a unique prefix of at least 4 hex digits, or HEAD."""
+    found = session.resolve(session.event(resolve_event(session, event)))
+    children = session.children().get(found.id, [])
+    if as_json:
+        doc = _event_json(found)
+        doc["children"] = children
+        doc["head"] = found.id == session.head
+        emit_json(doc)
+        return
+    out = console()
+    rows = [("id", found.id + ("  ◀ HEAD" if found.id == session.head else "")),
+            ("parent", "(root)" if found.parent_id == NIL_ID else found.parent_id)]
+    if found.branch_from:
+        rows.append(("branch from", found.branch_from))
+    rows += [("kind", found.kind), ("role", found.role or "-"),
+             ("time", f"{local_time(found.timestamp)}  ({found.timestamp})")]
+    if found.digest:
+        rows.append(("blob", found.digest))
+    rows.append(("children", ", ".join(children) if children else "-"))
+    for key, value in rows:
+        line = Text(f"{key:<12}", style="bold")
+        line.append(value)
+        out.print(line, soft_wrap=True)
+    out.print(Text("record", style="bold"))
+    out.print(JSON.from_data(found.record, indent=2))
+
+
+@click.command("checkout")
+@session_command(write=True)
+@click.argument("event")
+@json_option
+def checkout(app: App, session: Session, event: str, as_json: bool) -> None:
+    """Move HEAD to EVENT durably, appending no event.
+
+    EVENT is a full id, a unique prefix of at least 4 hex digits, or
+    'root' to make the next append start a new root. The next append
+    becomes a child of EVENT, starting a branch if EVENT has children."""
+    previous = session.head
+    target = resolve_event(session, event, allow_root=True)
+    session.checkout(target)
+    if as_json:
+        emit_json({"session": session.id, "head": target, "previous": previous})
+        return
+    if target == NIL_ID:
+        click.echo("HEAD is now the root (the next append starts a new root)")
+        return
+    shown = session.event(target)
+    shorts = abbreviate(e.id for e in session.entries())
+    line = Text("HEAD is now ")
+    line.append_text(event_line(shown, shorts[target], preview(shown)))
+    console().print(line, no_wrap=True, overflow="ellipsis")
+
+
+@click.command("context")
+@session_command()
+@click.option("--resolve", is_flag=True, help="Load blob payloads (verified) into the records.")
+@json_option
+def context(app: App, session: Session, resolve: bool, as_json: bool) -> None:
+    """Show what the model would get: the latest compaction, what it kept, and what follows.
+
+    Without a compaction on the active path that is the whole path. Each
+    event is shown in full; payloads in blobs are named, not read, unless
+    --resolve."""
+    events = session.context(resolve=resolve)
+    if as_json:
+        emit_json([_event_json(e) for e in events])
+        return
+    out = console()
+    if not events:
+        out.print(Text(f"session {session.id} has no events", style="dim"))
+        return
+    shorts = abbreviate(e.id for e in session.entries())
+    for e in events:
+        header = Text(f"── {e.kind}", style="bold")
+        header.append(f" · {e.role or '-'}", style="cyan")
+        header.append(f" · {shorts[e.id]} · {local_time(e.timestamp)}", style="dim")
+        out.print(header)
+        body = (f"<payload in blob {e.digest}; --resolve loads it>" if not e.loaded
+                else full_text(e.kind, e.record))
+        out.print(Text(body), soft_wrap=True)
+
+
+COMMANDS = [append, log, tree, show, checkout, context]

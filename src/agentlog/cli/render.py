@@ -1,0 +1,249 @@
+"""Human output shared by the commands: short ids, previews, times, tables, trees.
+
+User content always goes into ``rich.text.Text`` objects, never into
+markup strings, so a record containing ``[bold]`` prints as typed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import defaultdict
+from typing import Any, Iterable, Sequence
+
+import orjson
+from rich.console import Console
+from rich.text import Text
+from rich.tree import Tree
+
+from ..backends.base import IndexEntry
+from ..event import NIL_ID, Event, parse_timestamp
+
+__all__ = [
+    "abbreviate",
+    "console",
+    "event_line",
+    "event_lines",
+    "full_text",
+    "local_time",
+    "one_line",
+    "preview",
+    "session_tree",
+]
+
+MIN_SHORT = 8
+PREVIEW_LIMIT = 120
+#: Piped output is not cut to 80 columns: a pipe has no width.
+PIPE_WIDTH = 240
+
+KIND_STYLES = {
+    "message": "bold",
+    "tool_call": "magenta",
+    "tool_result": "blue",
+    "compaction": "bold yellow",
+    "branch_summary": "yellow",
+    "state": "dim",
+    "label": "green",
+}
+
+
+def console() -> Console:
+    """A console on the current stdout (so test runners can capture it)."""
+    width = None
+    if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
+        width = PIPE_WIDTH
+    return Console(highlight=False, emoji=False, markup=False, width=width)
+
+
+# --- ids and times -------------------------------------------------------------
+def abbreviate(ids: Iterable[str], min_len: int = MIN_SHORT) -> dict[str, str]:
+    """Each id's shortest prefix that no other id shares (at least ``min_len``).
+
+    Like git's abbreviated hashes, the short form is always a real prefix
+    of the id, so it can be typed back. A prefix never ends on a hyphen."""
+    ordered = sorted(set(ids))
+    shared = [0] * len(ordered)
+    for i in range(1, len(ordered)):
+        a, b = ordered[i - 1], ordered[i]
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        shared[i - 1] = max(shared[i - 1], n)
+        shared[i] = max(shared[i], n)
+    out = {}
+    for value, common in zip(ordered, shared):
+        need = max(min_len, common + 1)
+        if need < len(value) and value[need - 1] == "-":
+            need += 1
+        out[value] = value[:need]
+    return out
+
+
+def local_time(timestamp: str | None, *, seconds: bool = True) -> str:
+    """An RFC 3339 UTC timestamp shown in local time (the JSON keeps UTC)."""
+    if not timestamp:
+        return "-"
+    try:
+        secs = parse_timestamp(timestamp) // 1_000_000_000
+    except ValueError:
+        return timestamp
+    return time.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M",
+                         time.localtime(secs))
+
+
+# --- record text -----------------------------------------------------------------
+def one_line(text: str, limit: int = PREVIEW_LIMIT) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _parts_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        pieces = []
+        for part in content:
+            if isinstance(part, str):
+                pieces.append(part)
+            elif isinstance(part, dict):
+                text = part.get("text")
+                pieces.append(text if isinstance(text, str) else f"[{part.get('type', 'part')}]")
+        return " ".join(pieces)
+    return _compact(content)
+
+
+def _compact(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+def full_text(kind: str, record: Any) -> str:
+    """The human-meaningful text of a record (see docs/records.md)."""
+    if record is None:
+        return ""
+    if isinstance(record, str):
+        return record
+    if not isinstance(record, dict):
+        return _compact(record)
+    if kind == "tool_call" and "name" in record:
+        args = record.get("arguments")
+        return f"{record['name']}({args if isinstance(args, str) else _compact(args)})"
+    if kind == "tool_result" and "content" in record:
+        text = _parts_text(record["content"])
+        name = record.get("name")
+        mark = "error: " if record.get("is_error") else ""
+        return f"{name}: {mark}{text}" if name else f"{mark}{text}"
+    if kind == "label" and "name" in record:
+        target = record.get("target")
+        return f"{record['name']} -> {target}" if target else str(record["name"])
+    for key in ("content", "summary", "text"):
+        if key in record:
+            return _parts_text(record[key])
+    return _compact(record)
+
+
+def preview(event: Event, limit: int = PREVIEW_LIMIT) -> str:
+    """One line saying what an event holds; a blob not loaded is named, not read."""
+    if not event.loaded:
+        return f"<blob {event.digest} not loaded>"
+    return one_line(full_text(event.kind, event.record), limit)
+
+
+# --- event lines -----------------------------------------------------------------
+def event_line(event: Event | IndexEntry, short: str, text: str, *,
+               widths: Sequence[int] = (0, 0, 0), head: bool = False) -> Text:
+    kind_w, role_w, short_w = widths
+    line = Text()
+    line.append(short.ljust(short_w), style="yellow")
+    line.append("  ")
+    line.append(local_time(event.timestamp), style="dim")
+    line.append("  ")
+    line.append(event.kind.ljust(kind_w), style=KIND_STYLES.get(event.kind, ""))
+    line.append("  ")
+    line.append((event.role or "-").ljust(role_w), style="cyan")
+    if text:
+        line.append("  ")
+        line.append(text)
+    if head:
+        line.append("  ◀ HEAD", style="bold green")
+    return line
+
+
+def event_lines(events: Sequence[Event], shorts: dict[str, str], head: str) -> list[Text]:
+    """Aligned one-line views of ``events`` (for log and context)."""
+    widths = (
+        max((len(e.kind) for e in events), default=0),
+        max((len(e.role or "-") for e in events), default=0),
+        max((len(shorts.get(e.id, e.id)) for e in events), default=0),
+    )
+    return [event_line(e, shorts.get(e.id, e.id), preview(e), widths=widths, head=e.id == head)
+            for e in events]
+
+
+# --- the branch tree ---------------------------------------------------------------
+def session_tree(title: Text, entries: Sequence[IndexEntry], head: str,
+                 texts: dict[str, str]) -> Tree:
+    """The whole event tree, with linear runs kept flat.
+
+    A chain of single children is drawn as siblings at one depth; only a
+    branch point (an event with several children) indents, with one
+    labelled subtree per branch. Depth therefore grows with the number of
+    branch points, not with the length of the session."""
+    by_id = {e.id: e for e in entries}
+    kids: dict[str, list[IndexEntry]] = defaultdict(list)
+    for e in entries:
+        kids[e.parent_id].append(e)
+    on_head_path = set()
+    current = head
+    while current in by_id and current not in on_head_path:
+        on_head_path.add(current)
+        current = by_id[current].parent_id
+    shorts = abbreviate(by_id)
+    widths = (max((len(e.kind) for e in entries), default=0),
+              max((len(e.role or "-") for e in entries), default=0), 0)
+
+    def label(e: IndexEntry) -> Text:
+        line = event_line(e, shorts[e.id], texts.get(e.id, ""), widths=widths, head=e.id == head)
+        if len(kids[e.id]) > 1:
+            line.append(f"  ⑂ {len(kids[e.id])} branches", style="bold magenta")
+        return line
+
+    tree = Tree(title)
+    todo: list[tuple[Tree, IndexEntry]] = []
+
+    def branch_out(node: Tree, children: list[IndexEntry], why: str = "") -> None:
+        for n, child in enumerate(children, 1):
+            tag = Text(f"branch {n}/{len(children)}", style="magenta")
+            if why:
+                tag.append(f" {why}", style="red")
+            if child.id in on_head_path:
+                tag.append("  (active)", style="bold green")
+            sub = node.add(tag)
+            todo.append((sub, child))
+
+    roots = kids.get(NIL_ID, [])
+    if len(roots) == 1:
+        todo.append((tree, roots[0]))
+    else:
+        branch_out(tree, roots)
+    orphans = [e for e in entries if e.parent_id != NIL_ID and e.parent_id not in by_id]
+    for e in orphans:
+        branch_out(tree, [e], f"(parent {e.parent_id} is missing)")
+    if not entries:
+        tree.add(Text("(no events)", style="dim"))
+    drawn: set[str] = set()
+    while todo:
+        container, event = todo.pop()
+        while event.id not in drawn:  # ids increase along parents, but stay safe
+            drawn.add(event.id)
+            node = container.add(label(event))
+            children = kids.get(event.id, [])
+            if len(children) == 1:
+                event = children[0]
+                continue
+            branch_out(node, children)
+            break
+    return tree

@@ -1,0 +1,116 @@
+"""Commands about whole sessions: ls, new."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Any
+
+import click
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from ..store import SessionInfo
+from .common import App, emit_json, json_option, pass_app
+from .render import abbreviate, console, local_time, one_line
+
+__all__ = ["COMMANDS"]
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+_ROW_FIELDS = [f.name for f in dataclasses.fields(SessionInfo) if f.name != "meta"]
+
+
+def _row(info: SessionInfo) -> dict[str, Any]:
+    return {name: getattr(info, name) for name in _ROW_FIELDS}
+
+
+def _broken_row(session_id: str, reason: str) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(_ROW_FIELDS)
+    row.update(id=session_id, status="broken", archived=False, event_count=None, reason=reason)
+    return row
+
+
+def _home_relative(path: str | None) -> str:
+    if not path:
+        return "-"
+    home = os.path.expanduser("~")
+    if path == home or path.startswith(home + os.sep):
+        return "~" + path[len(home):]
+    return path
+
+
+@click.command("ls")
+@click.option("--archived", is_flag=True, help="Include archived sessions.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also list session directories that cannot be read, with the reason.")
+@json_option
+@pass_app
+def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
+    """List sessions, most recently updated first.
+
+    Reads each session's metadata and one file status, never its events.
+    Archived sessions are left out unless --archived (or --all) is given."""
+    infos, broken = app.store.scan()
+    if not (archived or show_all):
+        infos = [i for i in infos if not i.archived]
+    rows = [_row(i) for i in infos]
+    if show_all:
+        rows += [_broken_row(b.id, b.reason) for b in sorted(broken, key=lambda b: b.id)]
+    if as_json:
+        emit_json(rows)
+        return
+    out = console()
+    if not rows:
+        out.print(Text(f"no sessions in {app.store.home}", style="dim"))
+        return
+    shorts = abbreviate([r["id"] for r in rows if _UUID.match(r["id"])])
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table.add_column("ID", style="yellow", no_wrap=True)
+    table.add_column("TITLE", max_width=40, overflow="ellipsis", no_wrap=True)
+    table.add_column("WORKING DIR", max_width=40, overflow="ellipsis", no_wrap=True)
+    table.add_column("UPDATED", style="dim", no_wrap=True)
+    table.add_column("EVENTS", justify="right")
+    table.add_column("STATUS")
+    table.add_column("SUMMARY", max_width=60, overflow="ellipsis", no_wrap=True)
+    for r in rows:
+        if r["status"] == "broken":
+            table.add_row(Text(r["id"]), "", "", "", "", Text("broken", style="bold red"),
+                          Text(one_line(r["reason"]), style="red"))
+            continue
+        status = "archived" if r["archived"] else r["status"]
+        table.add_row(
+            Text(shorts.get(r["id"], r["id"])),
+            Text(r["title"] or "-"),
+            Text(_home_relative(r["working_dir"])),
+            local_time(r["updated_at"], seconds=False),
+            str(r["event_count"]),
+            Text(status, style="dim" if r["archived"] else ""),
+            Text(one_line(r["summary"] or "", 60)),
+        )
+    out.print(table)
+
+
+@click.command("new")
+@click.option("--name", help="A human name for the session.")
+@click.option("--working-dir", type=click.Path(file_okay=False), default=os.getcwd,
+              show_default="current directory", help="The directory the agent works in.")
+@click.option("--model", help="The model the session starts with.")
+@click.option("--id", "session_id", metavar="ID",
+              help="Use this id (A-Z a-z 0-9 _ -, at most 128) instead of a new UUIDv7.")
+@json_option
+@pass_app
+def new(app: App, name: str | None, working_dir: str, model: str | None,
+        session_id: str | None, as_json: bool) -> None:
+    """Create an empty session and print its id."""
+    with app.store.create(name=name, working_dir=working_dir, model=model,
+                          session_id=session_id) as session:
+        meta = session.meta
+    if as_json:
+        emit_json(meta)
+    else:
+        click.echo(meta["id"])
+
+
+COMMANDS = [ls, new]

@@ -1,0 +1,109 @@
+"""Compaction and branch summaries: new events, never deletions (invariant 4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import AgentlogError, SummarizerError
+from .event import NIL_ID, Event
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["CompactionPolicy", "compact", "summarize_branch"]
+
+
+@dataclass
+class CompactionPolicy:
+    """When to compact automatically, and how much recent history to keep.
+
+    Compact when reported usage reaches ``threshold`` of the model's
+    context window; keep about ``keep_tokens`` of the most recent events
+    verbatim (never cutting inside a tool call / result group)."""
+
+    threshold: float = 0.8
+    keep_tokens: int = 20_000
+    enabled: bool = True
+
+    def due(self, used_tokens: int, context_window: int) -> bool:
+        return (self.enabled and context_window > 0
+                and used_tokens >= self.threshold * context_window)
+
+
+def _summarize(summarizer: Any, events: list[Event], previous: dict | None):
+    try:
+        return summarizer.summarize(events, previous)
+    except SummarizerError:
+        raise
+    except AgentlogError as exc:
+        raise SummarizerError(f"summarizer failed: {exc}") from exc
+    except Exception as exc:  # a plug-in's own failure; nothing was written
+        raise SummarizerError(f"summarizer failed: {type(exc).__name__}: {exc}") from exc
+
+
+def compact(session: "Session", *, summarizer: Any = None,
+            keep_tokens: int | None = None) -> Event | None:
+    """Summarize the context before a cut point into a ``compaction`` event.
+
+    Returns the new event, or None when there is nothing worth compacting.
+    A failing summarizer raises SummarizerError and writes nothing, so the
+    compaction can simply be retried."""
+    from .cutpoints import choose_cut
+    from .tokens import context_tokens, count_tokens
+
+    context = session.context(resolve=True)
+    previous = context[0] if context and context[0].kind == "compaction" else None
+    body = context[1:] if previous else context
+    keep = session.compaction.keep_tokens if keep_tokens is None else keep_tokens
+    cut = choose_cut(body, keep)
+    if cut is None or cut <= 0:
+        return None
+    older, kept = body[:cut], body[cut:]
+    prior = previous.record.get("structured") if previous and isinstance(previous.record, dict) else None
+    summary = _summarize(summarizer or session.summarizer, older, prior)
+    record = {
+        "summary": summary.text,
+        "structured": summary.structured,
+        "first_kept_event_id": kept[0].id if kept else None,
+        "tokens_before": context_tokens(context),
+        "tokens_after": count_tokens(summary.text) + (context_tokens(kept) if kept else 0),
+        "previous_compaction_id": previous.id if previous else None,
+    }
+    return session.append("compaction", record, role="system")
+
+
+def _ancestors(session: "Session", event_id: str) -> set[str]:
+    return {e.id for e in session.walk(event_id)} | {NIL_ID}
+
+
+def summarize_branch(session: "Session", *, summarizer: Any = None) -> Event | None:
+    """After ``select()``, record what the abandoned branch tried.
+
+    The events from HEAD back to the common ancestor with the selected
+    event are summarized into a ``branch_summary`` that becomes the first
+    event of the new branch (a child of the selected event)."""
+    target = session.pending
+    head = session.head
+    if target is None or target == head:
+        return None
+    keep = _ancestors(session, target) if target != NIL_ID else {NIL_ID}
+    abandoned: list[Event] = []
+    ancestor = NIL_ID
+    for event in session.walk():
+        if event.id in keep:
+            ancestor = event.id
+            break
+        abandoned.append(event)
+    if not abandoned:
+        return None
+    abandoned.reverse()
+    resolved = [session.resolve(e) for e in abandoned]
+    summary = _summarize(summarizer or session.summarizer, resolved, None)
+    record = {
+        "summary": summary.text,
+        "structured": summary.structured,
+        "abandoned_head": head,
+        "common_ancestor": ancestor,
+    }
+    return session.append("branch_summary", record, role="system")

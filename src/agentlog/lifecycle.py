@@ -1,0 +1,127 @@
+"""Session lifecycle: the lazy gate, forks, drafts, titles, summaries."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from .event import NIL_ID, format_timestamp
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["DEFAULT_META", "ensure_summary_text", "meta_with_defaults", "persist", "render_summary"]
+
+#: Fields every session.json has; older files get these when read.
+DEFAULT_META: dict[str, Any] = {
+    "schema": 1,
+    "name": None,
+    "title": None,
+    "working_dir": None,
+    "model": None,
+    "archived": False,
+    "status": "active",
+    "summary": "",
+    "summary_structured": None,
+    "forked_from": None,
+}
+
+SUMMARY_MESSAGES = 6
+SUMMARY_CHARS = 2000
+
+
+def meta_with_defaults(meta: dict[str, Any]) -> dict[str, Any]:
+    """Fill fields an older session.json lacks; unknown fields are kept."""
+    merged = dict(DEFAULT_META)
+    merged.update(meta)
+    return merged
+
+
+def persist(session: "Session") -> None:
+    """Write a lazily created session to its real backend (the lazy gate).
+
+    Everything buffered moves in one all-or-nothing batch with ids,
+    parents and times unchanged, then HEAD and sidecars follow."""
+    buffer = session._storage
+    meta = buffer.read_meta()
+    real = session.store.backend.create(session.id, meta)
+    try:
+        events = [buffer.get(entry.id) for entry in buffer.entries()]
+        real.append_existing(events, source=buffer)
+        head = buffer.head()
+        if head != real.head():
+            real.set_head(head)
+        for name in buffer.sidecar_names():
+            real.write_sidecar(name, buffer.read_sidecar(name))
+    except BaseException:
+        real.close()
+        raise
+    session._storage = real
+    buffer.close()
+    session.store._leave_breadcrumb(session.id, meta.get("working_dir"))
+
+
+def text_of(record: Any) -> str:
+    """The visible text of a message record (string or list of parts)."""
+    if not isinstance(record, dict):
+        return ""
+    content = record.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "\n".join(parts)
+    return ""
+
+
+def ensure_summary_text(session: "Session") -> str:
+    """The fallback summary: the last six user/assistant messages with
+    content, oldest first, at most 2000 characters."""
+    picked: list[str] = []
+    for event in session.walk():
+        if event.kind != "message" or event.role not in ("user", "assistant"):
+            continue
+        text = text_of(session.resolve(event).record).strip()
+        if text:
+            picked.append(f"{event.role}: {' '.join(text.split())}")
+            if len(picked) == SUMMARY_MESSAGES:
+                break
+    picked.reverse()
+    return "\n".join(picked)[:SUMMARY_CHARS]
+
+
+def render_summary(goal: str | None = None, completed: list[str] | str | None = None,
+                   decisions: list[str] | str | None = None,
+                   remaining: list[str] | str | None = None) -> tuple[str, dict[str, Any]]:
+    """A session summary as text plus its structured form."""
+    def as_list(value: list[str] | str | None) -> list[str]:
+        if value is None:
+            return []
+        return [value] if isinstance(value, str) else [str(v) for v in value]
+
+    structured = {"goal": goal or "", "completed": as_list(completed),
+                  "decisions": as_list(decisions), "remaining": as_list(remaining)}
+    lines = []
+    if structured["goal"]:
+        lines.append(f"Goal: {structured['goal']}")
+    for key, label in (("completed", "Completed"), ("decisions", "Decisions"),
+                       ("remaining", "Remaining")):
+        if structured[key]:
+            lines.append(f"{label}: " + "; ".join(structured[key]))
+    return "\n".join(lines), structured
+
+
+def fork_meta(session: "Session", at: str, name: str | None) -> dict[str, Any]:
+    meta = session.meta
+    return {
+        "name": name if name is not None else meta.get("name"),
+        "working_dir": meta.get("working_dir"),
+        "model": meta.get("model"),
+        "forked_from": {"session": session.id, "event": at if at != NIL_ID else None,
+                        "at": format_timestamp(time.time_ns())},
+    }

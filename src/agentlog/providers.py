@@ -1,0 +1,315 @@
+"""Provider views of a context, and the inverse used by ``sync()``.
+
+A context (``Session.context(resolve=True)``: the latest compaction first,
+then the events it kept and everything after) becomes the request payload
+of an OpenAI-style API:
+
+- ``to_chat_messages``: Chat Completions ``messages``;
+- ``to_responses_input``: Responses API ``input`` items.
+
+Both views keep the **pairing guarantee** providers enforce: every tool
+call has exactly one result, placed after it and before the next message.
+The log may break it (a turn interrupted between call and result, a context
+cut by hand, a duplicated result), so the views repair it:
+
+- a result whose call is not open (absent, already answered, or closed by
+  a later message) is dropped;
+- a call still unanswered when the next message arrives (or the context
+  ends) gets a synthetic error result, ``INTERRUPTED``. A synthetic result
+  rather than dropping the call keeps what the assistant tried visible to
+  the model, and the wording tells it the tool did not run to completion.
+
+``events_to_chat_messages`` is the faithful view (no repair) that mirrors
+``chat_messages_to_drafts``, so ``sync()`` can compare a caller's message
+list with what is stored: chat -> drafts -> events -> chat is the identity
+for ordinary messages (``normalize_chat_messages`` gives the canonical form
+of any list: dicts, known fields only, empty optional fields dropped).
+
+Only fields the APIs accept are sent; records keep everything else
+(usage, reasoning, provider ids), per docs/records.md.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from .errors import InvalidEvent
+from .event import Event
+
+__all__ = [
+    "INTERRUPTED",
+    "chat_messages_to_drafts",
+    "events_to_chat_messages",
+    "normalize_chat_messages",
+    "to_chat_messages",
+    "to_responses_input",
+]
+
+INTERRUPTED = "[interrupted: this tool call did not complete, so it has no result]"
+COMPACTION_PREFIX = "The conversation so far was summarized:\n"
+BRANCH_PREFIX = (
+    "An earlier branch of this conversation was abandoned. "
+    "It tried the following (its changes may not apply here):\n"
+)
+
+MESSAGE_ROLES = ("user", "assistant", "system", "developer")
+# Optional message fields the Chat Completions API accepts, per role.
+_CHAT_FIELDS = {
+    "user": ("name",),
+    "system": ("name",),
+    "developer": ("name",),
+    "assistant": ("name", "refusal", "audio"),
+}
+_RECORD_ONLY_RESULT_KEYS = ("role", "tool_call_id", "content", "name", "is_error")
+
+Draft = tuple[str, dict, str]
+
+
+# --- the neutral form both views render --------------------------------------
+
+
+@dataclass
+class _Msg:
+    role: str
+    record: dict
+    calls: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class _Result:
+    call_id: str
+    content: Any
+
+
+def _record(event: Event) -> dict:
+    if not event.loaded:
+        raise InvalidEvent(f"event {event.id} is not loaded: resolve it before rendering")
+    if not isinstance(event.record, dict):
+        raise InvalidEvent(f"{event.kind} event {event.id} has a non-object record")
+    return event.record
+
+
+def _triples(events: Iterable[Event]) -> Iterable[tuple[str, str | None, dict]]:
+    for event in events:
+        if event.kind in ("message", "tool_call", "tool_result", "compaction", "branch_summary"):
+            yield event.kind, event.role, _record(event)
+
+
+def _neutral(triples: Iterable[tuple[str, str | None, dict]], repair: bool) -> list[_Msg | _Result]:
+    out: list[_Msg | _Result] = []
+    open_calls: list[str] = []  # ids of the latest call group still awaiting results
+
+    def close_group() -> None:
+        if repair:
+            out.extend(_Result(cid, INTERRUPTED) for cid in open_calls)
+        open_calls.clear()
+
+    for kind, role, rec in triples:
+        if kind == "tool_call":
+            call_id = rec.get("id")
+            if not isinstance(call_id, str):
+                raise InvalidEvent(f"tool_call record without a string id: {rec!r}")
+            last = out[-1] if out else None
+            if not (isinstance(last, _Msg) and last.role == "assistant"):
+                close_group()
+                last = _Msg("assistant", {"content": None})
+                out.append(last)
+            last.calls.append(rec)
+            open_calls.append(call_id)
+        elif kind == "tool_result":
+            call_id = rec.get("tool_call_id")
+            if call_id in open_calls:
+                open_calls.remove(call_id)
+            elif repair:
+                continue  # orphan: its call is absent or already answered
+            out.append(_Result(call_id, rec.get("content")))
+        else:
+            close_group()
+            if kind == "compaction":
+                out.append(_Msg("user", {"content": COMPACTION_PREFIX + str(rec.get("summary", ""))}))
+            elif kind == "branch_summary":
+                out.append(_Msg("user", {"content": BRANCH_PREFIX + str(rec.get("summary", ""))}))
+            elif role in MESSAGE_ROLES:
+                out.append(_Msg(role, rec))
+            else:
+                raise InvalidEvent(f"message with role {role!r}: expected one of {MESSAGE_ROLES}")
+    close_group()
+    return out
+
+
+# --- Chat Completions ------------------------------------------------------------
+
+
+def _render_chat(items: list[_Msg | _Result], system: Any) -> list[dict]:
+    messages: list[dict] = []
+    if system is not None:
+        messages.append({"role": "system", "content": system})
+    for item in items:
+        if isinstance(item, _Result):
+            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.content})
+            continue
+        content = item.record.get("content")
+        if content is None and item.role != "assistant":
+            content = ""
+        msg: dict = {"role": item.role, "content": content}
+        for key in _CHAT_FIELDS[item.role]:
+            if item.record.get(key) is not None:
+                msg[key] = item.record[key]
+        if item.calls:
+            msg["tool_calls"] = [
+                {"id": c["id"], "type": "function",
+                 "function": {"name": c.get("name", ""), "arguments": c.get("arguments", "")}}
+                for c in item.calls
+            ]
+        messages.append(msg)
+    return messages
+
+
+def to_chat_messages(events: Iterable[Event], system: Any = None) -> list[dict]:
+    """Chat Completions ``messages`` for a context, pairing repaired.
+
+    ``system`` (the system prompt, not a durable event) comes first."""
+    return _render_chat(_neutral(_triples(events), repair=True), system)
+
+
+def events_to_chat_messages(events: Iterable[Event], system: Any = None) -> list[dict]:
+    """The faithful chat view (no pairing repair): the inverse of
+    ``chat_messages_to_drafts`` for ``sync()`` comparisons."""
+    return _render_chat(_neutral(_triples(events), repair=False), system)
+
+
+# --- Responses API -----------------------------------------------------------------
+
+
+def _text_of(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return json.dumps(content)
+
+
+def _responses_content(role: str, content: Any) -> Any:
+    """Chat-style parts to Responses parts: text -> input_text / output_text,
+    image_url -> input_image; anything else passes through."""
+    if not isinstance(content, list):
+        return content if content is not None else ""
+    text_type = "output_text" if role == "assistant" else "input_text"
+    parts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            parts.append({"type": text_type, "text": part.get("text", "")})
+        elif kind == "image_url":
+            image = part.get("image_url") or {}
+            url = image.get("url") if isinstance(image, dict) else image
+            new = {"type": "input_image", "image_url": url}
+            if isinstance(image, dict) and image.get("detail"):
+                new["detail"] = image["detail"]
+            parts.append(new)
+        else:
+            parts.append(part)
+    return parts
+
+
+def to_responses_input(events: Iterable[Event], system: Any = None) -> list[dict]:
+    """Responses API ``input`` items for a context, pairing repaired.
+
+    An assistant message with no text and only tool calls becomes just its
+    ``function_call`` items; tool output is sent as text."""
+    items: list[dict] = []
+    if system is not None:
+        items.append({"type": "message", "role": "system", "content": system})
+    for item in _neutral(_triples(events), repair=True):
+        if isinstance(item, _Result):
+            items.append({"type": "function_call_output", "call_id": item.call_id,
+                          "output": _text_of(item.content)})
+            continue
+        content = item.record.get("content")
+        if not (item.calls and content in (None, "", [])):
+            items.append({"type": "message", "role": item.role,
+                          "content": _responses_content(item.role, content)})
+        for call in item.calls:
+            items.append({"type": "function_call", "call_id": call["id"],
+                          "name": call.get("name", ""), "arguments": call.get("arguments", "")})
+    return items
+
+
+# --- the inverse: chat messages -> drafts -------------------------------------------
+
+
+def _as_dict(message: Any) -> dict:
+    if isinstance(message, Mapping):
+        return dict(message)
+    dump = getattr(message, "model_dump", None)
+    if callable(dump):
+        return dump()
+    raise InvalidEvent(f"cannot read a chat message from {type(message).__name__}")
+
+
+def _call_record(call: Any) -> dict:
+    call = _as_dict(call)
+    if call.get("type", "function") != "function" or not isinstance(call.get("function"), Mapping):
+        raise InvalidEvent(f"unsupported tool call (only type 'function'): {call!r}")
+    fn = call["function"]
+    arguments = fn.get("arguments", "")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments)
+    extra = {k: v for k, v in call.items() if k not in ("id", "type", "function")}
+    return {"id": call.get("id"), "name": fn.get("name", ""), "arguments": arguments, **extra}
+
+
+def chat_messages_to_drafts(messages: Iterable[Any]) -> tuple[list[Draft], Any]:
+    """Records (per docs/records.md) for a chat message list.
+
+    Returns ``(drafts, system_prompt)``: drafts are ``(kind, record, role)``
+    tuples for ``Session.append_many``; leading ``system`` messages are the
+    system prompt, which is configuration and not stored (its content as
+    given if there is one, their texts joined by a blank line if several;
+    None if none). A system message after the first other message is part
+    of the conversation and becomes a durable event. Extra fields of a
+    message are kept in its record."""
+    drafts: list[Draft] = []
+    system: list[Any] = []
+    names: dict[str, str] = {}
+    for raw in messages:
+        msg = _as_dict(raw)
+        role = msg.get("role")
+        if role == "system" and not drafts:
+            system.append(msg.get("content"))
+        elif role == "tool":
+            call_id = msg.get("tool_call_id")
+            extra = {k: v for k, v in msg.items() if k not in _RECORD_ONLY_RESULT_KEYS}
+            record = {"tool_call_id": call_id, "name": names.get(call_id, msg.get("name") or ""),
+                      "content": msg.get("content"), "is_error": False, **extra}
+            drafts.append(("tool_result", record, "tool"))
+        elif role in MESSAGE_ROLES:
+            calls = msg.get("tool_calls") or []
+            record = {k: v for k, v in msg.items() if k not in ("role", "tool_calls")}
+            record.setdefault("content", None)
+            drafts.append(("message", record, role))
+            for call in calls:
+                rec = _call_record(call)
+                names[rec["id"]] = rec["name"]
+                drafts.append(("tool_call", rec, "assistant"))
+        else:
+            raise InvalidEvent(f"chat message with role {role!r} cannot be stored")
+    if not system:
+        prompt = None
+    elif len(system) == 1:
+        prompt = system[0]
+    else:
+        prompt = "\n\n".join(_text_of(s) for s in system)
+    return drafts, prompt
+
+
+def normalize_chat_messages(messages: Iterable[Any]) -> list[dict]:
+    """The canonical form of a chat message list: what storing it and
+    reading it back with ``events_to_chat_messages`` gives."""
+    drafts, system = chat_messages_to_drafts(messages)
+    triples = ((kind, role, record) for kind, record, role in drafts)
+    return _render_chat(_neutral(triples, repair=False), system)

@@ -1,0 +1,49 @@
+"""sync(): keep a harness's plain message list and the timeline in step."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .backends.base import Draft
+from .errors import ContextMismatch
+from .event import NIL_ID, Event
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["new_suffix"]
+
+
+def _as_events(drafts: list[tuple[str, Any, str | None]]) -> list[Event]:
+    return [Event(NIL_ID, NIL_ID, kind, role, "", record) for kind, record, role in drafts]
+
+
+def new_suffix(session: "Session", messages: Sequence[Any]) -> list[Draft]:
+    """The drafts to append so the timeline matches ``messages``.
+
+    Both sides are compared as chat messages after one normalizing round
+    trip, so representation details (a pydantic object against a dict,
+    missing optional fields) do not count as a mismatch; content does."""
+    from .providers import chat_messages_to_drafts, events_to_chat_messages
+
+    plain = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
+    plain = [m for m in plain if m.get("role") != "system"]
+    # One message at a time, so each incoming message maps to its drafts
+    # (an assistant message with tool calls becomes several events).
+    per_message = [chat_messages_to_drafts([m])[0] for m in plain]
+    incoming = [events_to_chat_messages(_as_events(d)) for d in per_message]
+    saved = events_to_chat_messages(session.context(resolve=True))
+    if len(incoming) < len(saved):
+        raise ContextMismatch(
+            f"sync() got {len(incoming)} messages but {len(saved)} are saved; "
+            "a harness list may only grow"
+        )
+    for i, (mine, theirs) in enumerate(zip(saved, incoming)):
+        if [mine] != theirs:
+            raise ContextMismatch(
+                f"sync() message {i} differs from the saved one "
+                f"({mine.get('role')} vs {theirs[0].get('role') if theirs else None}); "
+                "nothing was written"
+            )
+    return [Draft(kind, record, role) for drafts in per_message[len(saved):]
+            for kind, record, role in drafts]

@@ -1,0 +1,182 @@
+"""Token counts for deciding when and where to compact.
+
+Counting uses tiktoken when it is installed (the ``tokens`` extra) and its
+encoding can be loaded: the model's own encoding, else ``o200k_base``,
+else ``cl100k_base``. Otherwise, and always with ``exact=False``, it is an
+estimate: one token per 4 characters, rounded up. Chat-shaped input adds
+``MESSAGE_OVERHEAD`` tokens per message for the role and framing, and a
+non-text part (an image, audio) counts as ``PART_TOKENS``, because its
+bytes (often base64) say little about what the provider charges.
+
+The provider's own report is better than any count: ``context_tokens``
+starts from the latest reported usage and estimates only what came after.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from typing import Any, Iterable, NamedTuple
+
+from .backends.base import DEFAULT_BLOB_THRESHOLD
+from .event import Event
+
+__all__ = [
+    "BLOB_TOKENS",
+    "MESSAGE_OVERHEAD",
+    "PART_TOKENS",
+    "Usage",
+    "context_tokens",
+    "count_tokens",
+    "estimate_tokens",
+    "event_tokens",
+    "usage_tokens",
+]
+
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD = 4
+PART_TOKENS = 256
+BLOB_TOKENS = DEFAULT_BLOB_THRESHOLD // CHARS_PER_TOKEN
+_FALLBACK_ENCODINGS = ("o200k_base", "cl100k_base")
+
+
+class Usage(NamedTuple):
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+def estimate_tokens(text: str) -> int:
+    """The offline estimate: ceil(len / 4)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+@lru_cache(maxsize=32)
+def _encoding(model: str | None) -> Any:
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    if model:
+        try:
+            return tiktoken.encoding_for_model(model)
+        except Exception:  # unknown model (KeyError), or its file cannot be fetched
+            pass
+    for name in _FALLBACK_ENCODINGS:
+        try:
+            return tiktoken.get_encoding(name)
+        except Exception:  # offline: tiktoken downloads encodings on first use
+            continue
+    return None
+
+
+def _text_tokens(text: str, model: str | None, exact: bool) -> int:
+    encoding = _encoding(model) if exact else None
+    if encoding is None:
+        return estimate_tokens(text)
+    return len(encoding.encode(text, disallowed_special=()))
+
+
+def _content_tokens(content: Any, model: str | None, exact: bool) -> int:
+    if content is None:
+        return 0
+    if isinstance(content, str):
+        return _text_tokens(content, model, exact)
+    if isinstance(content, list):
+        total = 0
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                total += _text_tokens(part["text"], model, exact)
+            elif isinstance(part, str):
+                total += _text_tokens(part, model, exact)
+            else:
+                total += PART_TOKENS
+        return total
+    return _text_tokens(json.dumps(content, default=str), model, exact)
+
+
+def _message_tokens(message: dict, model: str | None, exact: bool) -> int:
+    total = MESSAGE_OVERHEAD + _content_tokens(message.get("content"), model, exact)
+    for key in ("name", "tool_call_id"):
+        if isinstance(message.get(key), str):
+            total += _text_tokens(message[key], model, exact)
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function", {}) if isinstance(call, dict) else {}
+        total += _content_tokens(fn.get("name"), model, exact)
+        total += _content_tokens(fn.get("arguments"), model, exact)
+    return total
+
+
+def count_tokens(value: str | Iterable[dict], model: str | None = None, *, exact: bool = True) -> int:
+    """Tokens in a text, or in a list of chat messages (with overhead)."""
+    if isinstance(value, str):
+        return _text_tokens(value, model, exact)
+    return sum(_message_tokens(m, model, exact) for m in value)
+
+
+def event_tokens(event: Event, model: str | None = None, *, exact: bool = True) -> int:
+    """What one event adds to a model request; 0 for kinds never sent.
+
+    A record not loaded (kept in a blob) is not read here; a blob holds at
+    least the default blob threshold (16 KiB), so it counts as
+    ``BLOB_TOKENS``, a lower bound. Resolve it for a real count."""
+    kind = event.kind
+    if kind not in ("message", "tool_call", "tool_result", "compaction", "branch_summary"):
+        return 0
+    rec = event.record
+    if not isinstance(rec, dict):
+        return MESSAGE_OVERHEAD + (BLOB_TOKENS if not event.loaded else 0)
+    if kind == "tool_call":
+        body = _content_tokens(rec.get("name"), model, exact) + _content_tokens(
+            rec.get("arguments"), model, exact)
+    elif kind in ("compaction", "branch_summary"):
+        body = _content_tokens(rec.get("summary"), model, exact)
+    else:
+        body = _content_tokens(rec.get("content"), model, exact)
+    return MESSAGE_OVERHEAD + body
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def usage_tokens(event: Event) -> Usage | None:
+    """The provider-reported usage of an assistant message, if recorded.
+
+    Reads ``usage.input_tokens`` / ``output_tokens`` (docs/records.md) and
+    also the Chat Completions names ``prompt_tokens`` / ``completion_tokens``."""
+    if event.kind != "message" or event.role != "assistant" or not isinstance(event.record, dict):
+        return None
+    usage = event.record.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    inp = _int(usage.get("input_tokens", usage.get("prompt_tokens")))
+    out = _int(usage.get("output_tokens", usage.get("completion_tokens")))
+    if inp is None or out is None:
+        return None
+    total = _int(usage.get("total_tokens"))
+    return Usage(inp, out, total if total is not None else inp + out)
+
+
+def context_tokens(events: list[Event], model: str | None = None, *, system: str | None = None) -> int:
+    """How big the next request built from ``events`` is.
+
+    The latest assistant message with usage gives input + output; the
+    events after it are counted. Usage reported before the latest
+    compaction measured the uncompacted history, so it is ignored (an
+    event's UUIDv7 id orders it against the compaction's). Without usable
+    usage, everything is counted, with ``system`` (the prompt) too."""
+    floor = None
+    for event in events:
+        if event.kind == "compaction":
+            floor = event.id
+    for i in range(len(events) - 1, -1, -1):
+        usage = usage_tokens(events[i])
+        if usage is not None and (floor is None or events[i].id > floor):
+            rest = sum(event_tokens(e, model) for e in events[i + 1:])
+            return usage.input_tokens + usage.output_tokens + rest
+    total = sum(event_tokens(e, model) for e in events)
+    if system:
+        total += MESSAGE_OVERHEAD + _text_tokens(system, model, True)
+    return total
