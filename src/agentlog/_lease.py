@@ -32,6 +32,8 @@ class Lease:
 
     def release(self) -> None:
         with _registry_lock:
+            if self._count <= 0:
+                return  # already released: never close a descriptor twice
             self._count -= 1
             if self._count > 0:
                 return

@@ -148,7 +148,7 @@ def full_text(kind: str, record: Any) -> str:
 def preview(event: Event, limit: int = PREVIEW_LIMIT) -> str:
     """One line saying what an event holds; a blob not loaded is named, not read."""
     if not event.loaded:
-        return f"<blob {event.digest} not loaded>"
+        return f"<blob {event.digest[:19]}… not loaded>"
     return one_line(full_text(event.kind, event.record), limit)
 
 
@@ -216,34 +216,41 @@ def session_tree(title: Text, entries: Sequence[IndexEntry], head: str,
 
     def branch_out(node: Tree, children: list[IndexEntry], why: str = "") -> None:
         for n, child in enumerate(children, 1):
-            tag = Text(f"branch {n}/{len(children)}", style="magenta")
             if why:
-                tag.append(f" {why}", style="red")
+                tag = Text(f"orphaned: {why}", style="red")
+            else:
+                tag = Text(f"branch {n}/{len(children)}", style="magenta")
             if child.id in on_head_path:
                 tag.append("  (active)", style="bold green")
             sub = node.add(tag)
             todo.append((sub, child))
+
+    drawn: set[str] = set()
+
+    def draw() -> None:
+        while todo:
+            container, event = todo.pop()
+            while event.id not in drawn:  # ids increase along parents, but stay safe
+                drawn.add(event.id)
+                node = container.add(label(event))
+                children = kids.get(event.id, [])
+                if len(children) == 1:
+                    event = children[0]
+                    continue
+                branch_out(node, children)
+                break
 
     roots = kids.get(NIL_ID, [])
     if len(roots) == 1:
         todo.append((tree, roots[0]))
     else:
         branch_out(tree, roots)
-    orphans = [e for e in entries if e.parent_id != NIL_ID and e.parent_id not in by_id]
-    for e in orphans:
-        branch_out(tree, [e], f"(parent {e.parent_id} is missing)")
+    draw()
+    # Events whose parent is gone (quarantined by a repair) still show.
+    for e in entries:
+        if e.parent_id != NIL_ID and e.parent_id not in by_id:
+            branch_out(tree, [e], f"parent {e.parent_id} is missing")
+    draw()
     if not entries:
         tree.add(Text("(no events)", style="dim"))
-    drawn: set[str] = set()
-    while todo:
-        container, event = todo.pop()
-        while event.id not in drawn:  # ids increase along parents, but stay safe
-            drawn.add(event.id)
-            node = container.add(label(event))
-            children = kids.get(event.id, [])
-            if len(children) == 1:
-                event = children[0]
-                continue
-            branch_out(node, children)
-            break
     return tree

@@ -17,6 +17,7 @@ from ...event import NIL_ID, check_session_id
 from ..base import DEFAULT_BLOB_THRESHOLD, DEFAULT_CHUNK_SIZE, Backend, Problem, SessionStats
 from .._registry import SharedWriters
 from .layout import Layout, chunk_name
+from .migrate import legacy_meta, migrate_legacy, needs_migration
 from .storage import FileSessionStorage
 
 __all__ = ["FileBackend", "read_meta_file"]
@@ -87,26 +88,31 @@ class FileBackend(Backend):
         return acquire(self.layout.locks, check_session_id(session_id))
 
     # --- sessions ----------------------------------------------------------------
-    def _storage(self, session_id: str, *, readonly: bool) -> FileSessionStorage:
-        cls = FileSessionStorage if readonly else _LeasedStorage
+    def _storage(self, session_id: str, *, readonly: bool,
+                 cls: type[FileSessionStorage] = FileSessionStorage) -> FileSessionStorage:
+        """A storage object; a writer's caller must already hold the lease."""
         return cls(self.fs, self.layout, session_id, readonly=readonly, durable=self.durable,
                    chunk_size=self.chunk_size, blob_threshold=self.blob_threshold)
 
     def create(self, session_id: str, meta: dict[str, Any]) -> FileSessionStorage:
         check_session_id(session_id)
         lease = self.lease(session_id)
+        final = self.layout.session_dir(session_id)
         try:
-            final = self.layout.session_dir(session_id)
             if self.fs.exists(final):
                 raise SessionExists(session_id)
             self._build(session_id, meta)
-            return self._writers.open(final, lambda: self._leased(session_id, lease))
         except BaseException:
             lease.release()
             raise
+        return self._writers.open(final, lambda: self._leased(session_id, lease))
 
     def _leased(self, session_id: str, lease: Lease) -> FileSessionStorage:
-        storage = self._storage(session_id, readonly=False)
+        try:
+            storage = self._storage(session_id, readonly=False, cls=_LeasedStorage)
+        except BaseException:
+            lease.release()
+            raise
         storage.lease = lease
         return storage
 
@@ -152,6 +158,8 @@ class FileBackend(Backend):
         directory = self.layout.session_dir(session_id)
         if not os.path.isdir(directory):
             raise SessionNotFound(session_id)
+        if needs_migration(self, session_id):
+            migrate_legacy(self, session_id)
         if readonly:
             return self._storage(session_id, readonly=True)
         return self._writers.open(directory, lambda: self._leased(session_id, self.lease(session_id)))
@@ -174,6 +182,8 @@ class FileBackend(Backend):
     def read_meta(self, session_id: str) -> dict[str, Any]:
         if not self.exists(session_id):
             raise SessionNotFound(session_id)
+        if needs_migration(self, session_id):
+            return legacy_meta(self, session_id)
         return read_meta_file(self.fs, self.layout.meta(session_id))
 
     def write_meta(self, session_id: str, meta: dict[str, Any]) -> None:
@@ -191,6 +201,10 @@ class FileBackend(Backend):
         opened for writing; the count is then a lower bound."""
         from ..._codec import INDEX_WIDTH
 
+        if needs_migration(self, session_id):  # legacy layout: count its lines once
+            path = os.path.join(self.layout.session_dir(session_id), "events.jsonl")
+            data = self.fs.read_file(path)
+            return SessionStats(max(data.count(b"\n") - 1, 0), self.fs.stat(path).st_mtime_ns)
         st = self.fs.stat(self.layout.index(session_id))
         return SessionStats(st.st_size // INDEX_WIDTH, st.st_mtime_ns)
 

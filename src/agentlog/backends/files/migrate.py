@@ -1,0 +1,190 @@
+"""Upgrade a session written in the seed's first layout, in place.
+
+The first layout is one ``events.jsonl`` whose first line is a ``meta``
+record (name, working dir, model, times) and whose other lines are events,
+with or without ids and parent links. The upgrade builds the chunked
+layout beside it and writes ``session.json`` last: until that rename the
+old file is the session and a crash just means the upgrade runs again
+(leftovers of the interrupted attempt are discarded first). The legacy
+file is then kept as ``events.jsonl.migrated``, never deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ...errors import CorruptionError
+from ...event import NIL_ID, Event, IdGenerator, format_timestamp, parse_timestamp
+from .layout import chunk_name
+
+if TYPE_CHECKING:
+    from .backend import FileBackend
+
+__all__ = ["LEGACY_FILE", "legacy_meta", "migrate_legacy", "needs_migration"]
+
+LEGACY_FILE = "events.jsonl"
+MIGRATION_NAME = "0001_single_events_file_to_chunks"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+
+
+def needs_migration(backend: "FileBackend", session_id: str) -> bool:
+    directory = backend.layout.session_dir(session_id)
+    return (not os.path.exists(os.path.join(directory, "session.json"))
+            and os.path.exists(os.path.join(directory, LEGACY_FILE)))
+
+
+def _read_legacy(path: str) -> list[dict[str, Any]]:
+    data = open(path, "rb").read()
+    lines = []
+    offset = 0
+    for raw in data.split(b"\n"):
+        if raw.strip():
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                # The old format had no checksums and its readers skipped bad
+                # lines; ours stops and says where, so nothing is lost silently.
+                raise CorruptionError(path, offset, f"legacy line does not parse: {exc}") from None
+            if not isinstance(obj, dict):
+                raise CorruptionError(path, offset, "legacy line is not a JSON object")
+            obj["_offset"] = offset
+            lines.append(obj)
+        offset += len(raw) + 1
+    if not lines or lines[0].get("kind") != "meta":
+        raise CorruptionError(path, 0, "legacy session does not start with a meta record")
+    return lines
+
+
+def legacy_meta(backend: "FileBackend", session_id: str) -> dict[str, Any]:
+    """session.json fields from the legacy meta record (no upgrade, no write)."""
+    path = os.path.join(backend.layout.session_dir(session_id), LEGACY_FILE)
+    with open(path, "rb") as f:
+        first = f.readline()
+    try:
+        meta = orjson.loads(first)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptionError(path, 0, f"legacy meta record does not parse: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("kind") != "meta":
+        raise CorruptionError(path, 0, "legacy session does not start with a meta record")
+    return _convert_meta(session_id, meta)
+
+
+def _convert_meta(session_id: str, line: dict[str, Any]) -> dict[str, Any]:
+    record = line.get("record") if isinstance(line.get("record"), dict) else {}
+    return {
+        "schema": 1,
+        "id": session_id,
+        "name": record.get("session_name"),
+        "working_dir": record.get("working_dir"),
+        "model": record.get("last_used_model"),
+        "created_at": record.get("created_at"),
+        "updated_at": record.get("updated_at"),
+        "legacy_layout": True,
+    }
+
+
+def _time(value: Any, fallback: int) -> tuple[str, int]:
+    if isinstance(value, str):
+        try:
+            ns = parse_timestamp(value)
+            return format_timestamp(ns), ns
+        except ValueError:
+            pass  # an unreadable legacy time: keep order with the fallback
+    return format_timestamp(fallback), fallback
+
+
+def _events(lines: list[dict[str, Any]], base_ns: int) -> tuple[list[Event], dict[str, str]]:
+    """Legacy lines as events: ids kept when they are increasing UUIDs,
+    otherwise new time-ordered ids; missing parents chain to the previous."""
+    ids = IdGenerator()
+    mapping: dict[str, str] = {}
+    events: list[Event] = []
+    previous = NIL_ID
+    last_kept = ""
+    ns = base_ns
+    for line in lines[1:]:
+        old = line.get("id")
+        if isinstance(old, str) and _UUID.match(old) and old > last_kept:
+            new = old
+            ids.observe(old)
+        else:
+            new = ids.next()
+        last_kept = new
+        if isinstance(old, str):
+            mapping[old] = new
+        parent = line.get("parent_id")
+        if isinstance(parent, str) and parent != NIL_ID:
+            parent = mapping.get(parent)
+            if parent is None:
+                raise CorruptionError(LEGACY_FILE, line["_offset"],
+                                      f"parent {line.get('parent_id')} is not before this event")
+        elif parent is None:
+            parent = previous
+        branch_from = line.get("branch_from")
+        branch_from = mapping.get(branch_from) if isinstance(branch_from, str) else None
+        stamp, ns = _time(line.get("timestamp"), ns + 1)
+        kind = line.get("kind") if isinstance(line.get("kind"), str) else "custom"
+        role = line.get("role") or None
+        events.append(Event(new, parent, kind, role, stamp, line.get("record"), None, branch_from))
+        previous = new
+    return events, mapping
+
+
+def migrate_legacy(backend: "FileBackend", session_id: str) -> None:
+    """Upgrade one legacy session (idempotent; safe to interrupt)."""
+    fs, layout = backend.fs, backend.layout
+    directory = layout.session_dir(session_id)
+    legacy = os.path.join(directory, LEGACY_FILE)
+    with backend.lease(session_id):
+        if not needs_migration(backend, session_id):
+            return
+        lines = _read_legacy(legacy)
+        meta = _convert_meta(session_id, lines[0])
+        created = meta.get("created_at")
+        base = parse_timestamp(created) if isinstance(created, str) else int(os.stat(legacy).st_mtime_ns)
+        events, mapping = _events(lines, base)
+        old_head = _legacy_head(directory)
+        for name in ("chunks", "blobs"):
+            path = os.path.join(directory, name)
+            if os.path.exists(path):
+                fs.rmtree(path)
+            fs.mkdir(path)
+        for name in ("index.jsonl", "HEAD", "HEAD.tmp"):
+            path = os.path.join(directory, name)
+            if os.path.exists(path) and name != "HEAD":
+                fs.unlink(path)
+        fd = fs.open(os.path.join(directory, "chunks", chunk_name(0)), os.O_WRONLY | os.O_CREAT)
+        fs.close(fd)
+        fs.fsync_dir(os.path.join(directory, "chunks"))
+        fs.fsync_dir(directory)
+        storage = backend._storage(session_id, readonly=False)
+        try:
+            if events:
+                storage.append_existing(events)
+            if old_head and mapping.get(old_head) and mapping[old_head] != storage.head():
+                storage.set_head(mapping[old_head])
+        finally:
+            storage.close()
+        meta["migrations"] = [MIGRATION_NAME]
+        meta.pop("legacy_layout", None)
+        fs.write_atomic(os.path.join(directory, "session.json"),
+                        orjson.dumps(meta, option=orjson.OPT_INDENT_2), durable=True)
+        fs.rename(legacy, legacy + ".migrated")
+        fs.fsync_dir(directory)
+
+
+def _legacy_head(directory: str) -> str | None:
+    path = os.path.join(directory, "HEAD")
+    try:
+        text = open(path, "rb").read().decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        return None
