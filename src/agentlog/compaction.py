@@ -50,7 +50,7 @@ def compact(session: "Session", *, summarizer: Any = None,
     A failing summarizer raises SummarizerError and writes nothing, so the
     compaction can simply be retried."""
     from .cutpoints import choose_cut
-    from .tokens import context_tokens, count_tokens
+    from .tokens import count_tokens, event_tokens
 
     context = session.context(resolve=True)
     previous = context[0] if context and context[0].kind == "compaction" else None
@@ -66,8 +66,11 @@ def compact(session: "Session", *, summarizer: Any = None,
         "summary": summary.text,
         "structured": summary.structured,
         "first_kept_event_id": kept[0].id if kept else None,
-        "tokens_before": context_tokens(context),
-        "tokens_after": count_tokens(summary.text) + (context_tokens(kept) if kept else 0),
+        # Both figures are estimates of the same kind (the events as the
+        # model would see them), so they compare; provider-reported usage
+        # also counts the system prompt and tools, which compaction keeps.
+        "tokens_before": sum(event_tokens(e) for e in context),
+        "tokens_after": count_tokens(summary.text) + sum(event_tokens(e) for e in kept),
         "previous_compaction_id": previous.id if previous else None,
     }
     return session.append("compaction", record, role="system")
