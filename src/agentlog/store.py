@@ -243,7 +243,8 @@ class Store:
     # --- checking ----------------------------------------------------------------
     def fsck(self, session_id: str | None = None) -> list[Problem]:
         """Verify one session or all; returns every problem found (changes nothing)."""
-        ids = [check_session_id(session_id)] if session_id else sorted(self.backend.session_ids())
+        ids = ([check_session_id(session_id)] if session_id is not None
+               else sorted(self.backend.session_ids()))
         problems: list[Problem] = []
         for sid in ids:
             if not self.backend.exists(sid):

@@ -22,15 +22,18 @@ from .errors import SummarizerError
 from .event import Event
 
 __all__ = [
+    "CompletionModel",
     "ExtractiveSummarizer",
     "LLMSummarizer",
+    "StreamingModel",
     "Summarizer",
     "Summary",
     "empty_structured",
     "merge_structured",
     "normalize_structured",
-    "render_markdown",
+    "parse_summary_json",
     "render_events",
+    "render_markdown",
 ]
 
 MAX_ITEMS = 20
@@ -139,7 +142,7 @@ def merge_structured(previous: dict | None, current: dict, goal_changed: bool = 
 
 def render_markdown(structured: dict) -> str:
     """The compact markdown the model reads; empty sections are left out."""
-    s = normalize_structured(structured)
+    s = normalize_structured(structured, limit=1 << 30)  # shape only; bounds are the caller's
     lines: list[str] = []
 
     def section(title: str, items: list[str], level: str = "##") -> None:

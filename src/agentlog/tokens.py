@@ -159,7 +159,8 @@ def usage_tokens(event: Event) -> Usage | None:
     return Usage(inp, out, total if total is not None else inp + out)
 
 
-def context_tokens(events: list[Event], model: str | None = None, *, system: str | None = None) -> int:
+def context_tokens(events: list[Event], model: str | None = None, *, system: str | None = None,
+                   exact: bool = True) -> int:
     """How big the next request built from ``events`` is.
 
     The latest assistant message with usage gives input + output; the
@@ -174,9 +175,9 @@ def context_tokens(events: list[Event], model: str | None = None, *, system: str
     for i in range(len(events) - 1, -1, -1):
         usage = usage_tokens(events[i])
         if usage is not None and (floor is None or events[i].id > floor):
-            rest = sum(event_tokens(e, model) for e in events[i + 1:])
+            rest = sum(event_tokens(e, model, exact=exact) for e in events[i + 1:])
             return usage.input_tokens + usage.output_tokens + rest
-    total = sum(event_tokens(e, model) for e in events)
+    total = sum(event_tokens(e, model, exact=exact) for e in events)
     if system:
-        total += MESSAGE_OVERHEAD + _text_tokens(system, model, True)
+        total += MESSAGE_OVERHEAD + _text_tokens(system, model, exact)
     return total

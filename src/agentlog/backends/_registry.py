@@ -48,6 +48,10 @@ class WriterHandle:
 
 
 class SharedWriters:
+    def is_open(self, key: str) -> bool:
+        with _lock:
+            return key in _open
+
     def open(self, key: str, factory: Callable[[], Any]) -> WriterHandle:
         with _lock:
             slot = _open.get(key)

@@ -258,6 +258,8 @@ class MemoryBackend(Backend):
 
     def delete(self, session_id: str) -> None:
         self._data(session_id)
+        if self._writers.is_open(f"{self.home}/{session_id}"):
+            raise SessionLocked(session_id, "this process")
         with self._lock:
             del self._sessions[session_id]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from typing import Any
 
 import click
@@ -34,7 +35,7 @@ def _event_json(event: Event) -> dict[str, Any]:
 
 def _read_record(text: str | None) -> Any:
     if text is None or text == "-":
-        stream = click.get_binary_stream("stdin")
+        stream = sys.stdin.buffer
         if text is None and stream.isatty():
             raise CliError("no record given: pass RECORD_JSON, or pipe it on stdin")
         data: bytes | str = stream.read()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import secrets
@@ -12,7 +13,7 @@ import orjson
 
 from ..._fs import OsFs
 from ..._lease import Lease, acquire
-from ...errors import CorruptionError, SessionExists, SessionNotFound, StorageError
+from ...errors import CorruptionError, SessionExists, SessionLocked, SessionNotFound, StorageError
 from ...event import NIL_ID, check_session_id
 from ..base import DEFAULT_BLOB_THRESHOLD, DEFAULT_CHUNK_SIZE, Backend, Problem, SessionStats
 from .._registry import SharedWriters
@@ -77,12 +78,25 @@ class FileBackend(Backend):
         return self.layout.home
 
     def _mkdirs(self) -> None:
+        """Create the home's directories; in ``full`` mode each new entry is
+        synced into its parent, or a power loss could take every session
+        with it."""
         for path in (self.layout.home, self.layout.sessions, self.layout.locks):
-            if not os.path.isdir(path):
+            if os.path.isdir(path):
+                continue
+            parent = os.path.dirname(path)
+            if not os.path.isdir(parent):
                 try:
-                    os.makedirs(path, mode=0o700, exist_ok=True)
+                    os.makedirs(parent, mode=0o700, exist_ok=True)
                 except OSError as exc:
-                    raise StorageError("mkdir", path, exc.errno, exc.strerror or str(exc)) from exc
+                    raise StorageError("mkdir", parent, exc.errno, exc.strerror or str(exc)) from exc
+            try:
+                self.fs.mkdir(path)
+            except StorageError:
+                if not os.path.isdir(path):  # another process may have made it meanwhile
+                    raise
+            if self.durable:
+                self.fs.fsync_dir(parent)
 
     def lease(self, session_id: str) -> Lease:
         return acquire(self.layout.locks, check_session_id(session_id))
@@ -212,7 +226,11 @@ class FileBackend(Backend):
         check_session_id(session_id)
         if not self.exists(session_id):
             raise SessionNotFound(session_id)
-        with self.lease(session_id):
+        with self.lease(session_id) as lease:
+            if lease._count > 1:
+                # A writer in this process holds the lease (it is reentrant):
+                # deleting its files under it would lose its next acknowledged append.
+                raise SessionLocked(session_id, f"pid {os.getpid()} (this process)")
             doomed = os.path.join(self.layout.sessions, f".del-{session_id}-{secrets.token_hex(4)}")
             self.fs.rename(self.layout.session_dir(session_id), doomed)
             if self.durable:

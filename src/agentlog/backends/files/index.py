@@ -39,6 +39,7 @@ class Index:
         self.writable = writable
         self.broken = False  # a failed write left the file behind the log
         self.tail: dict[str, dict[str, Any]] = {}
+        self._last_pos = 0  # the line found last: a walk's next step is near it
         flags = os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY
         if writable:
             flags |= os.O_CREAT
@@ -59,8 +60,16 @@ class Index:
             raise IndexDamaged(f"{self.path} line {i}: {exc}") from None
 
     def position(self, event_id: str) -> int | None:
-        """Line number of ``event_id`` in the file, by binary search."""
+        """Line number of ``event_id`` in the file, by binary search.
+
+        A path walk asks for each parent right after its child, and a
+        parent usually sits on the line just before, so that line is tried
+        first: one 36-byte read per step instead of a search."""
         key = event_id.encode()
+        guess = self._last_pos - 1
+        if 0 <= guess < self.count and self._id_at(guess) == key:
+            self._last_pos = guess
+            return guess
         lo, hi = 0, self.count
         while lo < hi:
             mid = (lo + hi) // 2
@@ -69,6 +78,7 @@ class Index:
             else:
                 hi = mid
         if lo < self.count and self._id_at(lo) == key:
+            self._last_pos = lo
             return lo
         return None
 
