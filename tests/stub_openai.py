@@ -35,6 +35,9 @@ class Stream:
     pause_after: int | None = None  # stop after this many events until resumed
     paused: threading.Event = field(default_factory=threading.Event)
     resume: threading.Event = field(default_factory=threading.Event)
+    # At the pause point, wait for the client to hang up instead of for resume.
+    await_close: bool = False
+    client_closed: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -151,7 +154,10 @@ class StubOpenAI:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll interval keeps shutdown() (and so each test) quick.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -200,6 +206,14 @@ class StubOpenAI:
         for n, event in enumerate(reply.events):
             if reply.pause_after is not None and n == reply.pause_after:
                 reply.paused.set()
+                if reply.await_close:
+                    h.connection.settimeout(_WAIT)
+                    try:
+                        if h.rfile.read(1) == b"":  # EOF: the client closed
+                            reply.client_closed.set()
+                    except OSError:
+                        pass
+                    return
                 if not reply.resume.wait(_WAIT):
                     return  # never resumed: cut the stream short
             send(event if isinstance(event, str) else f"data: {json.dumps(event)}{nl}{nl}")

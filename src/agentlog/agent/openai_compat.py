@@ -124,6 +124,7 @@ class OpenAICompatModel:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         conn = self._connect()
+        resp: http.client.HTTPResponse | None = None
         try:
             try:
                 conn.request("POST", self._path, body=payload, headers=headers)
@@ -149,7 +150,10 @@ class OpenAICompatModel:
                     f"{type(exc).__name__}: {exc}"
                 ) from None
         finally:
-            # Also runs when the consumer abandons the stream: frees the socket.
+            # Also runs when the consumer abandons the stream. The response owns
+            # the socket once the server said "Connection: close", so close both.
+            if resp is not None:
+                resp.close()
             conn.close()
 
     def _http_error(self, resp: http.client.HTTPResponse) -> ModelError:
