@@ -7,6 +7,8 @@ of an OpenAI-style API:
 - ``to_chat_messages``: Chat Completions ``messages``;
 - ``to_responses_input``: Responses API ``input`` items.
 
+A ``compaction`` or ``branch_summary`` becomes a framed user message;
+``state``, ``label``, ``custom`` and other custom kinds are never sent.
 Both views keep the **pairing guarantee** providers enforce: every tool
 call has exactly one result, placed after it and before the next message.
 The log may break it (a turn interrupted between call and result, a context
@@ -64,7 +66,7 @@ _CHAT_FIELDS = {
 }
 _RECORD_ONLY_RESULT_KEYS = ("role", "tool_call_id", "content", "name", "is_error")
 
-Draft = tuple[str, dict, str]
+DraftTuple = tuple[str, dict, str]  # (kind, record, role), as Session.append_many takes
 
 
 # --- the neutral form both views render --------------------------------------
@@ -263,7 +265,8 @@ def _call_record(call: Any) -> dict:
     return {"id": call.get("id"), "name": fn.get("name", ""), "arguments": arguments, **extra}
 
 
-def chat_messages_to_drafts(messages: Iterable[Any]) -> tuple[list[Draft], Any]:
+def chat_messages_to_drafts(messages: Iterable[Any],
+                            call_names: dict[str, str] | None = None) -> tuple[list[DraftTuple], Any]:
     """Records (per docs/records.md) for a chat message list.
 
     Returns ``(drafts, system_prompt)``: drafts are ``(kind, record, role)``
@@ -272,10 +275,15 @@ def chat_messages_to_drafts(messages: Iterable[Any]) -> tuple[list[Draft], Any]:
     given if there is one, their texts joined by a blank line if several;
     None if none). A system message after the first other message is part
     of the conversation and becomes a durable event. Extra fields of a
-    message are kept in its record."""
-    drafts: list[Draft] = []
+    message are kept in its record.
+
+    A tool message names no tool; its record takes the name of its call.
+    ``call_names`` (call id -> tool name) supplies calls made in earlier
+    messages when converting a list piece by piece; it is updated in place
+    with the calls found here."""
+    drafts: list[DraftTuple] = []
     system: list[Any] = []
-    names: dict[str, str] = {}
+    names = call_names if call_names is not None else {}
     for raw in messages:
         msg = _as_dict(raw)
         role = msg.get("role")

@@ -228,6 +228,7 @@ _NEXT = re.compile(r"\b(next|then|remaining|still need|need to|todo|will|plan to
 _GOAL_CHANGE = re.compile(r"\b(new (?:goal|task)|change of plans?|forget (?:that|about|the previous)|"
                           r"instead,? (?:let's|please)|now let's)\b", re.I)
 _CHECKBOX = re.compile(r"^\s*[-*]\s*\[([ xX])\]\s*(.+)$", re.M)
+_BOX = re.compile(r"\[[ xX]\]")  # a checkbox line, once _sentences took its bullet off
 
 _URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
@@ -241,21 +242,30 @@ _READ_TOOLS = re.compile(r"read|view|cat|open|grep|search|glob|find|list|ls", re
 _WRITE_TOOLS = re.compile(r"write|edit|create|patch|replace|insert|delete|remove|move|rename|save", re.I)
 _SHELL_TOOLS = re.compile(r"bash|shell|exec|run|terminal|command", re.I)
 _PATH_ARGS = ("path", "file", "file_path", "filepath", "filename", "target_file", "paths", "files")
-_SHELL_WRITE = re.compile(r"(?:>>?|\btee(?:\s+-a)?|\btouch|\brm(?:\s+-\w+)*|\bsed\s+-i\S*(?:\s+'[^']*'|\s+\"[^\"]*\"|\s+\S+))\s+([^\s;&|<>]+)")
+_ARG = r"([^\s;&|<>()]+)"
+_SHELL_WRITE = re.compile(
+    r">>?\s*" + _ARG                                         # redirection (not 2>&1)
+    + r"|\b(?:tee(?:\s+-a)?|touch|rm(?:\s+-\w+)*)\s+" + _ARG
+    + r"|\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+" + _ARG)  # in-place edit
 _SHELL_READ = re.compile(r"(?:^|[;&|]\s*)(?:cat|head|tail|less|more|wc|grep|rg|diff|ls)\b([^;&|>]*)")
 
 
 def _identifiers(texts: Iterable[str]) -> list[str]:
+    """Names in first-seen order. A URL or UUID is blanked out once found
+    (same length, so positions hold) so its parts are not found again."""
+    def blank(m: re.Match) -> str:
+        return " " * len(m.group())
+
     found: list[str] = []
     for text in texts:
-        for m in _URL.finditer(text):
-            found.append(m.group().rstrip(".,;:"))
-        rest = _URL.sub(" ", text)
-        found += [m.group() for m in _UUID.finditer(rest)]
-        rest = _UUID.sub(" ", rest)
-        found += [m.group() for m in _HASH.finditer(rest)]
-        found += [m.group().rstrip(".") for m in _PATH.finditer(rest)]
-        found += [m.group(1) for m in _BACKTICK.finditer(rest)]
+        hits = [(m.start(), m.group().rstrip(".,;:")) for m in _URL.finditer(text)]
+        text = _URL.sub(blank, text)
+        hits += [(m.start(), m.group()) for m in _UUID.finditer(text)]
+        text = _UUID.sub(blank, text)
+        hits += [(m.start(), m.group()) for m in _HASH.finditer(text)]
+        hits += [(m.start(), m.group().rstrip(".")) for m in _PATH.finditer(text)]
+        hits += [(m.start(1), m.group(1)) for m in _BACKTICK.finditer(text)]
+        found += [value for _, value in sorted(hits)]
     return found
 
 
@@ -266,19 +276,23 @@ def _call_files(name: str, arguments: Any) -> tuple[list[str], list[str]]:
     except ValueError:
         args = {}
     args = args if isinstance(args, dict) else {}
-    if _SHELL_TOOLS.search(name) and isinstance(args.get("command") or args.get("cmd"), str):
-        cmd = args.get("command") or args.get("cmd")
-        written = [m.group(1) for m in _SHELL_WRITE.finditer(cmd)]
-        read = [tok for m in _SHELL_READ.finditer(cmd) for tok in m.group(1).split()
+    shell = args.get("command") or args.get("cmd")
+    if _SHELL_TOOLS.search(name) and isinstance(shell, str):
+        written = [next(g for g in m.groups() if g) for m in _SHELL_WRITE.finditer(shell)]
+        read = [tok for m in _SHELL_READ.finditer(shell) for tok in m.group(1).split()
                 if not tok.startswith("-") and _PATH.fullmatch(tok)]
-        return read, written
+        return read, [w for w in written if not w.startswith("/dev/")]
     paths: list[str] = []
     for key in _PATH_ARGS:
         value = args.get(key)
         values = value if isinstance(value, list) else [value]
         paths += [v for v in values if isinstance(v, str) and v]
-    command = str(args.get("command", ""))
-    if _WRITE_TOOLS.search(name) or command in ("create", "str_replace", "insert", "write", "edit"):
+    command = args.get("command")  # an editor tool's sub-command, e.g. view / str_replace
+    if command in ("view", "read"):
+        return paths, []
+    if command in ("create", "str_replace", "insert", "write", "edit", "undo_edit"):
+        return [], paths
+    if _WRITE_TOOLS.search(name):
         return [], paths
     if _READ_TOOLS.search(name):
         return paths, []
@@ -327,7 +341,7 @@ class ExtractiveSummarizer:
         for text in assistants:
             for mark, item in _CHECKBOX.findall(text):
                 (doing if mark == " " else done).append(item)
-            done += [x for x in _sentences(text) if _DONE.search(x) and not _CHECKBOX.match(x)]
+            done += [x for x in _sentences(text) if _DONE.search(x) and not _BOX.match(x)]
         for text in assistants[-3:]:
             blocked += [x for x in _sentences(text) if _BLOCKED.search(x)]
         states = [e for e in events if e.kind == "state" and isinstance(_rec(e).get("todos"), list)]
@@ -407,7 +421,9 @@ class LLMSummarizer:
 
     ``model`` has ``complete(messages) -> str`` or ``stream(messages,
     tools=None)`` whose last item has ``.content``. Model errors and
-    unparseable answers raise ``SummarizerError``."""
+    unparseable answers raise ``SummarizerError``. The answer replaces the
+    previous summary: the prompt hands the model the previous one to
+    update, so it may also drop what no longer matters."""
 
     def __init__(self, model: CompletionModel | StreamingModel, max_result_chars: int = 2000) -> None:
         self.model = model

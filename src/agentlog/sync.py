@@ -30,7 +30,8 @@ def new_suffix(session: "Session", messages: Sequence[Any]) -> list[Draft]:
     plain = [m for m in plain if m.get("role") != "system"]
     # One message at a time, so each incoming message maps to its drafts
     # (an assistant message with tool calls becomes several events).
-    per_message = [chat_messages_to_drafts([m])[0] for m in plain]
+    names: dict[str, str] = {}  # call id -> tool name, carried across messages
+    per_message = [chat_messages_to_drafts([m], names)[0] for m in plain]
     incoming = [events_to_chat_messages(_as_events(d)) for d in per_message]
     saved = events_to_chat_messages(session.context(resolve=True))
     if len(incoming) < len(saved):

@@ -8,6 +8,9 @@ estimate: one token per 4 characters, rounded up. Chat-shaped input adds
 non-text part (an image, audio) counts as ``PART_TOKENS``, because its
 bytes (often base64) say little about what the provider charges.
 
+tiktoken fetches an encoding file on first use; offline, point
+``TIKTOKEN_CACHE_DIR`` at a copy or get the estimate.
+
 The provider's own report is better than any count: ``context_tokens``
 starts from the latest reported usage and estimates only what came after.
 """
