@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..errors import AgentlogError
+from ..errors import AgentlogError, RecoveryWarning
 from . import check, events, sessions
 from .common import App
 
@@ -53,6 +53,9 @@ class AgentlogGroup(click.Group):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         with warnings.catch_warnings():
+            # What opening a session repaired is news for the user, never an
+            # error, whatever -W or PYTHONWARNINGS say.
+            warnings.filterwarnings("always", category=RecoveryWarning)
             warnings.showwarning = _show_warning
             code = self._run(args, prog_name or "agentlog", complete_var, extra)
         sys.exit(code)

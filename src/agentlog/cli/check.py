@@ -41,7 +41,7 @@ def _errors(problems: list[Problem]) -> list[Problem]:
 @json_option
 @pass_app
 def fsck(app: App, session: str | None, repair: bool, as_json: bool) -> None:
-    """Verify every byte stored for one session (or all); exit 1 on an error.
+    """Verify what is stored for one session, or all; exit 1 on damage.
 
     Each problem is printed as 'session: path@offset: message'. Warnings
     (a torn tail, a lagging index: what the next writer fixes on its own)
@@ -87,7 +87,7 @@ def fsck(app: App, session: str | None, repair: bool, as_json: bool) -> None:
         if after:
             console().print(Text("after repair:", style="bold"))
             _print_problems(after)
-        _summary(checked, final, repair)
+        _summary(checked, final, bool(repairs))
     if remaining or failed:
         raise click.exceptions.Exit(1)
 

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 import click
 import orjson
 from rich.json import JSON
 from rich.text import Text
 
-from ..errors import InvalidEvent
-from ..event import NIL_ID, Event
-from ..session import Session
-from .common import App, CliError, emit_json, json_option, resolve_event, session_command
+from ..errors import EventNotFound, InvalidEvent
+from ..event import NIL_ID
+from ..session import Session, make_draft
+from .common import (
+    App,
+    CliError,
+    emit_json,
+    json_option,
+    pass_app,
+    resolve_event,
+    session_command,
+)
 from .render import (
     abbreviate,
     console,
@@ -23,21 +32,18 @@ from .render import (
     full_text,
     local_time,
     preview,
+    print_lines,
     session_tree,
 )
 
 __all__ = ["COMMANDS"]
 
 
-def _event_json(event: Event) -> dict[str, Any]:
-    return event.to_dict()
-
-
 def _read_record(text: str | None) -> Any:
     if text is None or text == "-":
-        stream = sys.stdin.buffer
-        if text is None and stream.isatty():
+        if sys.stdin is None or (text is None and sys.stdin.isatty()):
             raise CliError("no record given: pass RECORD_JSON, or pipe it on stdin")
+        stream = sys.stdin.buffer
         data: bytes | str = stream.read()
         where = "stdin"
     else:
@@ -46,6 +52,16 @@ def _read_record(text: str | None) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise InvalidEvent(f"the record on {where} is not valid JSON: {exc}") from None
+
+
+@contextlib.contextmanager
+def _path_broken_hint(session: Session) -> Iterator[None]:
+    """A parent missing from the active path is damage, not a typo: say so."""
+    try:
+        yield
+    except EventNotFound as exc:
+        raise CliError(f"the active path of {session.id} is broken: {exc}; "
+                       f"see 'agentlog fsck {session.id}'") from None
 
 
 def _title(session: Session) -> Text:
@@ -59,21 +75,26 @@ def _title(session: Session) -> Text:
 
 
 @click.command("append")
-@session_command(write=True)
+@click.argument("session", metavar="SESSION")
 @click.argument("kind")
 @click.argument("record_json", metavar="[RECORD_JSON]", required=False)
 @click.option("--role", help="The event's role (user, assistant, tool, system...).")
 @json_option
-def append(app: App, session: Session, kind: str, record_json: str | None,
+@pass_app
+def append(app: App, session: str, kind: str, record_json: str | None,
            role: str | None, as_json: bool) -> None:
     """Append one event to a session as a child of HEAD; print its id.
 
     The record is JSON given as RECORD_JSON, or read from stdin when
     RECORD_JSON is '-' or left out. It returns once the event is durable."""
+    # Read and check the record before taking the writer's lease, so a slow
+    # producer or a bad record never holds (or recovers) the session.
     record = _read_record(record_json)
-    event = session.append(kind, record, role=role)
+    make_draft((kind, record, role))  # kind, role and record checks, before the lease
+    with app.open(session, write=True) as opened:
+        event = opened.append(kind, record, role=role)
     if as_json:
-        emit_json({k: v for k, v in _event_json(event).items() if k != "record"})
+        emit_json({k: v for k, v in event.to_dict().items() if k != "record"})
     else:
         click.echo(event.id)
 
@@ -82,7 +103,7 @@ def append(app: App, session: Session, kind: str, record_json: str | None,
 @session_command()
 @click.option("--full", is_flag=True, help="Load blob payloads so their previews show.")
 @click.option("-n", "--limit", type=click.IntRange(min=1), metavar="N",
-              help="Only the last N events before HEAD.")
+              help="Show only the N events nearest HEAD.")
 @json_option
 def log(app: App, session: Session, full: bool, limit: int | None, as_json: bool) -> None:
     """Show the active path, root to HEAD, one line per event.
@@ -90,20 +111,20 @@ def log(app: App, session: Session, full: bool, limit: int | None, as_json: bool
     Each line: short id, local time, kind, role, and a one-line preview of
     the record. Payloads kept in blobs are not read unless --full."""
     walk = session.walk()
-    events = list(itertools.islice(walk, limit) if limit else walk)
+    with _path_broken_hint(session):
+        events = list(itertools.islice(walk, limit) if limit else walk)
     events.reverse()
     if full:
         events = [session.resolve(e) for e in events]
     if as_json:
-        emit_json([_event_json(e) for e in events])
+        emit_json([e.to_dict() for e in events])
         return
     out = console()
     if not events:
         out.print(Text(f"session {session.id} has no events", style="dim"))
         return
     shorts = abbreviate(e.id for e in session.entries())
-    for line in event_lines(events, shorts, session.head):
-        out.print(line, no_wrap=True, overflow="ellipsis")
+    print_lines(Text("\n").join(event_lines(events, shorts, session.head)))
 
 
 @click.command("tree")
@@ -132,7 +153,7 @@ def tree(app: App, session: Session, as_json: bool) -> None:
         })
         return
     texts = {e.id: preview(session.event(e.id), 80) for e in entries}
-    console().print(session_tree(_title(session), entries, head, texts))
+    print_lines(session_tree(_title(session), entries, head, texts))
 
 
 @click.command("show")
@@ -140,13 +161,13 @@ def tree(app: App, session: Session, as_json: bool) -> None:
 @click.argument("event")
 @json_option
 def show(app: App, session: Session, event: str, as_json: bool) -> None:
-    """Show one event with its full record (a blob payload is loaded and verified).
+    """Show one event with its full record.
 
-    EVENT is a full id, a unique prefix of at least 4 hex digits, or HEAD."""
+    A payload kept in a blob is loaded and its digest verified. EVENT is a full id, a unique prefix of at least 4 hex digits, or HEAD."""
     found = session.resolve(session.event(resolve_event(session, event)))
     children = session.children().get(found.id, [])
     if as_json:
-        doc = _event_json(found)
+        doc = found.to_dict()
         doc["children"] = children
         doc["head"] = found.id == session.head
         emit_json(doc)
@@ -200,14 +221,16 @@ def checkout(app: App, session: Session, event: str, as_json: bool) -> None:
 @click.option("--resolve", is_flag=True, help="Load blob payloads (verified) into the records.")
 @json_option
 def context(app: App, session: Session, resolve: bool, as_json: bool) -> None:
-    """Show what the model would get: the latest compaction, what it kept, and what follows.
+    """Show the events the model would get.
 
-    Without a compaction on the active path that is the whole path. Each
-    event is shown in full; payloads in blobs are named, not read, unless
-    --resolve."""
-    events = session.context(resolve=resolve)
+    That is the latest compaction on the active path (its summary), the
+    events it kept, and everything after it; without a compaction, the
+    whole path. Each event is shown in full; payloads in blobs are named,
+    not read, unless --resolve."""
+    with _path_broken_hint(session):
+        events = session.context(resolve=resolve)
     if as_json:
-        emit_json([_event_json(e) for e in events])
+        emit_json([e.to_dict() for e in events])
         return
     out = console()
     if not events:

@@ -12,16 +12,17 @@ import time
 from collections import defaultdict
 from typing import Any, Iterable, Sequence
 
+import click
 import orjson
 from rich.console import Console
 from rich.text import Text
-from rich.tree import Tree
 
 from ..backends.base import IndexEntry
 from ..event import NIL_ID, Event, parse_timestamp
 
 __all__ = [
     "abbreviate",
+    "columns",
     "console",
     "event_line",
     "event_lines",
@@ -29,6 +30,7 @@ __all__ = [
     "local_time",
     "one_line",
     "preview",
+    "print_lines",
     "session_tree",
 ]
 
@@ -54,6 +56,49 @@ def console() -> Console:
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         width = PIPE_WIDTH
     return Console(highlight=False, emoji=False, markup=False, width=width)
+
+
+def print_lines(text: Text) -> None:
+    """Print lines cut to a terminal's width; a pipe gets them whole and plain.
+
+    Cropping and styling thousands of lines costs rich far more than the
+    store spends reading them, and a pipe has no width to crop to."""
+    out = console()
+    if out.is_terminal:
+        out.print(text, no_wrap=True, overflow="ellipsis")
+    else:
+        click.echo(text.plain)
+
+
+def columns(headers: Sequence[tuple[str, int, str]],
+            rows: Iterable[Sequence[tuple[str, str]]]) -> Text:
+    """A plain aligned table: ``headers`` are (title, max width, "<" or ">"),
+    each cell is (text, style). Cells over their column's width end in "…".
+
+    rich's Table costs seconds per few thousand rows, and a listing of
+    many sessions reaches tens of thousands."""
+    rows = [[(_cut(text, cap), style) for (text, style), (_, cap, _) in zip(row, headers)]
+            for row in rows]
+    widths = [max([len(title)] + [len(row[i][0]) for row in rows])
+              for i, (title, _, _) in enumerate(headers)]
+    last = len(headers) - 1
+
+    def line(cells: Sequence[tuple[str, str]]) -> Text:
+        out = Text(no_wrap=True, overflow="ellipsis")
+        for i, ((text, style), (_, _, align), width) in enumerate(zip(cells, headers, widths)):
+            padded = text.rjust(width) if align == ">" else (text if i == last else text.ljust(width))
+            out.append(padded, style=style)
+            if i != last:
+                out.append("  ")
+        out.rstrip()
+        return out
+
+    head = line([(title, "bold") for title, _, _ in headers])
+    return Text("\n").join([head] + [line(row) for row in rows])
+
+
+def _cut(text: str, cap: int) -> str:
+    return text if len(text) <= cap else text[: cap - 1] + "…"
 
 
 # --- ids and times -------------------------------------------------------------
@@ -156,7 +201,7 @@ def preview(event: Event, limit: int = PREVIEW_LIMIT) -> str:
 def event_line(event: Event | IndexEntry, short: str, text: str, *,
                widths: Sequence[int] = (0, 0, 0), head: bool = False) -> Text:
     kind_w, role_w, short_w = widths
-    line = Text()
+    line = Text(no_wrap=True, overflow="ellipsis")
     line.append(short.ljust(short_w), style="yellow")
     line.append("  ")
     line.append(local_time(event.timestamp), style="dim")
@@ -184,8 +229,41 @@ def event_lines(events: Sequence[Event], shorts: dict[str, str], head: str) -> l
 
 
 # --- the branch tree ---------------------------------------------------------------
+class _Node:
+    """One line of the tree and the lines drawn under it."""
+
+    __slots__ = ("label", "children")
+
+    def __init__(self, label: Text) -> None:
+        self.label = label
+        self.children: list[_Node] = []
+
+    def add(self, label: Text) -> "_Node":
+        node = _Node(label)
+        self.children.append(node)
+        return node
+
+
+def _draw(root: _Node) -> Text:
+    """Box-drawing lines for ``root``, without recursion (a deep tree is fine)."""
+    lines = [root.label]
+    stack = [(child, "", i == len(root.children) - 1)
+             for i, child in reversed(list(enumerate(root.children)))]
+    while stack:
+        node, prefix, last = stack.pop()
+        line = Text(prefix + ("└── " if last else "├── "), style="dim",
+                    no_wrap=True, overflow="ellipsis")
+        line.append_text(node.label)
+        lines.append(line)
+        inner = prefix + ("    " if last else "│   ")
+        count = len(node.children)
+        stack.extend((child, inner, i == count - 1)
+                     for i, child in reversed(list(enumerate(node.children))))
+    return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+
+
 def session_tree(title: Text, entries: Sequence[IndexEntry], head: str,
-                 texts: dict[str, str]) -> Tree:
+                 texts: dict[str, str]) -> Text:
     """The whole event tree, with linear runs kept flat.
 
     A chain of single children is drawn as siblings at one depth; only a
@@ -211,10 +289,10 @@ def session_tree(title: Text, entries: Sequence[IndexEntry], head: str,
             line.append(f"  ⑂ {len(kids[e.id])} branches", style="bold magenta")
         return line
 
-    tree = Tree(title)
-    todo: list[tuple[Tree, IndexEntry]] = []
+    tree = _Node(title)
+    todo: list[tuple[_Node, IndexEntry]] = []
 
-    def branch_out(node: Tree, children: list[IndexEntry], why: str = "") -> None:
+    def branch_out(node: _Node, children: list[IndexEntry], why: str = "") -> None:
         for n, child in enumerate(children, 1):
             if why:
                 tag = Text(f"orphaned: {why}", style="red")
@@ -222,12 +300,11 @@ def session_tree(title: Text, entries: Sequence[IndexEntry], head: str,
                 tag = Text(f"branch {n}/{len(children)}", style="magenta")
             if child.id in on_head_path:
                 tag.append("  (active)", style="bold green")
-            sub = node.add(tag)
-            todo.append((sub, child))
+            todo.append((node.add(tag), child))
 
     drawn: set[str] = set()
 
-    def draw() -> None:
+    def grow() -> None:
         while todo:
             container, event = todo.pop()
             while event.id not in drawn:  # ids increase along parents, but stay safe
@@ -245,12 +322,12 @@ def session_tree(title: Text, entries: Sequence[IndexEntry], head: str,
         todo.append((tree, roots[0]))
     else:
         branch_out(tree, roots)
-    draw()
+    grow()
     # Events whose parent is gone (quarantined by a repair) still show.
     for e in entries:
         if e.parent_id != NIL_ID and e.parent_id not in by_id:
             branch_out(tree, [e], f"parent {e.parent_id} is missing")
-    draw()
+    grow()
     if not entries:
         tree.add(Text("(no events)", style="dim"))
-    return tree
+    return _draw(tree)

@@ -8,17 +8,17 @@ import re
 from typing import Any
 
 import click
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from ..store import SessionInfo
 from .common import App, emit_json, json_option, pass_app
-from .render import abbreviate, console, local_time, one_line
+from .render import abbreviate, columns, console, local_time, one_line, print_lines
 
 __all__ = ["COMMANDS"]
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+_HEADERS = [("ID", 36, "<"), ("TITLE", 40, "<"), ("WORKING DIR", 40, "<"),
+            ("UPDATED", 16, "<"), ("EVENTS", 9, ">"), ("STATUS", 12, "<"), ("SUMMARY", 80, "<")]
 _ROW_FIELDS = [f.name for f in dataclasses.fields(SessionInfo) if f.name != "meta"]
 
 
@@ -44,7 +44,8 @@ def _home_relative(path: str | None) -> str:
 @click.command("ls")
 @click.option("--archived", is_flag=True, help="Include archived sessions.")
 @click.option("--all", "show_all", is_flag=True,
-              help="Also list session directories that cannot be read, with the reason.")
+              help="List everything: archived sessions, and session directories "
+                   "that cannot be read (with the reason).")
 @json_option
 @pass_app
 def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
@@ -66,30 +67,22 @@ def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
         out.print(Text(f"no sessions in {app.store.home}", style="dim"))
         return
     shorts = abbreviate([r["id"] for r in rows if _UUID.match(r["id"])])
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    table.add_column("ID", style="yellow", no_wrap=True)
-    table.add_column("TITLE", max_width=40, overflow="ellipsis", no_wrap=True)
-    table.add_column("WORKING DIR", max_width=40, overflow="ellipsis", no_wrap=True)
-    table.add_column("UPDATED", style="dim", no_wrap=True)
-    table.add_column("EVENTS", justify="right")
-    table.add_column("STATUS")
-    table.add_column("SUMMARY", max_width=60, overflow="ellipsis", no_wrap=True)
+    table = []
     for r in rows:
         if r["status"] == "broken":
-            table.add_row(Text(r["id"]), "", "", "", "", Text("broken", style="bold red"),
-                          Text(one_line(r["reason"]), style="red"))
+            table.append([(r["id"], "yellow"), ("-", ""), ("-", ""), ("-", ""), ("-", ""),
+                          ("broken", "bold red"), (one_line(r["reason"]), "red")])
             continue
-        status = "archived" if r["archived"] else r["status"]
-        table.add_row(
-            Text(shorts.get(r["id"], r["id"])),
-            Text(r["title"] or "-"),
-            Text(_home_relative(r["working_dir"])),
-            local_time(r["updated_at"], seconds=False),
-            str(r["event_count"]),
-            Text(status, style="dim" if r["archived"] else ""),
-            Text(one_line(r["summary"] or "", 60)),
-        )
-    out.print(table)
+        table.append([
+            (shorts.get(r["id"], r["id"]), "yellow"),
+            (one_line(r["title"] or "-"), ""),
+            (_home_relative(r["working_dir"]), ""),
+            (local_time(r["updated_at"], seconds=False), "dim"),
+            (str(r["event_count"]), ""),
+            ("archived" if r["archived"] else r["status"], "dim" if r["archived"] else ""),
+            (one_line(r["summary"] or ""), ""),
+        ])
+    print_lines(columns(_HEADERS, table))
 
 
 @click.command("new")

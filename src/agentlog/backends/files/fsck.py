@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..._codec import INDEX_WIDTH, LineError, decode_index_entry, decode_line
-from ...errors import AgentlogError, CorruptionError, StorageError
+from ...errors import CorruptionError, StorageError
 from ...event import NIL_ID
 from ..base import Problem
 from .blobs import BlobStore, digest_of
 from .chunklog import ChunkLog
-from .layout import parse_chunk_name
 
 if TYPE_CHECKING:
     from .backend import FileBackend
@@ -155,12 +154,20 @@ def verify_session(backend: "FileBackend", session_id: str) -> list[Problem]:
             add(log.path(scan.torn.chunk), scan.torn.offset,
                 f"{scan.torn.reason} ({scan.torn.length} bytes); the next writer cuts it off",
                 "warning")
+        quarantined = _quarantined_bytes(log)
         for event_id in scan.order:
             rec = scan.events[event_id]
             parent = rec["parent_id"]
             if parent != NIL_ID and parent not in scan.events:
                 chunk, offset, _ = rec["_loc"]
-                add(log.path(chunk), offset, f"event {event_id} names a missing parent {parent}")
+                if quarantined:
+                    # Only repair removes a record whole; a damaged record's own
+                    # id may be unreadable, so any quarantine explains the gap.
+                    add(log.path(chunk), offset, f"event {event_id} follows {parent}, which is "
+                        "not in the log: fsck --repair quarantined a record; this branch "
+                        "now starts here", "warning")
+                else:
+                    add(log.path(chunk), offset, f"event {event_id} names a missing parent {parent}")
         _verify_index(layout.index(session_id), scan, log, add)
         _verify_head(layout.head(session_id), scan, add)
         _verify_blobs(BlobStore(fs, layout.blobs(session_id), durable=False), scan, add)
@@ -169,9 +176,31 @@ def verify_session(backend: "FileBackend", session_id: str) -> list[Problem]:
     return problems
 
 
+def _quarantined_bytes(log: ChunkLog) -> bytes:
+    """Everything repair moved aside, to recognise parents it took away."""
+    parts = []
+    for name in sorted(os.listdir(log.dir)):
+        if name.endswith(".quarantine"):
+            with open(os.path.join(log.dir, name), "rb") as f:
+                parts.append(f.read())
+    return b"".join(parts)
+
+
+def _intact_head(scan: _Scan) -> str:
+    """HEAD if its ancestry is whole, else the newest event whose ancestry is."""
+    intact: set[str] = {NIL_ID}
+    for event_id in scan.order:
+        if scan.events[event_id]["parent_id"] in intact:
+            intact.add(event_id)
+    if scan.head in intact:
+        return scan.head
+    return next((e for e in reversed(scan.order) if e in intact), NIL_ID)
+
+
 def _verify_index(path: str, scan: _Scan, log: ChunkLog, add) -> None:
     try:
-        data = open(path, "rb").read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as exc:
         add(path, None, f"index unreadable ({exc.strerror}); the next writer rebuilds it", "warning")
         return
@@ -199,7 +228,8 @@ def _verify_index(path: str, scan: _Scan, log: ChunkLog, add) -> None:
 
 def _verify_head(path: str, scan: _Scan, add) -> None:
     try:
-        text = open(path, "rb").read().decode("ascii", "replace").strip()
+        with open(path, "rb") as f:
+            text = f.read().decode("ascii", "replace").strip()
     except OSError:
         text = None
     if text != scan.head:
@@ -266,7 +296,22 @@ def repair_session(backend: "FileBackend", session_id: str) -> list[str]:
                 fs.unlink(index)
             actions.append("removed index.jsonl; rebuilt from the chunks on open")
         storage = backend._storage(session_id, readonly=False)
-        storage.close()
+        try:
+            if actions:
+                log = ChunkLog(fs, layout.chunks(session_id), chunk_size=backend.chunk_size,
+                               durable=False, writable=False)
+                try:
+                    head = _intact_head(_scan_log(log))
+                finally:
+                    log.close()
+                if head != storage.head():
+                    # A quarantined event cut HEAD's path; keep the newest whole
+                    # path active. Nothing is rewritten: a checkout is appended.
+                    storage.set_head(head)
+                    actions.append(f"moved HEAD to {head}: the path to the old HEAD "
+                                   "ran through a quarantined record")
+        finally:
+            storage.close()
     return actions
 
 
@@ -296,6 +341,3 @@ def _quarantine(fs, log: ChunkLog, chunk: int, bads: list[_Bad]) -> list[str]:
     fs.write_atomic(path, bytes(keep), durable=True)
     return actions
 
-
-def chunk_files(directory: str) -> list[str]:
-    return sorted(n for n in os.listdir(directory) if parse_chunk_name(n) is not None)

@@ -1,0 +1,549 @@
+"""The agentlog command line: outputs, id prefixes, errors, fsck, real processes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentlog import Store
+from agentlog.cli import main
+
+AGENTLOG = Path(sys.executable).parent / "agentlog"
+BIG = 20_000  # over the default 16 KiB blob threshold
+
+
+@pytest.fixture
+def cli_home(tmp_path):
+    return tmp_path / "home"
+
+
+def run(home, *args, input=None, env=None):
+    runner = CliRunner(env={"AGENTLOG_HOME": None, **(env or {})})
+    prefix = [] if home is None else ["--home", str(home)]
+    return runner.invoke(main, [*prefix, *args], input=input)
+
+
+def ok(home, *args, input=None):
+    result = run(home, *args, input=input)
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    return result.stdout
+
+
+def ok_json(home, *args, input=None):
+    return json.loads(ok(home, *args, "--json", input=input))
+
+
+def one_line_error(result, code=1):
+    """The error contract: exactly one stderr line, nothing on stdout, no traceback."""
+    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+    assert isinstance(result.exception, SystemExit), result.exception
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("agentlog: error: ")
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    return lines[0]
+
+
+def new_session(home, *args):
+    return ok(home, "new", *args).strip()
+
+
+def append(home, session, kind, record, role=None):
+    extra = ["--role", role] if role else []
+    return ok(home, "append", session, kind, json.dumps(record), *extra).strip()
+
+
+def chat(home, n=3):
+    sid = new_session(home, "--name", "chat")
+    ids = [append(home, sid, "message", {"content": f"turn {i}"}, "user") for i in range(n)]
+    return sid, ids
+
+
+# --- new, append, log -------------------------------------------------------------
+def test_new_prints_an_id_that_ls_lists(cli_home, tmp_path):
+    meta = ok_json(cli_home, "new", "--name", "demo", "--working-dir", str(tmp_path),
+                   "--model", "m-1", "--id", "demo-1")
+    assert (meta["id"], meta["name"], meta["working_dir"], meta["model"]) == (
+        "demo-1", "demo", str(tmp_path), "m-1")
+    rows = ok_json(cli_home, "ls")
+    assert [(r["id"], r["title"], r["working_dir"], r["event_count"]) for r in rows] == [
+        ("demo-1", "demo", str(tmp_path), 0)]
+
+
+def test_new_defaults_working_dir_to_cwd(cli_home, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    meta = ok_json(cli_home, "new")
+    assert meta["working_dir"] == str(tmp_path)
+
+
+def test_append_then_log_json_is_the_active_path(cli_home):
+    sid = new_session(cli_home)
+    first = append(cli_home, sid, "message", {"content": "hi"}, "user")
+    second = ok(cli_home, "append", sid, "message", "-", "--role", "assistant",
+                input='{"content": "hello"}').strip()
+    third = ok(cli_home, "append", sid, "custom", input='{"n": 3}').strip()
+    events = ok_json(cli_home, "log", sid)
+    assert [e["id"] for e in events] == [first, second, third]
+    assert [e["parent_id"] for e in events[1:]] == [first, second]
+    assert [(e["kind"], e["role"], e["record"]) for e in events] == [
+        ("message", "user", {"content": "hi"}),
+        ("message", "assistant", {"content": "hello"}),
+        ("custom", None, {"n": 3}),
+    ]
+    with Store(cli_home).open(sid, readonly=True) as s:
+        assert s.head == third
+
+
+def test_append_json_describes_the_stored_event(cli_home):
+    sid = new_session(cli_home)
+    doc = ok_json(cli_home, "append", sid, "message", '{"content": "x"}', "--role", "user")
+    with Store(cli_home).open(sid, readonly=True) as s:
+        stored = s.event(doc["id"])
+    assert doc == {k: v for k, v in stored.to_dict().items() if k != "record"}
+
+
+def test_log_human_lines_show_short_id_kind_role_and_preview(cli_home):
+    sid = new_session(cli_home)
+    append(cli_home, sid, "message", {"content": "first line\nsecond [bold]line[/bold]"}, "user")
+    call = append(cli_home, sid, "tool_call", {"id": "c1", "name": "bash", "arguments": '{"cmd":"ls"}'},
+                  "assistant")
+    lines = ok(cli_home, "log", sid).splitlines()
+    assert len(lines) == 2
+    short, *_ = lines[1].split()
+    assert call.startswith(short) and len(short) >= 8
+    assert "message" in lines[0] and "user" in lines[0]
+    assert "first line second [bold]line[/bold]" in lines[0]  # one line, markup kept literal
+    assert 'bash({"cmd":"ls"})' in lines[1] and "◀ HEAD" in lines[1]
+
+
+def test_log_limit_keeps_the_last_events(cli_home):
+    sid, ids = chat(cli_home, 4)
+    assert [e["id"] for e in ok_json(cli_home, "log", sid, "-n", "2")] == ids[2:]
+
+
+# --- blobs stay unloaded unless asked ------------------------------------------------
+def test_log_does_not_load_blobs_unless_full(cli_home):
+    sid = new_session(cli_home)
+    big = {"content": "x" * BIG}
+    event_id = append(cli_home, sid, "tool_result", big, "tool")
+    lazy = ok_json(cli_home, "log", sid)[0]
+    assert lazy["record"] is None and lazy["digest"].startswith("sha256:")
+    assert "not loaded" in ok(cli_home, "log", sid)
+    assert ok_json(cli_home, "log", sid, "--full")[0]["record"] == big
+    assert ok_json(cli_home, "show", sid, event_id)["record"] == big
+    # Damage the blob: log without --full never reads it, show verifies it.
+    blob_dir = cli_home / "sessions" / sid / "blobs"
+    (blob,) = [p for p in blob_dir.rglob("*") if p.is_file()]
+    data = bytearray(blob.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    blob.write_bytes(bytes(data))
+    assert ok_json(cli_home, "log", sid)[0]["digest"] == lazy["digest"]
+    line = one_line_error(run(cli_home, "show", sid, event_id))
+    assert "corrupt" in line or "digest" in line
+
+
+# --- prefixes -----------------------------------------------------------------------
+def test_session_and_event_prefixes_resolve(cli_home):
+    sid, ids = chat(cli_home, 3)
+    shorts = [line.split()[0] for line in ok(cli_home, "log", sid).splitlines()]
+    assert [ids[i].startswith(shorts[i]) for i in range(3)] == [True] * 3
+    for short, full in zip(shorts, ids):
+        assert ok_json(cli_home, "show", sid[:10], short)["id"] == full
+        hyphenless = short.replace("-", "")
+        assert ok_json(cli_home, "show", sid, hyphenless)["id"] == full
+    assert ok_json(cli_home, "show", sid, ids[1].upper())["id"] == ids[1]
+    assert ok_json(cli_home, "show", sid, "HEAD")["id"] == ids[-1]
+
+
+def test_ambiguous_and_unknown_event_prefixes_are_one_line_errors(cli_home):
+    sid, ids = chat(cli_home, 2)
+    shared = os.path.commonprefix(ids).rstrip("-")
+    assert len(shared.replace("-", "")) >= 4  # UUIDv7s made a moment apart share their time
+    line = one_line_error(run(cli_home, "show", sid, shared))
+    assert "ambiguous" in line and ids[0] in line and ids[1] in line
+    unknown = "ffff" if not any(i.startswith("ffff") for i in ids) else "eeee"
+    assert "no event" in one_line_error(run(cli_home, "show", sid, unknown))
+    assert "4 hex digits" in one_line_error(run(cli_home, "show", sid, "abc"), code=2)
+    assert "4 hex digits" in one_line_error(run(cli_home, "show", sid, "zzzzzz"), code=2)
+
+
+def test_session_prefixes(cli_home):
+    for name in ("proj-a", "proj-b", "ab", "abc"):
+        new_session(cli_home, "--id", name)
+    append(cli_home, "proj-b", "custom", {"n": 1})
+    assert ok_json(cli_home, "log", "proj-b")[0]["record"] == {"n": 1}
+    assert ok_json(cli_home, "log", "ab") == []  # an exact id beats a longer match
+    line = one_line_error(run(cli_home, "log", "proj"))
+    assert "ambiguous" in line and "proj-a" in line and "proj-b" in line
+    assert "no session 'zz'" in one_line_error(run(cli_home, "log", "zz"))
+
+
+# --- branching: checkout, tree, show ----------------------------------------------------
+def branched(home):
+    """a -> b -> c, then checkout b and append d: b is a branch point, HEAD = d."""
+    sid = new_session(home, "--name", "branchy")
+    a = append(home, sid, "message", {"content": "try approach A"}, "user")
+    b = append(home, sid, "message", {"content": "ok"}, "assistant")
+    c = append(home, sid, "message", {"content": "approach A fails"}, "assistant")
+    ok(home, "checkout", sid, b[:13])
+    d = append(home, sid, "message", {"content": "try approach B"}, "user")
+    return sid, a, b, c, d
+
+
+def test_checkout_moves_head_and_the_next_append_branches(cli_home):
+    sid, a, b, c, d = branched(cli_home)
+    assert [e["id"] for e in ok_json(cli_home, "log", sid)] == [a, b, d]
+    doc = ok_json(cli_home, "checkout", sid, c)
+    assert doc == {"session": sid, "head": c, "previous": d}
+    assert [e["id"] for e in ok_json(cli_home, "log", sid)] == [a, b, c]
+
+
+def test_checkout_root_starts_a_new_root(cli_home):
+    sid, ids = chat(cli_home, 2)
+    ok(cli_home, "checkout", sid, "root")
+    new_root = append(cli_home, sid, "message", {"content": "fresh"}, "user")
+    assert [e["id"] for e in ok_json(cli_home, "log", sid)] == [new_root]
+    assert ok_json(cli_home, "tree", sid)["roots"] == [ids[0], new_root]
+
+
+def test_tree_json_has_every_node_and_its_children(cli_home):
+    sid, a, b, c, d = branched(cli_home)
+    doc = ok_json(cli_home, "tree", sid)
+    assert doc["head"] == d and doc["roots"] == [a]
+    children = {n["id"]: n["children"] for n in doc["nodes"]}
+    assert children == {a: [b], b: [c, d], c: [], d: []}
+
+
+def test_tree_text_shows_branches_and_head(cli_home):
+    sid, a, b, c, d = branched(cli_home)
+    text = ok(cli_home, "tree", sid)
+    lines = text.splitlines()
+    assert sid in lines[0] and "branchy" in lines[0]
+    (branch_point,) = [ln for ln in lines if "2 branches" in ln]
+    assert "ok" in branch_point
+    (head_line,) = [ln for ln in lines if "◀ HEAD" in ln]
+    assert "try approach B" in head_line
+    assert [ln.strip(" │├└─") for ln in lines if "branch " in ln and "/2" in ln] == [
+        "branch 1/2", "branch 2/2  (active)"]
+    # The run a -> b stays at one depth; only the branches indent.
+    def depth(words):
+        (line,) = [ln for ln in lines if words in ln]
+        return len(line) - len(line.lstrip(" │├└─"))
+
+    assert depth("try approach A") == depth("2 branches")
+    assert depth("approach A fails") == depth("try approach B") > depth("2 branches")
+
+
+def test_show_human_and_json(cli_home):
+    sid, a, b, c, d = branched(cli_home)
+    doc = ok_json(cli_home, "show", sid, b)
+    assert doc["record"] == {"content": "ok"} and doc["children"] == [c, d]
+    assert doc["head"] is False and doc["parent_id"] == a
+    text = ok(cli_home, "show", sid, d)
+    assert d in text and "◀ HEAD" in text and '"try approach B"' in text
+
+
+# --- context -----------------------------------------------------------------------
+def test_context_starts_at_the_latest_compaction(cli_home):
+    sid, ids = chat(cli_home, 4)
+    comp = append(cli_home, sid, "compaction",
+                  {"summary": "the user said four things", "first_kept_event_id": ids[3]}, "system")
+    last = append(cli_home, sid, "message", {"content": "after"}, "user")
+    events = ok_json(cli_home, "context", sid)
+    assert [e["id"] for e in events] == [comp, ids[3], last]
+    text = ok(cli_home, "context", sid)
+    assert "the user said four things" in text and "turn 0" not in text
+
+
+def test_context_resolve_loads_blobs(cli_home):
+    sid = new_session(cli_home)
+    append(cli_home, sid, "tool_result", {"content": "y" * BIG}, "tool")
+    assert ok_json(cli_home, "context", sid)[0]["record"] is None
+    assert ok_json(cli_home, "context", sid, "--resolve")[0]["record"] == {"content": "y" * BIG}
+
+
+# --- ls -----------------------------------------------------------------------------
+def test_ls_orders_by_last_update_and_hides_archived(cli_home):
+    old = new_session(cli_home, "--id", "old")
+    new_session(cli_home, "--id", "newer")
+    append(cli_home, old, "custom", {"touch": 1})
+    assert [r["id"] for r in ok_json(cli_home, "ls")] == ["old", "newer"]
+    with Store(cli_home).open("newer") as s:
+        s.archive()
+    assert [r["id"] for r in ok_json(cli_home, "ls")] == ["old"]
+    rows = ok_json(cli_home, "ls", "--archived")
+    assert {r["id"]: r["archived"] for r in rows} == {"old": False, "newer": True}
+    text = ok(cli_home, "ls")
+    assert "old" in text and "newer" not in text
+
+
+def test_ls_all_shows_broken_sessions_with_the_reason(cli_home):
+    new_session(cli_home, "--id", "good")
+    bad = cli_home / "sessions" / "bad"
+    bad.mkdir()
+    (bad / "session.json").write_text("{not json")
+    assert [r["id"] for r in ok_json(cli_home, "ls")] == ["good"]
+    rows = ok_json(cli_home, "ls", "--all")
+    broken = [r for r in rows if r["status"] == "broken"]
+    assert [r["id"] for r in broken] == ["bad"] and "session.json" in broken[0]["reason"]
+    assert "broken" in ok(cli_home, "ls", "--all")
+
+
+def test_ls_on_an_empty_home(cli_home):
+    assert ok_json(cli_home, "ls") == []
+    assert "no sessions" in ok(cli_home, "ls")
+
+
+# --- global options ----------------------------------------------------------------
+def test_home_comes_from_option_then_env_then_xdg(tmp_path):
+    env_home, opt_home, xdg = tmp_path / "env", tmp_path / "opt", tmp_path / "xdg"
+    env = {"AGENTLOG_HOME": str(env_home), "XDG_DATA_HOME": str(xdg)}
+    assert run(None, "new", "--id", "via-env", env=env).exit_code == 0
+    assert run(None, "--home", str(opt_home), "new", "--id", "via-opt", env=env).exit_code == 0
+    env.pop("AGENTLOG_HOME")
+    assert run(None, "new", "--id", "via-xdg", env=env).exit_code == 0
+    assert (env_home / "sessions" / "via-env").is_dir()
+    assert (opt_home / "sessions" / "via-opt").is_dir()
+    assert (xdg / "agentlog" / "sessions" / "via-xdg").is_dir()
+
+
+def test_durability_off_still_stores(cli_home):
+    sid = ok(cli_home, "--durability", "off", "new").strip()
+    event_id = ok(cli_home, "--durability", "off", "append", sid, "custom", "{}").strip()
+    assert ok_json(cli_home, "show", sid, event_id)["record"] == {}
+
+
+def test_bare_command_prints_help_but_a_missing_command_is_a_usage_error(cli_home):
+    result = run(None)
+    assert result.exit_code == 0 and "Commands:" in result.stdout
+    assert "Missing command" in one_line_error(run(cli_home), code=2)
+
+
+# --- errors ----------------------------------------------------------------------------
+@pytest.mark.parametrize("args, code, words", [
+    (["log", "../x"], 1, "invalid session id"),
+    (["log", "missing"], 1, "no session 'missing'"),
+    (["show", "missing", "HEAD", "--json"], 1, "no session"),
+    (["frobnicate"], 2, "No such command"),
+    (["log"], 2, "Missing argument 'SESSION'"),
+    (["--durability", "sometimes", "ls"], 2, "--durability"),
+    (["new", "--id", "a/b"], 1, "invalid session id"),
+    (["ls", "--bogus"], 2, "No such option"),
+])
+def test_errors_are_one_line(cli_home, args, code, words):
+    assert words in one_line_error(run(cli_home, *args), code)
+
+
+def test_bad_records_are_one_line_errors(cli_home):
+    sid = new_session(cli_home)
+    assert "not valid JSON" in one_line_error(run(cli_home, "append", sid, "message", "{bad"))
+    assert "stdin is not valid JSON" in one_line_error(
+        run(cli_home, "append", sid, "message", input=""))
+    assert "invalid event kind" in one_line_error(run(cli_home, "append", sid, "Bad Kind", "{}"))
+    assert "delta" in one_line_error(run(cli_home, "append", sid, "message_delta", "{}"))
+    assert ok_json(cli_home, "log", sid) == []
+
+
+def test_existing_session_id_is_refused(cli_home):
+    new_session(cli_home, "--id", "taken")
+    assert "already exists" in one_line_error(run(cli_home, "new", "--id", "taken"))
+
+
+def test_an_unexpected_failure_is_one_line_unless_debugging(cli_home, monkeypatch):
+    def broken_scan(self):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(Store, "scan", broken_scan)
+    line = one_line_error(run(cli_home, "ls"))
+    assert "internal error: ZeroDivisionError: a bug" in line and "AGENTLOG_DEBUG" in line
+    debugging = run(cli_home, "ls", env={"AGENTLOG_DEBUG": "1"})
+    assert isinstance(debugging.exception, ZeroDivisionError)
+
+
+def test_home_that_is_a_file_is_a_one_line_error(tmp_path):
+    target = tmp_path / "file"
+    target.write_text("")
+    one_line_error(run(target, "ls"), code=2)
+    one_line_error(run(None, "ls", env={"AGENTLOG_HOME": str(target / "sub")}))
+
+
+def test_recovery_warnings_are_one_line(cli_home):
+    sid, ids = chat(cli_home, 3)
+    index = cli_home / "sessions" / sid / "index.jsonl"
+    data = bytearray(index.read_bytes())
+    data[data.rindex(b'"kind":"message"') + 9] ^= 0x01  # the last entry's checksum fails
+    index.write_bytes(bytes(data))
+    result = run(cli_home, "log", sid, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert [e["id"] for e in json.loads(result.stdout)] == ids
+    warnings = result.stderr.splitlines()
+    assert warnings and all(w.startswith("agentlog: warning: ") for w in warnings)
+    assert "index rebuilt" in result.stderr
+
+
+# --- fsck ---------------------------------------------------------------------------
+def flip_in_last_line(chunk: Path) -> int:
+    """Flip one byte inside the last record; return that record's offset."""
+    data = bytearray(chunk.read_bytes())
+    start = data.rindex(b"\n", 0, len(data) - 1) + 1
+    data[data.index(b"last words", start)] ^= 0x01
+    chunk.write_bytes(bytes(data))
+    return start
+
+
+def test_fsck_clean_store(cli_home):
+    chat(cli_home, 2)
+    assert "0 errors" in ok(cli_home, "fsck")
+    assert ok_json(cli_home, "fsck")["ok"] is True
+
+
+def test_fsck_fails_on_a_flipped_byte_and_repair_quarantines_it(cli_home):
+    sid, ids = chat(cli_home, 2)
+    append(cli_home, sid, "message", {"content": "last words"}, "user")
+    chunk = cli_home / "sessions" / sid / "chunks" / "000000.jsonl"
+    offset = flip_in_last_line(chunk)
+
+    result = run(cli_home, "fsck")
+    assert result.exit_code == 1, result.stderr
+    assert f"{sid}: {chunk}@{offset}: checksum mismatch" in result.stdout.splitlines()[0]
+    doc = json.loads(run(cli_home, "fsck", sid, "--json").stdout)
+    assert doc["ok"] is False and doc["problems"][0]["offset"] == offset
+
+    repaired = run(cli_home, "fsck", "--repair")
+    assert repaired.exit_code == 0, (repaired.stdout, repaired.stderr)
+    assert f"{chunk}@{offset}" in repaired.stdout and "quarantine" in repaired.stdout
+    quarantine = Path(str(chunk) + ".quarantine")
+    assert b"ast words" in quarantine.read_bytes()  # the damaged record, kept
+    assert ok_json(cli_home, "fsck")["ok"] is True
+    assert [e["id"] for e in ok_json(cli_home, "log", sid)] == ids
+
+
+def test_fsck_warnings_do_not_fail(cli_home):
+    sid, _ = chat(cli_home, 2)
+    chunk = cli_home / "sessions" / sid / "chunks" / "000000.jsonl"
+    with open(chunk, "ab") as f:
+        f.write(b'{"id":"torn')  # a crash cut the final record short
+    result = run(cli_home, "fsck", sid)
+    assert result.exit_code == 0, result.stdout
+    (line,) = [ln for ln in result.stdout.splitlines() if "torn" in ln]
+    assert line.startswith(f"{sid}: {chunk}@") and line.endswith("(warning)")
+    doc = ok_json(cli_home, "fsck", sid)
+    assert doc["ok"] is True and [p["severity"] for p in doc["problems"]] == ["warning"]
+
+
+def test_tree_still_draws_events_whose_parent_was_quarantined(cli_home):
+    sid, ids = chat(cli_home, 3)
+    chunk = cli_home / "sessions" / sid / "chunks" / "000000.jsonl"
+    data = bytearray(chunk.read_bytes())
+    data[data.index(b"turn 1")] ^= 0x01  # the middle record: turn 2 loses its parent
+    chunk.write_bytes(bytes(data))
+    run(cli_home, "fsck", "--repair")
+    text = ok(cli_home, "tree", sid)
+    assert "turn 0" in text and "turn 2" in text and "urn 1" not in text
+    assert f"orphaned: parent {ids[1]} is missing" in text
+    assert text.count("◀ HEAD") == 1
+
+
+def test_fsck_of_a_missing_session(cli_home):
+    assert "no session" in one_line_error(run(cli_home, "fsck", "nope"))
+
+
+# --- real processes ---------------------------------------------------------------------
+HOLDER = textwrap.dedent("""
+    import sys
+    from agentlog import Store
+    session = Store(sys.argv[1]).open(sys.argv[2])
+    print("ready", flush=True)
+    sys.stdin.read()
+    session.close()
+""")
+
+
+def agentlog(home, *args, input=None):
+    assert AGENTLOG.exists(), f"{AGENTLOG} missing: install with `make` (pip install -e .)"
+    env = {k: v for k, v in os.environ.items() if k != "AGENTLOG_HOME"}
+    return subprocess.run([str(AGENTLOG), "--home", str(home), *args], input=input,
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_entry_point_round_trip(cli_home):
+    created = agentlog(cli_home, "new", "--name", "proc")
+    assert created.returncode == 0, created.stderr
+    sid = created.stdout.strip()
+    appended = agentlog(cli_home, "append", sid[:12], "message", "--role", "user",
+                        input='{"content": "from a pipe"}')
+    assert appended.returncode == 0, appended.stderr
+    logged = agentlog(cli_home, "log", sid, "--json")
+    assert json.loads(logged.stdout)[0]["id"] == appended.stdout.strip()
+    assert json.loads(logged.stdout)[0]["record"] == {"content": "from a pipe"}
+
+
+def test_entry_point_errors_are_one_line(cli_home):
+    for args, code in ((["log", "../x"], 1), (["nope"], 2), (["log", "absent"], 1)):
+        result = agentlog(cli_home, *args)
+        assert result.returncode == code
+        assert result.stdout == ""
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+        assert result.stderr.startswith("agentlog: error: ")
+
+
+@contextlib.contextmanager
+def writer_in_another_process(home, session_id):
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(home), session_id],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        yield holder.pid
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+def test_locked_session_says_who_holds_it_and_reads_still_work(cli_home):
+    sid, ids = chat(cli_home, 2)
+    with writer_in_another_process(cli_home, sid) as pid:
+        for args in (["append", sid, "custom", "{}"], ["checkout", sid, ids[0]]):
+            result = agentlog(cli_home, *args)
+            assert result.returncode == 1
+            assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+            assert f"held by pid {pid} " in result.stderr
+        # A bad record is refused before the lease is even asked for.
+        assert "not valid JSON" in one_line_error(run(cli_home, "append", sid, "custom", "{"))
+        # Readers take no lease: they work while the other process writes.
+        for args in (["ls"], ["log", sid], ["tree", sid], ["show", sid, "HEAD"],
+                     ["context", sid], ["fsck", sid]):
+            ok(cli_home, *args)
+    assert ok_json(cli_home, "checkout", sid, ids[0])["head"] == ids[0]
+
+
+def test_repair_refuses_a_session_being_written(cli_home):
+    sid, _ = chat(cli_home, 1)
+    append(cli_home, sid, "message", {"content": "last words"}, "user")
+    chunk = cli_home / "sessions" / sid / "chunks" / "000000.jsonl"
+    with writer_in_another_process(cli_home, sid) as pid:
+        flip_in_last_line(chunk)
+        result = run(cli_home, "fsck", "--repair")
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"agentlog: error: cannot repair {sid}: ") and f"pid {pid}" in line
+    assert not Path(str(chunk) + ".quarantine").exists()
+
+
+def test_closed_pipe_is_not_a_traceback(cli_home):
+    store = Store(cli_home, durability="off")
+    with store.create(session_id="long") as s:
+        s.append_many([("message", {"content": f"line {i} " + "z" * 200}, "user")
+                       for i in range(1500)])
+    proc = subprocess.run(f"'{AGENTLOG}' --home '{cli_home}' log long | head -n 1",
+                          shell=True, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.count("\n") == 1
+    assert "Traceback" not in proc.stderr and "Error" not in proc.stderr
