@@ -49,12 +49,18 @@ class Lease:
 
 
 def _holder(path: str) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            text = f.read(256).decode("utf-8", "replace").strip()
-    except OSError:
-        return None  # who holds it is a courtesy; the lock itself was decided
-    return text or None
+    # The holder empties the file, then writes its note: a look in between
+    # finds it empty, so look again briefly rather than name nobody.
+    for _ in range(20):
+        try:
+            with open(path, "rb") as f:
+                text = f.read(256).decode("utf-8", "replace").strip()
+        except OSError:
+            return None  # who holds it is a courtesy; the lock itself was decided
+        if text:
+            return text
+        time.sleep(0.001)
+    return None
 
 
 def acquire(lock_dir: str, session_id: str) -> Lease:

@@ -49,10 +49,14 @@ def compact(session: "Session", *, summarizer: Any = None,
     Returns the new event, or None when there is nothing worth compacting.
     A failing summarizer raises SummarizerError and writes nothing, so the
     compaction can simply be retried."""
+    from .context import assemble_context
     from .cutpoints import choose_cut
     from .tokens import count_tokens, event_tokens
 
-    context = session.context(resolve=True)
+    # The compaction goes where the next append goes: after a select(), on
+    # the selected path, so that path (not HEAD's) is what it summarizes.
+    walk = session.walk(session.pending)
+    context = [session.resolve(e) for e in assemble_context(walk, session.resolve)]
     previous = context[0] if context and context[0].kind == "compaction" else None
     body = context[1:] if previous else context
     keep = session.compaction.keep_tokens if keep_tokens is None else keep_tokens

@@ -157,6 +157,10 @@ class IdGenerator:
     def __init__(self, last: str | None = None) -> None:
         self._last = uuid.UUID(last).int if last else 0
 
+    def is_last(self, event_id: str) -> bool:
+        """True if ``event_id`` is the newest id issued or observed."""
+        return uuid.UUID(event_id).int == self._last
+
     def observe(self, event_id: str) -> None:
         self._last = max(self._last, uuid.UUID(event_id).int)
 

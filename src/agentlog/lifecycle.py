@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from .errors import AgentlogError
 from .event import NIL_ID, format_timestamp
 
 if TYPE_CHECKING:
@@ -55,6 +56,11 @@ def persist(session: "Session") -> None:
             real.write_sidecar(name, buffer.read_sidecar(name))
     except BaseException:
         real.close()
+        # Half a session on disk would make the retry fail with SessionExists.
+        try:
+            session.store.backend.delete(session.id)
+        except AgentlogError:
+            pass  # the first failure is the one to report
         raise
     session._storage = real
     buffer.close()

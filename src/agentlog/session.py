@@ -124,8 +124,16 @@ class Session:
         return events
 
     def _parent_for_append(self) -> tuple[str | None, str | None]:
+        """(parent, branch_from) for the next append; parent None = HEAD at commit.
+
+        Appending under an event that already has children (selected, or
+        made HEAD by a checkout) starts an alternate path: the parent is then
+        pinned, and branch_from names it."""
         selected = self._pending
         if selected is None or selected == self.head:
+            head = self.head
+            if head != NIL_ID and self._storage.has_children(head):
+                return head, head
             return None, None
         if selected != NIL_ID and self._storage.has_children(selected):
             return selected, selected
@@ -227,6 +235,7 @@ class Session:
 
     def refresh(self) -> None:
         """A read-only session catches up with its writer."""
+        self._check_open()
         self._storage.refresh()
 
     # --- metadata ----------------------------------------------------------------

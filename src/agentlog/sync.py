@@ -33,7 +33,12 @@ def new_suffix(session: "Session", messages: Sequence[Any]) -> list[Draft]:
     names: dict[str, str] = {}  # call id -> tool name, carried across messages
     per_message = [chat_messages_to_drafts([m], names)[0] for m in plain]
     incoming = [events_to_chat_messages(_as_events(d)) for d in per_message]
-    saved = events_to_chat_messages(session.context(resolve=True))
+    # Compared with the path the append continues: after a select(), the
+    # selected one, not HEAD's.
+    from .context import assemble_context
+
+    context = assemble_context(session.walk(session.pending), session.resolve)
+    saved = events_to_chat_messages([session.resolve(e) for e in context])
     if len(incoming) < len(saved):
         raise ContextMismatch(
             f"sync() got {len(incoming)} messages but {len(saved)} are saved; "

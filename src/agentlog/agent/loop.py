@@ -75,6 +75,7 @@ class Agent:
         self.hub = hub
         self.limits = limits
         self.state: Checkpoint = session.state()
+        self._state_at = session.head  # the event ``state`` belongs after
 
     # --- publishing ------------------------------------------------------------------
     def _publish(self, item: Any) -> None:
@@ -83,6 +84,7 @@ class Agent:
 
     def _save(self, drafts: list[tuple[str, Any, str | None]], result: TurnResult) -> list[Event]:
         events = self.session.save_turn(drafts, self.state)
+        self._state_at = events[-1].id
         result.events.extend(events)
         for event in events:
             self._publish(event)
@@ -94,6 +96,10 @@ class Agent:
         result = TurnResult(text="", stopped="done")
         user = self.session.append("message", {"content": user_text}, role="user")
         self.session.persist()  # the user's words are durable before generation
+        if user.parent_id != self._state_at:
+            # The timeline moved under this agent (select, checkout): the
+            # checkpoint is the one on the path this turn continues.
+            self.state = self.session.state()
         result.events.append(user)
         self._publish(user)
         schemas = [tool.schema() for tool in self.tools.values()] or None
@@ -146,4 +152,7 @@ class Agent:
     def _maybe_compact(self, completion: Completion) -> bool:
         usage = completion.usage
         used = usage.total_tokens or (usage.input_tokens + usage.output_tokens)
-        return self.session.maybe_compact(used, self.model.context_window) is not None
+        event = self.session.maybe_compact(used, self.model.context_window)
+        if event is not None:
+            self._state_at = event.id
+        return event is not None

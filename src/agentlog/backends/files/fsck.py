@@ -22,6 +22,7 @@ from ...event import NIL_ID
 from ..base import Problem
 from .blobs import BlobStore, digest_of
 from .chunklog import ChunkLog
+from .layout import chunk_name, parse_chunk_name
 
 if TYPE_CHECKING:
     from .backend import FileBackend
@@ -212,7 +213,11 @@ def _verify_index(path: str, scan: _Scan, log: ChunkLog, add) -> None:
         try:
             entry = decode_index_entry(line)
         except LineError as exc:
-            add(path, i * INDEX_WIDTH, f"index line {i}: {exc}")
+            if not line.strip(b"\0"):  # size reached the disk before the data: a crash
+                add(path, i * INDEX_WIDTH, f"index line {i} was never written (zeros); "
+                                           "the next open rebuilds the index", "warning")
+            else:
+                add(path, i * INDEX_WIDTH, f"index line {i}: {exc}")
             continue
         if i >= len(scan.order) or entry["id"] != scan.order[i]:
             add(path, i * INDEX_WIDTH, f"index line {i} names {entry['id']}, the log does not agree")
@@ -270,6 +275,7 @@ def repair_session(backend: "FileBackend", session_id: str) -> list[str]:
             meta = {"schema": 1, "id": session_id, "name": None, "created_at": None}
             fs.write_atomic(meta_path, orjson.dumps(meta, option=orjson.OPT_INDENT_2), durable=True)
             actions.append(f"wrote a fresh {meta_path} with defaults")
+        actions += _restore_layout(fs, layout, session_id)
         log = ChunkLog(fs, layout.chunks(session_id), chunk_size=backend.chunk_size,
                        durable=True, writable=True)
         try:
@@ -312,6 +318,24 @@ def repair_session(backend: "FileBackend", session_id: str) -> list[str]:
                                    "ran through a quarantined record")
         finally:
             storage.close()
+    return actions
+
+
+def _restore_layout(fs, layout, session_id: str) -> list[str]:
+    """Recreate what a power loss can take from a session created under
+    ``durability="off"`` (nothing synced): its directories, an empty first chunk."""
+    actions = []
+    for path in (layout.chunks(session_id), layout.blobs(session_id)):
+        if not os.path.isdir(path):
+            fs.mkdir(path)
+            fs.fsync_dir(os.path.dirname(path))
+            actions.append(f"recreated the missing directory {path}")
+    chunks = layout.chunks(session_id)
+    if not any(parse_chunk_name(name) is not None for name in fs.listdir(chunks)):
+        path = os.path.join(chunks, chunk_name(0))
+        fs.close(fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+        fs.fsync_dir(chunks)
+        actions.append(f"created the missing first chunk {path} (empty)")
     return actions
 
 

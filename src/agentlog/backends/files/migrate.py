@@ -6,7 +6,8 @@ with or without ids and parent links. The upgrade builds the chunked
 layout beside it and writes ``session.json`` last: until that rename the
 old file is the session and a crash just means the upgrade runs again
 (leftovers of the interrupted attempt are discarded first). The legacy
-file is then kept as ``events.jsonl.migrated``, never deleted.
+file is then kept as ``events.jsonl.migrated`` (a legacy HEAD file as
+``HEAD.legacy``), never deleted.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from __future__ import annotations
 import os
 import re
 import uuid
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ...errors import CorruptionError
+from ...errors import CorruptionError, RecoveryWarning
 from ...event import NIL_ID, Event, IdGenerator, format_timestamp, parse_timestamp
 from .layout import chunk_name
 
@@ -34,19 +36,41 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 def needs_migration(backend: "FileBackend", session_id: str) -> bool:
     directory = backend.layout.session_dir(session_id)
-    return (not os.path.exists(os.path.join(directory, "session.json"))
-            and os.path.exists(os.path.join(directory, LEGACY_FILE)))
+    if not os.path.exists(os.path.join(directory, LEGACY_FILE)):
+        return False
+    if not os.path.exists(os.path.join(directory, "session.json")):
+        return True
+    return _upgraded_but_not_renamed(directory)
+
+
+def _upgraded_but_not_renamed(directory: str) -> bool:
+    """A crash between writing session.json and renaming the legacy file:
+    the upgrade is done, only the rename is left for the next open."""
+    try:
+        meta = orjson.loads(open(os.path.join(directory, "session.json"), "rb").read())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(meta, dict) and MIGRATION_NAME in (meta.get("migrations") or [])
 
 
 def _read_legacy(path: str) -> list[dict[str, Any]]:
     data = open(path, "rb").read()
     lines = []
     offset = 0
-    for raw in data.split(b"\n"):
+    pieces = data.split(b"\n")
+    for number, raw in enumerate(pieces):
         if raw.strip():
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
+                if number == len(pieces) - 1 and lines:
+                    # No newline after it: the legacy writer died mid-line. A torn
+                    # tail, not corruption (invariant 3); its bytes stay in the
+                    # kept legacy file.
+                    warnings.warn(RecoveryWarning(
+                        f"{path}: torn final legacy line of {len(raw)} bytes at byte "
+                        f"{offset} left out of the upgrade"), stacklevel=2)
+                    break
                 # The old format had no checksums and its readers skipped bad
                 # lines; ours stops and says where, so nothing is lost silently.
                 raise CorruptionError(path, offset, f"legacy line does not parse: {exc}") from None
@@ -143,11 +167,21 @@ def migrate_legacy(backend: "FileBackend", session_id: str) -> None:
     with backend.lease(session_id):
         if not needs_migration(backend, session_id):
             return
+        if _upgraded_but_not_renamed(directory):
+            fs.rename(legacy, legacy + ".migrated")
+            fs.fsync_dir(directory)
+            return
         lines = _read_legacy(legacy)
         meta = _convert_meta(session_id, lines[0])
         created = meta.get("created_at")
         base = parse_timestamp(created) if isinstance(created, str) else int(os.stat(legacy).st_mtime_ns)
         events, mapping = _events(lines, base)
+        # The new storage rewrites HEAD; move the legacy one aside first so
+        # an interrupted attempt cannot replace it before the retry reads it.
+        head_path = os.path.join(directory, "HEAD")
+        if os.path.exists(head_path) and not os.path.exists(head_path + ".legacy"):
+            fs.rename(head_path, head_path + ".legacy")
+            fs.fsync_dir(directory)
         old_head = _legacy_head(directory)
         for name in ("chunks", "blobs"):
             path = os.path.join(directory, name)
@@ -156,7 +190,7 @@ def migrate_legacy(backend: "FileBackend", session_id: str) -> None:
             fs.mkdir(path)
         for name in ("index.jsonl", "HEAD", "HEAD.tmp"):
             path = os.path.join(directory, name)
-            if os.path.exists(path) and name != "HEAD":
+            if os.path.exists(path):
                 fs.unlink(path)
         fd = fs.open(os.path.join(directory, "chunks", chunk_name(0)), os.O_WRONLY | os.O_CREAT)
         fs.close(fd)
@@ -179,7 +213,7 @@ def migrate_legacy(backend: "FileBackend", session_id: str) -> None:
 
 
 def _legacy_head(directory: str) -> str | None:
-    path = os.path.join(directory, "HEAD")
+    path = os.path.join(directory, "HEAD.legacy")
     try:
         text = open(path, "rb").read().decode("ascii", "replace").strip()
     except OSError:

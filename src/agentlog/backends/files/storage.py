@@ -126,7 +126,7 @@ class FileSessionStorage(SessionStorage):
         try:
             last = self.index.last()
             if last is not None:
-                self._check_entry(last)
+                last = self._resume_entry(last, self._check_entry(last))
         except IndexDamaged as exc:
             self._rebuild_index(str(exc))
         else:
@@ -138,6 +138,27 @@ class FileSessionStorage(SessionStorage):
             self._scan_tail()
         if writable:
             self._sync_head_file()
+
+    def _resume_entry(self, last: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any] | None:
+        """The index entry the log scan resumes after. An index write cut at a
+        line boundary (a crash; a reader racing the writer) can end inside a
+        batch: then the batch's entries are set aside and it is rescanned whole."""
+        txn = rec.get("txn")
+        if not (isinstance(txn, list) and len(txn) == 2 and isinstance(txn[0], int)
+                and isinstance(txn[1], int) and txn[0] + 1 < txn[1]):
+            return last
+        keep = self.index.count - 1 - txn[0]
+        if keep < 0:
+            raise IndexDamaged(f"index entry for {last['id']} is inside a batch the index does not begin")
+        if self.readonly:
+            self.index.count = keep
+        else:
+            self.index.truncate_to(keep)
+        if not keep:
+            return None
+        before = self.index.entry_at(keep - 1)
+        self._check_entry(before)
+        return before
 
     def _check_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
         """The log record an index entry points at, or IndexDamaged."""
@@ -169,9 +190,18 @@ class FileSessionStorage(SessionStorage):
             else:
                 self.index.count = 0
             self.index.tail.clear()
+            saved = self._head, self._scan_from
             self._head = NIL_ID
             self._scan_from = (0, 0)
-            self._scan_tail()
+            try:
+                self._scan_tail()
+            except CorruptionError as exc:
+                # The index now stops before the damage: a later append would
+                # fork off an old HEAD and lookups past it would miss. Refuse
+                # further use; the next open reports the damage (repair is explicit).
+                self._head, self._scan_from = saved
+                self._poisoned = exc
+                raise
 
     def _scan_tail(self) -> None:
         """Apply every record after ``_scan_from``: complete the index, find HEAD.
@@ -519,6 +549,9 @@ class FileSessionStorage(SessionStorage):
     def _check_open(self) -> None:
         if self._closed:
             raise SessionClosed(self.session_id)
+        if isinstance(self._poisoned, CorruptionError):
+            exc = self._poisoned
+            raise CorruptionError(exc.path, exc.offset, exc.reason)
 
     def get(self, event_id: str) -> Event:
         self._check_open()
@@ -544,6 +577,8 @@ class FileSessionStorage(SessionStorage):
 
     def has_children(self, event_id: str) -> bool:
         self._check_open()
+        if event_id != NIL_ID and self._ids.is_last(event_id):
+            return False  # children sort after their parent: the newest has none
         with self._state:
             try:
                 return self.index.has_child(event_id)

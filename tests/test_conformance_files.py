@@ -1,0 +1,121 @@
+"""The conformance suite on the embedded file backend, plus what only files can show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentlog import NIL_ID, FileBackend, Store
+from agentlog.backends.files.blobs import digest_of
+from conformance import BackendConformance
+from helpers import RecordingFs, chunk_path, head_path, line_spans, lock_path, session_dir, tree
+
+
+class TestFileBackend(BackendConformance):
+    __test__ = True
+
+    def make_store(self, tmp_path, **options):
+        return Store(tmp_path / "home", **options)
+
+    def reopen_store(self, store):
+        backend = store.backend
+        return Store(store.home, durability=backend.durability, chunk_size=backend.chunk_size,
+                     blob_threshold=backend.blob_threshold)
+
+    def stored_blob_count(self, store, session_id):
+        return sum(1 for p in (session_dir(store, session_id) / "blobs").iterdir()
+                   if not p.name.startswith("."))
+
+    def disk_snapshot(self, store):
+        return tree(Path(store.home).parent)
+
+
+def test_checkout_is_written_to_the_log_and_the_head_file(file_store):
+    """Invariant 2 and 5: the HEAD move rides in the log; the HEAD file follows."""
+    with file_store.create(session_id="s") as s:
+        a = s.append("message", {"content": "a"})
+        s.append("message", {"content": "b"})
+        size = chunk_path(file_store, "s").stat().st_size
+        s.checkout(a.id)
+        assert chunk_path(file_store, "s").stat().st_size > size
+    assert head_path(file_store, "s").read_text().strip() == a.id
+
+
+def test_new_session_head_file_names_the_root(file_store):
+    with file_store.create(session_id="s"):
+        pass
+    assert head_path(file_store, "s").read_text().strip() == NIL_ID
+
+
+def test_blob_files_are_named_by_their_content_hash(file_store):
+    """Invariant 9: a blob's name is the digest of its bytes."""
+    with file_store.create(session_id="s") as s:
+        e = s.append("tool_result", {"content": "o" * 5000}, role="tool")
+    blobs = [p for p in (session_dir(file_store, "s") / "blobs").iterdir()]
+    assert [p.name for p in blobs] == [e.digest.removeprefix("sha256:")]
+    assert digest_of(blobs[0].read_bytes()) == e.digest
+
+
+def test_delete_keeps_the_lock_file(file_store):
+    """Invariant 7: deleting a lock file would let two writers lock two files."""
+    with file_store.create(session_id="s") as s:
+        s.append("message", {"content": "x"})
+    assert lock_path(file_store, "s").exists()
+    file_store.delete("s")
+    assert lock_path(file_store, "s").exists()
+    assert not session_dir(file_store, "s").exists()
+    assert [p.name for p in (Path(file_store.home) / "sessions").iterdir()] == []
+
+
+def test_unknown_durability_is_refused(home):
+    with pytest.raises(ValueError):
+        Store(home, durability="sometimes")
+
+
+def test_listing_reads_no_event_log(home):
+    """Invariant 10: listing reads session.json and one stat, never a chunk."""
+    writer = Store(home)
+    for i in range(3):
+        with writer.create(session_id=f"s{i}", name=f"n{i}") as s:
+            for j in range(5):
+                s.append("message", {"content": "x" * 100})
+    fs = RecordingFs()
+    rows = Store(backend=FileBackend(str(home), fs=fs)).list()
+    assert sorted(r.id for r in rows) == ["s0", "s1", "s2"]
+    assert all(r.event_count == 5 for r in rows)
+    assert not [p for p in fs.opened if "/chunks/" in p or p.endswith("index.jsonl")]
+
+
+def test_context_reads_only_the_records_it_returns(home):
+    """Invariant 10: building the context reads only the active path's records,
+    and stops at the latest compaction."""
+    with Store(home).create(session_id="s") as s:
+        old = [s.append("message", {"content": f"old {i}"}) for i in range(40)]
+        s.append("compaction", {"summary": "sum", "first_kept_event_id": old[-2].id})
+        for i in range(3):
+            s.append("message", {"content": f"new {i}"})
+    fs = RecordingFs()
+    store = Store(backend=FileBackend(str(home), fs=fs))
+    with store.open("s", readonly=True) as r:
+        fs.clear()
+        ctx = r.context()
+    assert len(ctx) == 6
+    spans = dict(line_spans(chunk_path(store, "s")))
+    offsets = {off for off, _ in fs.reads_of(chunk_path(store, "s"))}
+    assert offsets <= set(spans)
+    assert len(offsets) == len(ctx)
+
+
+def test_reopen_reads_only_the_tail(home):
+    """Invariant 10: opening costs O(what you read), not O(history)."""
+    with Store(home).create(session_id="s") as s:
+        for i in range(200):
+            s.append("message", {"content": f"{i}" * 20})
+    fs = RecordingFs()
+    store = Store(backend=FileBackend(str(home), fs=fs))
+    with store.open("s") as s:
+        assert len(s) == 200
+    chunk = chunk_path(store, "s")
+    last_offset = line_spans(chunk)[-1][0]
+    assert all(off >= last_offset for off, _ in fs.reads_of(chunk))
