@@ -17,7 +17,7 @@ import random
 import shutil
 import sys
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import orjson
 
@@ -223,8 +223,11 @@ def big_session(bench_dir: str, events: int, target_bytes: int, seed: int = 7
 
 # --- part 4: many sessions -----------------------------------------------------
 def many_sessions(bench_dir: str, sessions: int, seed: int = 3) -> tuple[str, dict[str, Any]]:
-    """``sessions`` small sessions of 4-40 events; one in twenty archived."""
-    params = {"kind": "many", "sessions": sessions, "seed": seed}
+    """``sessions`` sessions of 4-120 events (about 60 on average, 35 KB
+    of chunks); one in twenty archived. Turns are appended with
+    append_many (an assistant message, its tool call and result) to keep
+    the build short; the bytes a listing touches are the same."""
+    params = {"kind": "many", "sessions": sessions, "seed": seed, "events": [4, 120]}
 
     def build(tmp: str) -> dict[str, Any]:
         rng = random.Random(seed)
@@ -238,10 +241,11 @@ def many_sessions(bench_dir: str, sessions: int, seed: int = 3) -> tuple[str, di
                 extra["archived"] = True
             sess = store.create(name=f"task {n}: {texts(30)}", working_dir="/work/project",
                                 model="bench-model", **extra)
-            for i in range(rng.randint(4, 40)):
-                kind, role, rec = _small_event(i, texts)
-                sess.append(kind, rec, role=role)
-                total += 1
+            count = rng.randint(4, 120)
+            for start in range(0, count, 4):
+                turn = [_small_event(i, texts) for i in range(start, min(start + 4, count))]
+                sess.append_many([(kind, rec, role) for kind, role, rec in turn])
+            total += count
             sess.close()
             if n and n % 2000 == 0:
                 _log(f"{n} sessions, {time.perf_counter() - t0:.0f} s")
@@ -253,7 +257,3 @@ def many_sessions(bench_dir: str, sessions: int, seed: int = 3) -> tuple[str, di
             raise ValueError("session count changed")
 
     return _cached(bench_dir, "many", params, build, check)
-
-
-def session_files(home: str, sid: str) -> Iterator[str]:
-    yield from tree_files(os.path.join(home, "sessions", sid))

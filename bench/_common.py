@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import subprocess
 import sys
 import threading
@@ -14,6 +13,9 @@ from agentlog._fs import OsFs
 
 __all__ = [
     "CountingFs",
+    "OsCalls",
+    "code_version",
+    "describe_machine",
     "evict",
     "fmt_bytes",
     "fmt_s",
@@ -98,6 +100,50 @@ class CountingFs(OsFs):
     def scandir(self, path: str):
         self._bump("listdirs")
         return super().scandir(path)
+
+
+class OsCalls:
+    """Count opens and stat-family calls made through Python's os and open().
+
+    Used around listings, where some existence checks bypass the fs layer;
+    both sides are counted the same way."""
+
+    def __init__(self) -> None:
+        self.opens = 0
+        self.stats = 0
+
+    def __enter__(self) -> "OsCalls":
+        import builtins
+        import io
+
+        self._saved = (os.open, os.stat, os.lstat, builtins.open, io.open)
+        real_open, real_stat, real_lstat, real_bopen, _ = self._saved
+
+        def c_open(*a, **k):
+            self.opens += 1
+            return real_open(*a, **k)
+
+        def c_bopen(*a, **k):
+            self.opens += 1
+            return real_bopen(*a, **k)
+
+        def c_stat(*a, **k):
+            self.stats += 1
+            return real_stat(*a, **k)
+
+        def c_lstat(*a, **k):
+            self.stats += 1
+            return real_lstat(*a, **k)
+
+        os.open, os.stat, os.lstat = c_open, c_stat, c_lstat
+        builtins.open = io.open = c_bopen
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import builtins
+        import io
+
+        os.open, os.stat, os.lstat, builtins.open, io.open = self._saved
 
 
 # --- statistics ------------------------------------------------------------------
@@ -208,6 +254,18 @@ def _filesystem(path: str) -> str:
     return f"{fstype} on {device}" + (f" ({opts})" if opts else "")
 
 
+def code_version(root: str) -> str:
+    """The commit measured, marked dirty when src/ has uncommitted changes."""
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return rev + ("+dirty" if dirty else "")
+
+
 def machine(bench_dir: str) -> dict[str, object]:
     return {
         "cpu": _cpu_model(),
@@ -224,10 +282,3 @@ def describe_machine(m: dict[str, object]) -> str:
     ram = fmt_bytes(float(m["ram_bytes"]))  # type: ignore[arg-type]
     return (f"{m['cpu']}, {m['cores']} cores, {ram} RAM; {m['filesystem']}; "
             f"Python {m['python']}; Linux {m['kernel']}; load {m['load_avg']}")
-
-
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def safe(name: str) -> str:
-    return _SAFE.sub("_", name)
