@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-import uuid6
+import uuid_utils
 
 from .errors import InvalidEvent, InvalidEventId, InvalidSessionId, StreamedDeltaError
 
@@ -91,11 +91,17 @@ def check_record(record: object) -> None:
             )
 
 
+_second: tuple[int, str] = (-1, "")  # the last second formatted; appends come many a second
+
+
 def format_timestamp(ns: int) -> str:
     """RFC 3339 in UTC with nanoseconds: 2026-08-25T17:21:22.454897183Z."""
+    global _second
     secs, frac = divmod(ns, 1_000_000_000)
-    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
-    return f"{base}.{frac:09d}Z"
+    cached = _second  # one tuple, replaced whole: safe to share between threads
+    if cached[0] != secs:
+        cached = _second = (secs, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)))
+    return f"{cached[1]}.{frac:09d}Z"
 
 
 def parse_timestamp(text: str) -> int:
@@ -165,8 +171,9 @@ class IdGenerator:
         self._last = max(self._last, uuid.UUID(event_id).int)
 
     def next(self) -> str:
-        value = uuid6.uuid7().int
+        value = uuid_utils.uuid7().int
         if value <= self._last:
             value = self._last + 1
         self._last = value
-        return str(uuid.UUID(int=value))
+        h = f"{value:032x}"  # str(uuid.UUID(int=...)) costs more than the id itself
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -119,21 +119,25 @@ class Session:
             if self._lazy and any(d.kind == "message" and d.role == "assistant" for d in drafts):
                 self.persist()
             parent, branch_from = self._parent_for_append()
-            events = self._storage.append(drafts, parent=parent, branch_from=branch_from)
-            self._pending = None
-        return events
+            if parent is not None:
+                # A pinned parent is used up by exactly this append.
+                events = self._storage.append(drafts, parent=parent, branch_from=branch_from)
+                self._pending = None
+                return events
+            self._pending = None  # a selection of HEAD itself is used up too
+        # Outside the lock, so threads sharing this Session share one fsync
+        # (group commit); the storage gives HEAD at commit as the parent.
+        return self._storage.append(drafts)
 
     def _parent_for_append(self) -> tuple[str | None, str | None]:
         """(parent, branch_from) for the next append; parent None = HEAD at commit.
 
-        Appending under an event that already has children (selected, or
-        made HEAD by a checkout) starts an alternate path: the parent is then
-        pinned, and branch_from names it."""
+        A selected event that already has children is pinned as the parent
+        and named by branch_from. Following HEAD, the storage marks the
+        branch at commit (HEAD moved by a checkout to an event with children),
+        since only then is it known which event HEAD is."""
         selected = self._pending
         if selected is None or selected == self.head:
-            head = self.head
-            if head != NIL_ID and self._storage.has_children(head):
-                return head, head
             return None, None
         if selected != NIL_ID and self._storage.has_children(selected):
             return selected, selected

@@ -55,6 +55,12 @@ class BrokenSession:
     reason: str
 
 
+def _canonical_time(value: Any) -> bool:
+    """True for agentlog's own RFC 3339 form (nanoseconds, Z), 30 characters."""
+    return (isinstance(value, str) and len(value) == 30 and value[19] == "."
+            and value.endswith("Z") and value[:4].isdigit())
+
+
 def _now() -> str:
     return format_timestamp(time.time_ns())
 
@@ -195,10 +201,15 @@ class Store:
         meta = meta_with_defaults(self.backend.read_meta(session_id))
         stats = self.backend.stats(session_id)
         updated = meta.get("updated_at")
-        try:
-            meta_ns = parse_timestamp(updated) if isinstance(updated, str) else 0
-        except ValueError:
-            meta_ns = 0
+        touched = format_timestamp(stats.updated_ns)
+        if _canonical_time(updated):
+            latest = max(updated, touched)  # same fixed format: strings order as times
+        else:
+            try:
+                meta_ns = parse_timestamp(updated) if isinstance(updated, str) else 0
+            except ValueError:
+                meta_ns = 0
+            latest = format_timestamp(max(meta_ns, stats.updated_ns))
         return SessionInfo(
             id=session_id,
             title=meta.get("title") or meta.get("name"),
@@ -206,7 +217,7 @@ class Store:
             working_dir=meta.get("working_dir"),
             model=meta.get("model"),
             created_at=meta.get("created_at"),
-            updated_at=format_timestamp(max(meta_ns, stats.updated_ns)),
+            updated_at=latest,
             summary=meta.get("summary") or None,
             status=meta.get("status") or "active",
             archived=bool(meta.get("archived")),

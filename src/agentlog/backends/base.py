@@ -94,7 +94,8 @@ class SessionStorage(ABC):
 
         The first event's parent is ``parent`` when given, else the current
         HEAD at the moment of commit; each later one's parent is the one
-        before it. Returns only when the chain is as durable as the
+        before it. Following HEAD onto an event that already has children
+        (after a checkout) sets the first event's ``branch_from`` to it. Returns only when the chain is as durable as the
         backend's durability mode promises (invariant 1)."""
 
     @abstractmethod

@@ -79,6 +79,8 @@ class MemorySessionStorage(SessionStorage):
             if parent is not None and parent != NIL_ID and parent not in d.events:
                 raise EventNotFound(parent, self.session_id)
             current = parent if parent is not None else d.head
+            if parent is None and current in d.children and current != NIL_ID:
+                branch_from = current  # HEAD was checked out to an event with children
             out = []
             for i, (draft, payload) in enumerate(payloads):
                 event_id = d.ids.next()

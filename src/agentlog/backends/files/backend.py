@@ -30,7 +30,13 @@ def read_meta_file(fs: OsFs, path: str) -> dict[str, Any]:
     try:
         data = fs.read_file(path)
     except StorageError as exc:
+        if exc.errno != errno.ENOENT:
+            raise  # the OS failed (EIO...): say so, not that the file is damaged
         raise CorruptionError(path, None, f"cannot read session.json: {exc.detail}") from None
+    return parse_meta(path, data)
+
+
+def parse_meta(path: str, data: bytes) -> dict[str, Any]:
     try:
         meta = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -194,11 +200,20 @@ class FileBackend(Backend):
                 yield name
 
     def read_meta(self, session_id: str) -> dict[str, Any]:
-        if not self.exists(session_id):
-            raise SessionNotFound(session_id)
-        if needs_migration(self, session_id):
-            return legacy_meta(self, session_id)
-        return read_meta_file(self.fs, self.layout.meta(session_id))
+        # Listing calls this for every session: one open in the common case;
+        # the rarer layouts are looked for only when session.json is absent.
+        path = self.layout.meta(session_id)
+        try:
+            data = self.fs.read_file(path)
+        except StorageError as exc:
+            if exc.errno != errno.ENOENT:
+                raise  # the OS failed (EIO...): say so, not that the file is damaged
+            if not self.exists(session_id):
+                raise SessionNotFound(session_id) from None
+            if needs_migration(self, session_id):
+                return legacy_meta(self, session_id)
+            raise CorruptionError(path, None, f"cannot read session.json: {exc.detail}") from None
+        return parse_meta(path, data)
 
     def write_meta(self, session_id: str, meta: dict[str, Any]) -> None:
         if not self.exists(session_id):
@@ -215,11 +230,15 @@ class FileBackend(Backend):
         opened for writing; the count is then a lower bound."""
         from ..._codec import INDEX_WIDTH
 
-        if needs_migration(self, session_id):  # legacy layout: count its lines once
+        try:
+            st = self.fs.stat(self.layout.index(session_id))
+        except StorageError as exc:
+            if exc.errno != errno.ENOENT or not needs_migration(self, session_id):
+                raise
+            # A legacy layout not yet upgraded: count its lines (until it is).
             path = os.path.join(self.layout.session_dir(session_id), "events.jsonl")
             data = self.fs.read_file(path)
             return SessionStats(max(data.count(b"\n") - 1, 0), self.fs.stat(path).st_mtime_ns)
-        st = self.fs.stat(self.layout.index(session_id))
         return SessionStats(st.st_size // INDEX_WIDTH, st.st_mtime_ns)
 
     def delete(self, session_id: str) -> None:

@@ -28,6 +28,12 @@ class BlobStore:
         self.fs = fs
         self.dir = directory
         self.durable = durable
+        # True while a blob present here may not have a durable directory
+        # entry: one renamed in whose directory sync failed (a retry finds the
+        # file and would skip the sync), or one a killed process left before
+        # syncing. Until a directory sync succeeds, every commit naming a
+        # blob syncs the directory; so it starts True.
+        self.unsynced = True
 
     def path(self, digest: str) -> str:
         return os.path.join(self.dir, _hex(digest, self.dir))
@@ -39,7 +45,7 @@ class BlobStore:
         (``sync_dir``) before the event that names them is written."""
         final = self.path(digest)
         if self.fs.exists(final):
-            return False
+            return self.unsynced
         tmp = os.path.join(self.dir, f".tmp-{os.getpid()}-{secrets.token_hex(6)}")
         fd = self.fs.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         try:
@@ -52,11 +58,13 @@ class BlobStore:
             raise
         self.fs.close(fd)
         self.fs.rename(tmp, final)
+        self.unsynced = True
         return True
 
     def sync_dir(self) -> None:
         if self.durable:
             self.fs.fsync_dir(self.dir)
+        self.unsynced = False
 
     def get(self, digest: str) -> bytes:
         path = self.path(digest)

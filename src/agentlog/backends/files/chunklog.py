@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..._fs import OsFs
-from ...errors import CorruptionError
+from ...errors import CorruptionError, StorageError
 from .layout import chunk_name, parse_chunk_name
 
 __all__ = ["ChunkLog", "Line"]
@@ -43,6 +43,7 @@ class ChunkLog:
         self.durable = durable
         self.writable = writable
         self._read_fds: dict[int, int] = {}
+        self._paths: dict[int, str] = {}
         self._fd: int | None = None
         self.numbers = self._list()
         if not self.numbers:
@@ -63,7 +64,10 @@ class ChunkLog:
         return numbers
 
     def path(self, number: int) -> str:
-        return os.path.join(self.dir, chunk_name(number))
+        path = self._paths.get(number)
+        if path is None:  # asked on every append and read (for messages): build once
+            path = self._paths[number] = os.path.join(self.dir, chunk_name(number))
+        return path
 
     def size(self, number: int) -> int:
         if number == self.current:
@@ -124,16 +128,30 @@ class ChunkLog:
         """Start the next chunk; its directory entry is durable before use."""
         number = self.current + 1
         path = self.path(number)
-        fd = self.fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND)
-        if self.durable:
-            self.fs.fsync(fd, path)
-            self.fs.fsync_dir(self.dir)
-        if self._fd is not None:
-            self.fs.close(self._fd)
-        self._fd = fd
+        # No O_EXCL: a rotation that failed after creating the file left it
+        # empty (nothing is written to a chunk before it is in use); reuse it.
+        fd = self.fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            if self.fs.size(fd, path):
+                raise CorruptionError(path, None, "the next chunk already holds data")
+            if self.durable:
+                self.fs.fsync(fd, path)
+                self.fs.fsync_dir(self.dir)
+        except BaseException:
+            self._close_quietly(fd)
+            raise
+        old, self._fd = self._fd, fd
         self.numbers.append(number)
         self.current = number
         self.end = 0
+        if old is not None:
+            self._close_quietly(old)  # its bytes were synced before this rotation
+
+    def _close_quietly(self, fd: int) -> None:
+        try:
+            self.fs.close(fd)
+        except StorageError:
+            pass  # the descriptor is gone either way; nothing unsynced rides on it
 
     def append(self, data: bytes) -> int:
         """Write ``data`` at the end of the current chunk; return its offset."""

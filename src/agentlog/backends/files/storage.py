@@ -371,6 +371,10 @@ class FileSessionStorage(SessionStorage):
                 continue
             events = []
             parent = req.parent if req.parent is not None else head
+            first_branch = req.branch_from
+            if (req.parent is None and head != NIL_ID and not self._ids.is_last(head)
+                    and self.index.has_child(head)):
+                first_branch = head  # HEAD was checked out to an event with children
             n = len(req.payloads)
             for i, (kind, role, payload) in enumerate(req.payloads):
                 event_id = self._ids.next()
@@ -381,7 +385,7 @@ class FileSessionStorage(SessionStorage):
                 else:
                     digest = None
                     inline = orjson.Fragment(payload)
-                bf = req.branch_from if i == 0 else None
+                bf = first_branch if i == 0 else None
                 obj = {"id": event_id, "parent_id": parent, "branch_from": bf, "kind": kind,
                        "role": role, "timestamp": ts, "record": inline, "digest": digest}
                 if n > 1:
@@ -477,7 +481,7 @@ class FileSessionStorage(SessionStorage):
     def _adopt_blob(self, digest: str, source: SessionStorage | None) -> bool:
         target = self.blobs.path(digest)
         if self.fs.exists(target):
-            return False
+            return self.blobs.unsynced
         if source is None:
             raise InvalidEvent(f"blob {digest} is not here and no source session was given")
         source_blobs = getattr(getattr(source, "storage", source), "blobs", None)
@@ -486,6 +490,7 @@ class FileSessionStorage(SessionStorage):
             # sharing the inode is safe and costs no read.
             try:
                 self.fs.link(source_blobs.path(digest), target)
+                self.blobs.unsynced = True
                 return True
             except StorageError:
                 pass  # another file system or no link support: copy below
