@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agentlog import CorruptionError, NothingToContinue, Store
+from agentlog import CorruptionError, NothingToContinue, RecoveryWarning, Store
 
 
 @pytest.fixture
@@ -105,13 +105,18 @@ def test_a_breadcrumb_naming_a_deleted_session_is_passed_over(file_store, dirs):
         file_store.continue_session(str(a))
 
 
-def test_a_damaged_breadcrumb_is_a_typed_error(file_store, dirs):
+def test_a_damaged_breadcrumb_is_reported_and_listing_finds_the_session(file_store, dirs):
+    """A breadcrumb is derived: its damage is reported, never followed (the
+    hostile id is not used as a path), and the session is found by listing."""
     a, _ = dirs
-    file_store.create(working_dir=str(a)).close()
+    s = file_store.create(working_dir=str(a))
+    s.close()
     (crumb,) = (Path(file_store.home) / "breadcrumbs").iterdir()
     crumb.write_bytes(b'{"session_id": "../../etc"}')
     with pytest.raises(CorruptionError):
-        file_store.latest_for(str(a))
+        file_store.backend.get_breadcrumb(str(a))
+    with pytest.warns(RecoveryWarning, match="breadcrumb"):
+        assert file_store.latest_for(str(a)) == s.id
 
 
 def test_lazy_sessions_leave_a_breadcrumb_only_once_persisted(file_store, dirs):

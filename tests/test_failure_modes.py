@@ -495,13 +495,18 @@ def test_truncated_blob_raises_blob_integrity_error(file_store):
             r.resolve(r.event(e.id))
 
 
-def test_leftover_blob_temporary_is_removed(file_store):
+def test_leftover_blob_temporary_is_reported_and_removed_by_repair(file_store):
+    """Opening does not list blobs/ (that costs O(blobs)); fsck reports the
+    leftover as a warning and repair removes it, saying so."""
     _blob_event(file_store)
     leftover = session_dir(file_store, SID) / "blobs" / ".tmp-999-abcdef"
     leftover.write_bytes(b"half a blob")
     assert [p.severity for p in file_store.fsck(SID)] == ["warning"]
     with file_store.open(SID):
         pass
+    assert leftover.exists()
+    actions = file_store.repair(SID)
+    assert any(".tmp-999-abcdef" in a for a in actions)
     assert not leftover.exists()
     assert file_store.fsck(SID) == []
 

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from .backends.base import Backend, Problem
 from .backends.files import FileBackend
 from .backends.memory import MemoryBackend
-from .errors import AgentlogError, CorruptionError, NothingToContinue, SessionExists, SessionNotFound
+from .errors import (
+    AgentlogError,
+    CorruptionError,
+    NothingToContinue,
+    RecoveryWarning,
+    SessionExists,
+    SessionNotFound,
+)
 from .lifecycle import meta_with_defaults
 from .event import IdGenerator, check_session_id, format_timestamp, parse_timestamp
 from .session import Session
@@ -147,7 +155,13 @@ class Store:
     def latest_for(self, working_dir: str) -> str | None:
         """The id of the latest session of ``working_dir``, if any."""
         working_dir = os.path.abspath(working_dir)
-        crumb = self.backend.get_breadcrumb(working_dir)
+        try:
+            crumb = self.backend.get_breadcrumb(working_dir)
+        except CorruptionError as exc:
+            # A breadcrumb is a cache of what listing can find; say it is
+            # damaged, then find the session the slow way.
+            warnings.warn(RecoveryWarning(f"{exc}; looking the session up by listing"), stacklevel=2)
+            crumb = None
         if crumb is not None and self.backend.exists(crumb):
             return crumb
         for row in self.list(archived=True):

@@ -17,6 +17,8 @@ def digest_of(data: bytes) -> str:
 
 
 def _hex(digest: str, where: str) -> str:
+    if not isinstance(digest, str):  # a checksum-valid record can still carry a wrong type
+        raise CorruptionError(where, None, f"malformed digest {str(digest)[:80]!r}")
     algo, _, hexpart = digest.partition(":")
     if algo != "sha256" or len(hexpart) != 64 or any(c not in "0123456789abcdef" for c in hexpart):
         raise CorruptionError(where, None, f"malformed digest {digest[:80]!r}")

@@ -13,6 +13,7 @@ from .layout import chunk_name, parse_chunk_name
 __all__ = ["ChunkLog", "Line"]
 
 _READ_BLOCK = 1 << 20
+_FIRST_BLOCK = 1 << 16
 
 
 @dataclass(slots=True)
@@ -98,8 +99,10 @@ class ChunkLog:
             path = self.path(n)
             pending = b""
             pos = start
+            size = _FIRST_BLOCK  # a tail is usually small: grow only when it is not
             while True:
-                block = self.fs.pread(fd, _READ_BLOCK, pos, path)
+                block = self.fs.pread(fd, size, pos, path)
+                size = min(size * 4, _READ_BLOCK)
                 if not block:
                     break
                 pos += len(block)

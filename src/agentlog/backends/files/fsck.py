@@ -286,6 +286,10 @@ def repair_session(backend: "FileBackend", session_id: str) -> list[str]:
             for chunk, bads in sorted(by_chunk.items()):
                 actions += _quarantine(fs, log, chunk, bads)
             blobs = BlobStore(fs, layout.blobs(session_id), durable=True)
+            # Leftovers of blob writes a crash interrupted; never named by an
+            # event (the rename comes first), so removing them loses nothing.
+            for name in blobs.clean_temporaries():
+                actions.append(f"removed {os.path.join(blobs.dir, name)}: an unfinished blob write")
             for event_id in scan.order:
                 digest = scan.events[event_id].get("digest")
                 if not digest:
@@ -296,10 +300,11 @@ def repair_session(backend: "FileBackend", session_id: str) -> list[str]:
                     actions.append(f"moved {path} to {path}.quarantine (content does not match its digest)")
         finally:
             log.close()
-        if actions:
-            index = layout.index(session_id)
-            if os.path.exists(index):
-                fs.unlink(index)
+        index = layout.index(session_id)
+        if os.path.exists(index):
+            # Always: the index is derived, and fsck can find it wrong (a
+            # damaged line, a wrong location) while every chunk is whole.
+            fs.unlink(index)
             actions.append("removed index.jsonl; rebuilt from the chunks on open")
         storage = backend._storage(session_id, readonly=False)
         try:

@@ -120,7 +120,6 @@ class FileSessionStorage(SessionStorage):
         self.index = Index(self.fs, self.layout.index(self.session_id), writable=writable)
         if writable:
             self.index.truncate_torn()
-            self.blobs.clean_temporaries()
         self._head = NIL_ID
         self._scan_from = (0, 0)
         try:
@@ -169,7 +168,13 @@ class FileSessionStorage(SessionStorage):
             raise IndexDamaged(f"index entry for {entry.get('id')} has no location") from None
         if not (isinstance(chunk, int) and 0 <= chunk < len(self.log.numbers)):
             raise IndexDamaged(f"index entry for {entry['id']} names chunk {chunk!r}")
-        data = self.log.read(chunk, offset, length) if length > 0 else b""
+        if not (isinstance(offset, int) and isinstance(length, int) and offset >= 0 and length > 0):
+            raise IndexDamaged(f"index entry for {entry['id']} has a malformed location")
+        if length > self._chunk_size and offset + length > self.log.size(chunk):
+            # Checked only past chunk_size (a record may outgrow a chunk, never
+            # its file): a damaged huge length must not become a huge read.
+            raise IndexDamaged(f"index entry for {entry['id']} runs past the end of its chunk")
+        data = self.log.read(chunk, offset, length)
         if len(data) != length or not data.endswith(b"\n"):
             raise IndexDamaged(f"index entry for {entry['id']} does not frame a record")
         try:
