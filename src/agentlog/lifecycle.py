@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .errors import AgentlogError
+from ._text import content_text
 from .event import NIL_ID, format_timestamp
 
 if TYPE_CHECKING:
@@ -69,20 +70,7 @@ def persist(session: "Session") -> None:
 
 def text_of(record: Any) -> str:
     """The visible text of a message record (string or list of parts)."""
-    if not isinstance(record, dict):
-        return ""
-    content = record.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-        return "\n".join(parts)
-    return ""
+    return content_text(record.get("content")) if isinstance(record, dict) else ""
 
 
 def ensure_summary_text(session: "Session") -> str:

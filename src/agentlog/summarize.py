@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol, runtime_checkable
 
+from ._text import content_text
 from .errors import SummarizerError
 from .event import Event
 
@@ -175,12 +176,7 @@ def render_markdown(structured: dict) -> str:
 # --- reading events --------------------------------------------------------------
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
+_text = content_text
 
 
 def _rec(event: Event) -> dict:
