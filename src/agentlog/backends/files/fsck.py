@@ -22,6 +22,7 @@ from ...event import NIL_ID
 from ..base import Problem
 from .blobs import BlobStore, digest_of
 from .chunklog import ChunkLog
+from .storage import _UUID, event_problem
 from .layout import chunk_name, parse_chunk_name
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
         nonlocal head
         if "op" in rec:
             target = rec.get("head")
-            if rec.get("op") != "checkout" or not isinstance(target, str):
+            if rec.get("op") != "checkout" or not (isinstance(target, str) and _UUID.match(target)):
                 bad.append(_Bad(line.chunk, line.offset, line.length, "unknown record"))
             elif target != NIL_ID and target not in events:
                 bad.append(_Bad(line.chunk, line.offset, line.length,
@@ -75,8 +76,9 @@ def _scan_log(log: ChunkLog) -> _Scan:
             else:
                 head = target
             return
-        if not all(isinstance(rec.get(k), str) for k in ("id", "parent_id", "kind", "timestamp")):
-            bad.append(_Bad(line.chunk, line.offset, line.length, "event record lacks a field"))
+        problem = event_problem(rec)
+        if problem:
+            bad.append(_Bad(line.chunk, line.offset, line.length, problem))
             return
         if order and rec["id"] <= order[-1]:
             bad.append(_Bad(line.chunk, line.offset, line.length,
@@ -115,6 +117,19 @@ def _scan_log(log: ChunkLog) -> _Scan:
                 continue
             pending.append((rec, line))
             if len(pending) == txn[1]:
+                # All or nothing (invariant 6): one bad member condemns the
+                # batch, or repair would keep members that cannot stand alone.
+                broken, prev = None, order[-1] if order else ""
+                for r, _ in pending:
+                    broken = event_problem(r) if "op" not in r else "a batch holds a non-event"
+                    if not broken and r["id"] <= prev:
+                        broken = f"event id {r['id']} does not increase"
+                    if broken:
+                        break
+                    prev = r["id"]
+                if broken:
+                    flush_pending(f"batch broken by a damaged member: {broken}")
+                    continue
                 for r, ln in pending:
                     apply(r, ln)
                 pending.clear()
@@ -222,7 +237,8 @@ def _verify_index(path: str, scan: _Scan, log: ChunkLog, add) -> None:
         if i >= len(scan.order) or entry["id"] != scan.order[i]:
             add(path, i * INDEX_WIDTH, f"index line {i} names {entry['id']}, the log does not agree")
             return
-        loc = entry.get("location") or {}
+        loc = entry.get("location")
+        loc = loc if isinstance(loc, dict) else {}
         want = scan.events[entry["id"]]["_loc"]
         if (loc.get("chunk"), loc.get("offset"), loc.get("length")) != want:
             add(path, i * INDEX_WIDTH, f"index line {i} gives the wrong location for {entry['id']}")
@@ -281,7 +297,9 @@ def repair_session(backend: "FileBackend", session_id: str) -> list[str]:
         try:
             scan = _scan_log(log)
             by_chunk: dict[int, list[_Bad]] = {}
-            for b in scan.bad:
+            # A torn tail too: a writer's open would cut it off, but repair
+            # never deletes (and damage can look like a torn tail).
+            for b in scan.bad + ([scan.torn] if scan.torn else []):
                 by_chunk.setdefault(b.chunk, []).append(b)
             for chunk, bads in sorted(by_chunk.items()):
                 actions += _quarantine(fs, log, chunk, bads)

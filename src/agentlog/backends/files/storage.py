@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import threading
 import time
 import warnings
@@ -78,6 +79,37 @@ def _is_event(rec: dict[str, Any]) -> bool:
     return "op" not in rec
 
 
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
+# Printable ASCII without quote or backslash, bounded: whatever passes fits
+# a fixed-width index line.
+_SHORT = {"kind": re.compile(r'[ !#-\[\]-~]{1,48}\Z'), "role": re.compile(r'[ !#-\[\]-~]{1,32}\Z'),
+          "timestamp": re.compile(r'[ !#-\[\]-~]{1,40}\Z')}
+
+
+def event_problem(rec: dict[str, Any]) -> str | None:
+    """Why a line whose checksum holds is still not an event record, or None.
+
+    The CRC proves the bytes are the ones written, not that a valid writer
+    wrote them; a record that names paths or fills index fields must be
+    checked before it is believed (invariant 3: that is corruption)."""
+    for key in ("id", "parent_id"):
+        value = rec.get(key)
+        if not (isinstance(value, str) and _UUID.match(value)):
+            return f"event record has a malformed {key}"
+    for key, pattern in _SHORT.items():
+        value = rec.get(key)
+        if not (isinstance(value, str) and pattern.match(value)) and not (key == "role" and value is None):
+            return f"event record has a malformed {key}"
+    branch_from = rec.get("branch_from")
+    if branch_from is not None and not (isinstance(branch_from, str) and _UUID.match(branch_from)):
+        return "event record has a malformed branch_from"
+    digest = rec.get("digest")
+    if digest is not None and not (isinstance(digest, str) and _DIGEST.match(digest)):
+        return "event record has a malformed digest"
+    return None
+
+
 class FileSessionStorage(SessionStorage):
     def __init__(self, fs: OsFs, layout: Layout, session_id: str, *,
                  readonly: bool, durable: bool, chunk_size: int,
@@ -121,6 +153,7 @@ class FileSessionStorage(SessionStorage):
         if writable:
             self.index.truncate_torn()
         self._head = NIL_ID
+        self._last_id = ""  # the newest event applied: ids must increase (invariant 11)
         self._scan_from = (0, 0)
         try:
             last = self.index.last()
@@ -131,7 +164,7 @@ class FileSessionStorage(SessionStorage):
         else:
             if last is not None:
                 loc = last["location"]
-                self._head = last["id"]
+                self._head = self._last_id = last["id"]
                 self._ids.observe(last["id"])
                 self._scan_from = (loc["chunk"], loc["offset"] + loc["length"])
             self._scan_tail()
@@ -183,6 +216,9 @@ class FileSessionStorage(SessionStorage):
             raise IndexDamaged(f"index entry for {entry['id']}: {exc}") from None
         if rec.get("id") != entry["id"] or not _is_event(rec):
             raise IndexDamaged(f"index entry for {entry['id']} points at another record")
+        problem = event_problem(rec)
+        if problem:  # a rebuild reaches the line and reports it as corruption
+            raise IndexDamaged(f"index entry for {entry['id']}: {problem}")
         return rec
 
     def _rebuild_index(self, why: str) -> None:
@@ -197,6 +233,7 @@ class FileSessionStorage(SessionStorage):
             self.index.tail.clear()
             saved = self._head, self._scan_from
             self._head = NIL_ID
+            self._last_id = ""
             self._scan_from = (0, 0)
             try:
                 self._scan_tail()
@@ -264,14 +301,17 @@ class FileSessionStorage(SessionStorage):
         entries = []
         for rec, line in group:
             if _is_event(rec):
-                for key in ("id", "parent_id", "kind", "timestamp"):
-                    if not isinstance(rec.get(key), str):
-                        raise CorruptionError(self.log.path(line.chunk), line.offset,
-                                              f"event record has no {key}")
+                problem = event_problem(rec)
+                if not problem and rec["id"] <= self._last_id:
+                    problem = f"event id {rec['id']} does not increase"
+                if problem:
+                    raise CorruptionError(self.log.path(line.chunk), line.offset, problem)
+                self._last_id = rec["id"]
                 entries.append(_index_entry(rec, line.chunk, line.offset, line.length))
                 self._ids.observe(rec["id"])
                 self._head = rec["id"]
-            elif rec.get("op") == "checkout" and isinstance(rec.get("head"), str):
+            elif rec.get("op") == "checkout" and isinstance(rec.get("head"), str) \
+                    and _UUID.match(rec["head"]):
                 self._head = rec["head"]
             else:
                 raise CorruptionError(self.log.path(line.chunk), line.offset,

@@ -1,0 +1,528 @@
+"""Fuzzing stored bytes: chunk lines, index lines, session.json, HEAD, blobs.
+
+Mutations: bit flips, truncations, duplicated ranges and lines, swapped
+lines, huge lengths and numbers, invalid UTF-8, and checksum-valid rewrites
+of single fields (the damage a CRC cannot see). For every damaged store:
+
+* opening (read-only and for writing), reading the path and the context,
+  listing, fsck and repair either succeed or raise a documented
+  ``AgentlogError``; never another exception, never a hang (a per-case
+  timer);
+* plain fsck changes nothing (the tree hashes the same before and after);
+* **events before the damage are never lost.** The damage point is the
+  first changed byte. In log order (chunk number, then byte offset) every
+  event whose line ends at or before it is *before the damage*; when the
+  damaged file is not a chunk (index, HEAD, session.json, a blob) every
+  event is. Each such event must be returned intact (same record, its blob
+  resolved unless that blob is the damaged file) by
+  ``Store.open(sid, readonly=True).event(id)``, or, if opening or reading
+  raises a typed error, by the same call after ``Store.repair(sid)``.
+  Repair quarantines a batch whole when a member is damaged (invariant 6),
+  so after repair the guarantee is for every event whose *batch* ends
+  before the damage; after a repair it must hold whether or not the
+  read-only reads had succeeded;
+* repair moves bytes, never deletes them: for each chunk, the bytes it
+  quarantined and the bytes it kept, put back at their offsets, are the
+  damaged chunk exactly; afterwards the session opens for writing, the
+  next append works, and fsck finds no error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import tempfile
+import warnings
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentlog import Store
+from agentlog._codec import decode_index_entry, decode_line, encode_index_entry, encode_line
+from agentlog.errors import AgentlogError
+
+from .conftest import EXHAUSTIVE, SEED, record_figure
+
+SID = "fz"
+OPTIONS = dict(chunk_size=2048, blob_threshold=300)
+CASE_SECONDS = 20
+EXAMPLES = 6000 if EXHAUSTIVE else 220
+
+_counts: dict[str, int] = {}
+
+
+class CaseTimeout(BaseException):
+    """A case ran past CASE_SECONDS: a hang."""
+
+
+def _alarm(signum, frame):
+    raise CaseTimeout(f"a fuzz case ran longer than {CASE_SECONDS}s")
+
+
+# --- the base session --------------------------------------------------------------
+
+def _build(home: str) -> None:
+    store = Store(home, **OPTIONS)
+    with store.create(session_id=SID, name="fuzz") as s:
+        first = [s.append("message", {"content": f"hello {i} " + "ab" * 30}, "user") for i in range(5)]
+        s.append_many([("message", {"content": "batch a"}, "assistant"),
+                       ("tool_call", {"id": "t1", "name": "ls", "arguments": "{}"}, "assistant"),
+                       ("tool_result", {"tool_call_id": "t1", "content": "ok"}, "tool")])
+        s.append("tool_result", {"tool_call_id": "t2", "content": "big " + "x" * 900}, "tool")
+        s.checkout(first[2].id)
+        s.append("message", {"content": "branch " + "é" * 40}, "user")
+        s.append("tool_result", {"tool_call_id": "t3", "content": "big2 " + "y" * 700}, "tool")
+        for i in range(6):
+            s.append("message", {"content": f"tail {i} " + "cd" * 60}, "assistant")
+        s.update_meta(title="fuzzed")
+
+
+def _tree(home: str) -> dict[str, bytes]:
+    files = {}
+    for dirpath, _, names in os.walk(home):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            files[os.path.relpath(path, home)] = open(path, "rb").read()
+    return files
+
+
+def _write_tree(files: dict[str, bytes], home: str) -> None:
+    for rel, data in files.items():
+        path = os.path.join(home, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+
+
+def _digest_tree(home: str) -> str:
+    h = hashlib.sha256()
+    for dirpath, dirnames, names in sorted(os.walk(home)):
+        dirnames.sort()
+        h.update(dirpath.encode())
+        for name in sorted(names):
+            h.update(name.encode() + b"\0" + open(os.path.join(dirpath, name), "rb").read())
+    return h.hexdigest()
+
+
+class Base:
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="agentlog-fuzz-base-")
+        _build(self.dir)
+        self.files = _tree(self.dir)
+        sdir = f"sessions/{SID}/"
+        self.index = [decode_index_entry(self.files[sdir + "index.jsonl"][i:i + 512])
+                      for i in range(0, len(self.files[sdir + "index.jsonl"]), 512)]
+        store = Store(self.dir, **OPTIONS)
+        self.records = {}
+        with store.open(SID, readonly=True) as s:
+            for e in self.index:
+                ev = s.event(e["id"])
+                self.records[e["id"]] = (s.resolve(ev).record, ev.digest)
+        self.targets = sorted(rel for rel in self.files
+                              if rel.startswith(sdir) and not rel.startswith("locks"))
+        # Where each event's batch ends (a single event is its own batch).
+        self.batch_end: dict[str, tuple[int, int]] = {}
+        members: list[str] = []
+        for e in self.index:
+            loc = e["location"]
+            chunk = self.files[f"{sdir}chunks/{loc['chunk']:06d}.jsonl"]
+            txn = decode_line(chunk[loc["offset"]:loc["offset"] + loc["length"]]).get("txn")
+            members.append(e["id"])
+            if txn is None or txn[0] == txn[1] - 1:
+                for m in members:
+                    self.batch_end[m] = (loc["chunk"], loc["offset"] + loc["length"])
+                members = []
+
+    def before(self, rel: str, offset: int, *, whole_batches: bool = False) -> list[str]:
+        """Events whose line (or whole batch) ends at or before byte ``offset``
+        of ``rel`` in log order; every event when ``rel`` is not a chunk."""
+        if "/chunks/" not in rel:
+            return [e["id"] for e in self.index]
+        chunk = int(os.path.basename(rel).split(".")[0])
+        out = []
+        for e in self.index:
+            loc = e["location"]
+            end = self.batch_end[e["id"]] if whole_batches else \
+                (loc["chunk"], loc["offset"] + loc["length"])
+            if end[0] < chunk or (end[0] == chunk and end[1] <= offset):
+                out.append(e["id"])
+        return out
+
+
+@pytest.fixture(scope="module")
+def base():
+    b = Base()
+    yield b
+    shutil.rmtree(b.dir, ignore_errors=True)
+
+
+# --- mutations ---------------------------------------------------------------------
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+HOSTILE_VALUES = [None, -1, 2 ** 63, 10 ** 30, 1.5, "", "x" * 5000, [], {}, "../../../etc/passwd",
+                  "00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff",
+                  "sha256:" + "0" * 64, "sha256:../x", [0, 1], [5, 2], [0, 10 ** 12], "\u0000"]
+
+
+@st.composite
+def mutation(draw, data: bytes, rel: str):
+    """(mutated bytes, kind) for one file's bytes."""
+    n = len(data)
+    kinds = ["bitflip", "truncate", "duplicate", "invalid_utf8", "huge_line", "zeros"]
+    lines = _lines(data)
+    if len(lines) >= 2:
+        kinds += ["swap_lines", "duplicate_line"]
+    if lines and ("/chunks/" in rel or rel.endswith("index.jsonl")):
+        kinds += ["field_rewrite", "field_rewrite", "huge_length"]
+    kind = draw(st.sampled_from(kinds))
+    if n == 0 and kind not in ("huge_line", "invalid_utf8"):
+        kind = "huge_line"
+    pos = draw(st.integers(0, max(n - 1, 0)))
+    if kind == "bitflip":
+        bit = draw(st.integers(0, 7))
+        out = bytearray(data)
+        out[pos] ^= 1 << bit
+        return bytes(out), kind
+    if kind == "truncate":
+        return data[:pos], kind
+    if kind == "zeros":
+        end = draw(st.integers(pos + 1, n))
+        return data[:pos] + bytes(end - pos) + data[end:], kind
+    if kind == "duplicate":
+        end = draw(st.integers(pos, min(n, pos + 600)))
+        at = draw(st.integers(0, n))
+        return data[:at] + data[pos:end] + data[at:], kind
+    if kind == "invalid_utf8":
+        junk = draw(st.sampled_from([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80",
+                                     b"\x80\x80\x80"]))
+        end = min(n, pos + draw(st.integers(0, 4)))
+        return data[:pos] + junk + data[end:], kind
+    if kind == "huge_line":
+        size = draw(st.sampled_from([70_000, 1 << 20, 3 << 20]))
+        newline = draw(st.booleans())
+        at = draw(st.sampled_from([0, pos, n]))
+        return data[:at] + b"{" + b"9" * size + (b"\n" if newline else b"") + data[at:], kind
+    i = draw(st.integers(0, len(lines) - 1))
+    if kind == "swap_lines":
+        j = draw(st.integers(0, len(lines) - 1))
+        lines[i], lines[j] = lines[j], lines[i]
+        return b"".join(lines), kind
+    if kind == "duplicate_line":
+        at = draw(st.integers(0, len(lines)))
+        lines.insert(at, lines[i])
+        return b"".join(lines), kind
+    # Checksum-valid damage: decode a line, change one field, encode it again.
+    index = rel.endswith("index.jsonl")
+    try:
+        obj = decode_index_entry(lines[i]) if index else decode_line(lines[i])
+    except ValueError:
+        return data[:pos], "truncate"
+    if kind == "huge_length" and index:
+        obj["location"] = dict(obj["location"], **{draw(st.sampled_from(["length", "offset", "chunk"])):
+                                                   draw(st.sampled_from([2 ** 40, 2 ** 62, 10 ** 20, -5]))})
+    else:
+        key = draw(st.sampled_from(sorted(obj) + ["txn", "op", "head"]))
+        obj[key] = draw(st.sampled_from(HOSTILE_VALUES))
+    try:
+        line = encode_index_entry(obj) if index else encode_line(obj)
+    except (ValueError, TypeError):
+        return data[:pos], "truncate"
+    lines[i] = line
+    return b"".join(lines), kind
+
+
+# --- the check ---------------------------------------------------------------------
+
+def _same(base: Base, s, event_id: str, damaged_blob: str | None) -> None:
+    ev = s.event(event_id)
+    record, digest = base.records[event_id]
+    assert ev.digest == digest, f"{event_id}: digest changed"
+    if digest is None:
+        assert ev.record == record, f"{event_id}: record changed"
+    elif damaged_blob is None or not digest.endswith(damaged_blob):
+        assert s.resolve(ev).record == record, f"{event_id}: blob changed"
+
+
+def _quarantine_parts(path: str) -> list[tuple[int, bytes]]:
+    data = open(path, "rb").read()
+    parts, pos = [], 0
+    while pos < len(data):
+        nl = data.index(b"\n", pos)
+        header = orjson.loads(data[pos:nl])
+        start = nl + 1
+        parts.append((header["offset"], data[start:start + header["length"]]))
+        assert data[start + header["length"]:start + header["length"] + 1] == b"\n"
+        pos = start + header["length"] + 1
+    return parts
+
+
+def exercise(base: Base, home: str, rel: str, damage_at: int) -> str:
+    """Everything a user can do to the damaged session; returns an outcome label."""
+    damaged_blob = os.path.basename(rel) if "/blobs/" in rel else None
+    must_read = base.before(rel, damage_at)
+    # Repair quarantines a batch whole when one member is damaged (invariant
+    # 6), so after repair the guarantee holds at batch granularity.
+    must_survive_repair = base.before(rel, damage_at, whole_batches=True)
+    store = Store(home, **OPTIONS)
+    store.scan()
+    store.list()
+    read_ok = False
+    try:
+        with store.open(SID, readonly=True) as s:
+            s.path()
+            s.context()
+            for event_id in must_read:
+                _same(base, s, event_id, damaged_blob)
+            read_ok = True
+    except AgentlogError:
+        pass
+    before = _digest_tree(home)
+    problems = store.fsck(SID)
+    assert _digest_tree(home) == before, "plain fsck changed the store"
+    errors = [p for p in problems if p.severity == "error"]
+    try:
+        with store.open(SID) as s:
+            s.path()
+            s.context()
+    except AgentlogError:
+        pass
+    if read_ok and not errors:
+        return "read intact, fsck clean"
+    # Repair: quarantine, rebuild; the prefix must come back whole.
+    chunk_dir = os.path.join(home, "sessions", SID, "chunks")
+    damaged = {n: open(os.path.join(chunk_dir, n), "rb").read()
+               for n in os.listdir(chunk_dir) if n.endswith(".jsonl")}
+    old_quarantine = {n: len(_quarantine_parts(os.path.join(chunk_dir, n)))
+                      for n in os.listdir(chunk_dir) if n.endswith(".quarantine")}
+    store.repair(SID)
+    for name, original in damaged.items():
+        kept = open(os.path.join(chunk_dir, name), "rb").read()
+        qpath = os.path.join(chunk_dir, name + ".quarantine")
+        moved = _quarantine_parts(qpath)[old_quarantine.get(name + ".quarantine", 0):] \
+            if os.path.exists(qpath) else []
+        # Put each quarantined piece back at its offset, kept bytes between.
+        rebuilt, k = bytearray(), 0
+        for offset, chunk in sorted(moved):
+            gap = offset - len(rebuilt)
+            rebuilt += kept[k:k + gap]
+            k += gap
+            rebuilt += chunk
+        rebuilt += kept[k:]
+        assert bytes(rebuilt[:len(original)]) == original, f"repair lost bytes of {name}"
+        for line in bytes(rebuilt[len(original):]).splitlines(keepends=True):
+            # All repair may add is a checkout keeping HEAD on a whole path.
+            assert decode_line(line).get("op") == "checkout", f"repair added {line[:80]!r}"
+    with store.open(SID, readonly=True) as s:
+        for event_id in must_survive_repair:
+            _same(base, s, event_id, damaged_blob)
+    with store.open(SID) as s:
+        ev = s.append("message", {"content": "after repair"}, "user")
+        assert s.head == ev.id
+    # What repair cannot undo, because no byte of it is left to move: a
+    # parent the damage cut away outright, a blob that is not there. fsck
+    # keeps saying so. Anything else must be gone.
+    remaining = [str(p) for p in store.fsck(SID) if p.severity == "error"
+                 and "names a missing parent" not in p.message and " is missing (event" not in p.message]
+    if damaged_blob is None:
+        assert not remaining, f"fsck after repair: {remaining}"
+    return "repaired" if read_ok or errors else "opened after repair"
+
+
+def _run(base: Base, rel: str, data: bytes, root: str) -> str:
+    home = tempfile.mkdtemp(dir=root)
+    try:
+        _write_tree(base.files, home)
+        path = os.path.join(home, rel)
+        original = base.files[rel]
+        with open(path, "wb") as f:
+            f.write(data)
+        damage_at = next((i for i, (a, b) in enumerate(zip(original, data)) if a != b),
+                         min(len(original), len(data)))
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return exercise(base, home, rel, damage_at)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+FUZZ_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                         derandomize=not EXHAUSTIVE, print_blob=True,
+                         suppress_health_check=list(HealthCheck))
+
+
+@pytest.mark.timeout(1800 if EXHAUSTIVE else 300)
+def test_fuzz_stored_bytes(base, scratch):
+    outcomes: dict[str, int] = {}
+
+    @FUZZ_SETTINGS
+    @given(st.data())
+    def case(data):
+        rel = data.draw(st.sampled_from(base.targets), label="file")
+        mutated, kind = data.draw(mutation(base.files[rel], rel), label="mutation")
+        if mutated == base.files[rel]:
+            return
+        outcome = _run(base, rel, mutated, scratch)
+        key = f"{kind}:{outcome}"
+        outcomes[key] = outcomes.get(key, 0) + 1
+
+    case()
+    total = sum(outcomes.values())
+    by_outcome: dict[str, int] = {}
+    for key, n in outcomes.items():
+        out = key.split(":", 1)[1].replace(" ", "_").replace(",", "")
+        by_outcome[out] = by_outcome.get(out, 0) + n
+    record_figure("fuzz", "stored bytes (hypothesis)", cases=total, **by_outcome)
+    assert total > EXAMPLES // 2
+
+
+# --- repair, case by case ------------------------------------------------------------
+
+def _damaged_copy(base: Base, root: str, rel: str, data: bytes) -> str:
+    home = tempfile.mkdtemp(dir=root)
+    _write_tree(base.files, home)
+    with open(os.path.join(home, rel), "wb") as f:
+        f.write(data)
+    return home
+
+
+def _reassemble(chunk_path: str) -> bytes:
+    """The chunk as it was before repair: kept bytes with quarantined pieces put back."""
+    kept = open(chunk_path, "rb").read()
+    qpath = chunk_path + ".quarantine"
+    rebuilt, k = bytearray(), 0
+    for offset, piece in sorted(_quarantine_parts(qpath) if os.path.exists(qpath) else []):
+        gap = offset - len(rebuilt)
+        rebuilt += kept[k:k + gap]
+        k += gap
+        rebuilt += piece
+    return bytes(rebuilt + kept[k:])
+
+
+def _last_chunk(base: Base) -> str:
+    return max(rel for rel in base.targets if "/chunks/" in rel)
+
+
+def test_repair_moves_a_damaged_record_to_quarantine_and_says_why(base, scratch):
+    rel = f"sessions/{SID}/chunks/000000.jsonl"
+    original = base.files[rel]
+    second = original.index(b"\n") + 1
+    flipped = bytearray(original)
+    flipped[second + 20] ^= 0x04
+    home = _damaged_copy(base, scratch, rel, bytes(flipped))
+    store = Store(home, **OPTIONS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        actions = store.repair(SID)
+    path = os.path.join(home, rel)
+    length = original.index(b"\n", second) + 1 - second
+    moved = [a for a in actions if " bytes at " in a]
+    assert moved == [f"moved {length} bytes at {path}@{second} to {path}.quarantine: "
+                     f"checksum mismatch" + moved[0].split("checksum mismatch", 1)[1]]
+    assert _reassemble(path) == bytes(flipped)
+    header = orjson.loads(open(path + ".quarantine", "rb").read().split(b"\n", 1)[0])
+    assert (header["offset"], header["length"], header["from"]) == (second, length, "000000.jsonl")
+    assert any("index.jsonl" in a for a in actions)  # the index is rebuilt from the chunks
+    damaged_id = base.index[1]["id"]
+    with store.open(SID, readonly=True) as s:
+        assert damaged_id not in s
+        _same(base, s, base.index[0]["id"], None)
+        assert s.head in s
+    assert [p for p in store.fsck(SID) if p.severity == "error"] == []
+
+
+def test_plain_fsck_never_changes_a_damaged_store(base, scratch):
+    targets = [f"sessions/{SID}/chunks/000000.jsonl", f"sessions/{SID}/index.jsonl",
+               f"sessions/{SID}/HEAD", f"sessions/{SID}/session.json", _last_chunk(base)]
+    for rel in targets:
+        data = base.files[rel]
+        for damaged in (data[: len(data) // 2], data[:1] + b"\xff" + data[2:], data + b"{torn"):
+            home = _damaged_copy(base, scratch, rel, damaged)
+            before = _digest_tree(home)
+            problems = Store(home, **OPTIONS).fsck(SID)
+            assert problems, f"{rel}: damage not reported"
+            assert _digest_tree(home) == before, f"fsck changed the store ({rel})"
+            shutil.rmtree(home)
+
+
+# --- coverage-guided (optional) --------------------------------------------------------
+
+ATHERIS = r"""
+import os, shutil, sys, tempfile, warnings
+import atheris
+with atheris.instrument_imports():
+    from agentlog import Store
+    from agentlog.errors import AgentlogError
+base = sys.argv[1]
+files = {}
+for dirpath, _, names in os.walk(base):
+    for name in names:
+        path = os.path.join(dirpath, name)
+        files[os.path.relpath(path, base)] = open(path, "rb").read()
+targets = sorted(rel for rel in files if rel.startswith("sessions/"))
+work = tempfile.mkdtemp(prefix="agentlog-atheris-")
+warnings.simplefilter("ignore")
+
+def one(data):
+    fdp = atheris.FuzzedDataProvider(data)
+    rel = targets[fdp.ConsumeIntInRange(0, len(targets) - 1)]
+    original = files[rel]
+    pos = fdp.ConsumeIntInRange(0, len(original))
+    cut = fdp.ConsumeIntInRange(0, 64)
+    insert = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 256))
+    home = os.path.join(work, "home")
+    shutil.rmtree(home, ignore_errors=True)
+    for r, content in files.items():
+        path = os.path.join(home, r)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(original[:pos] + insert + original[pos + cut:] if r == rel else content)
+    store = Store(home, chunk_size=2048, blob_threshold=300)
+    for readonly in (True, False):
+        try:
+            with store.open("fz", readonly=readonly) as s:
+                s.path()
+                s.context(resolve=True)
+        except AgentlogError:
+            pass
+    store.fsck("fz")
+    try:
+        store.repair("fz")
+        with store.open("fz") as s:
+            s.append("message", {"content": "after repair"}, "user")
+    except AgentlogError:
+        pass
+
+atheris.Setup([sys.argv[0]] + sys.argv[2:], one)
+atheris.Fuzz()
+"""
+
+
+@pytest.mark.skipif(not EXHAUSTIVE, reason="coverage-guided fuzzing runs under `make fuzz` only")
+@pytest.mark.timeout(1800)
+def test_fuzz_atheris_coverage_guided(base):
+    """libFuzzer mutations of one stored file at a time: splice arbitrary bytes
+    in; every open, read, fsck and repair succeeds or raises AgentlogError
+    (any other exception or a hang crashes the fuzzer and fails this test)."""
+    pytest.importorskip("atheris", reason="atheris is optional (pip install atheris)")
+    import subprocess
+    import sys
+
+    runs = 4000
+    proc = subprocess.run([sys.executable, "-c", ATHERIS, base.dir, f"-runs={runs}",
+                           f"-seed={SEED}", "-max_len=512", "-timeout=20"],
+                          capture_output=True, text=True, timeout=1700)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    record_figure("fuzz", "stored bytes (atheris)", cases=runs)

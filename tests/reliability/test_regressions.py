@@ -1,0 +1,360 @@
+"""One test per contract violation the reliability families found, named
+after the failure. Each failed before its fix (docs/reliability.md lists
+the fix beside the test's name) and fails again if the fix is undone.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import warnings
+
+import orjson
+import pytest
+
+from agentlog import BlobIntegrityError, CorruptionError, SessionPoisoned, StorageError, Store
+from agentlog._codec import INDEX_WIDTH, decode_line, encode_index_entry, encode_line
+from agentlog._fs import OsFs
+
+from .crashsim import FsModel, RecordingFs, materialize
+from .faults import FaultyFs
+
+pytestmark = pytest.mark.filterwarnings("ignore::agentlog.RecoveryWarning")
+
+
+def _session(home, **options):
+    store = Store(str(home), chunk_size=options.pop("chunk_size", 4096),
+                  blob_threshold=options.pop("blob_threshold", 256), **options)
+    return store
+
+
+def _chunk(home, sid, n=0):
+    return os.path.join(str(home), "sessions", sid, "chunks", f"{n:06d}.jsonl")
+
+
+def _index(home, sid):
+    return os.path.join(str(home), "sessions", sid, "index.jsonl")
+
+
+def _rewrite_line(path: str, i: int, change) -> None:
+    lines = open(path, "rb").read().splitlines(keepends=True)
+    obj = decode_line(lines[i])
+    change(obj)
+    lines[i] = encode_line(obj)
+    open(path, "wb").write(b"".join(lines))
+
+
+def test_index_ending_inside_a_batch_is_not_corruption(tmp_path):
+    """Crash states: the index (never synced) written up to a line boundary
+    inside a batch made every open resume the log scan mid-batch and
+    report 'batch member out of order'. Fix: storage._resume_entry backs the
+    scan up to the batch's first member."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "one"}, "user")
+        batch = s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(3)])
+    index = _index(tmp_path, "s")
+    data = open(index, "rb").read()
+    open(index, "wb").write(data[:3 * INDEX_WIDTH])  # one single + two of three members
+    for readonly in (True, False):
+        with store.open("s", readonly=readonly) as s:
+            assert [e.id for e in s.path()][-3:] == [e.id for e in batch]
+            assert s.head == batch[-1].id
+    assert [p for p in store.fsck("s") if p.severity == "error"] == []
+
+
+def test_sessions_directory_entry_is_durable_before_a_session_is_created(tmp_path):
+    """Crash states: FileBackend made sessions/ with os.makedirs, outside the
+    I/O layer and without syncing home/, so a power loss could take sessions/
+    with every acknowledged session in it. Fix: _mkdirs goes through fs and
+    syncs each new entry's parent."""
+    home = tmp_path / "home"
+    home.mkdir()
+    fs = RecordingFs(str(home))
+    store = Store(str(home), fs=fs)
+    assert ("mkdir", "sessions") in fs.ops
+    assert fs.ops.index(("fsync_dir", ".")) > fs.ops.index(("mkdir", "sessions"))
+    with store.create(session_id="s") as s:
+        ev = s.append("message", {"content": "acknowledged"}, "user")
+    model = FsModel()
+    for op in fs.ops:
+        model.apply(op)
+    target = str(tmp_path / "after-power-loss")
+    materialize(model.sample(None, False, mode="none"), target)
+    with Store(target).open("s", readonly=True) as s:
+        assert s.event(ev.id).record == {"content": "acknowledged"}
+
+
+def test_failed_chunk_rotation_does_not_wedge_the_session(tmp_path):
+    """Faults: an EIO syncing a new chunk left it created but unused; every
+    later append failed on O_EXCL with EEXIST, on the same Session, forever.
+    Fix: ChunkLog.rotate reuses the empty next chunk and closes its fd."""
+    fs = FaultyFs()
+    store = Store(str(tmp_path), fs=fs, chunk_size=600)
+    s = store.create(session_id="s")
+    s.append("message", {"content": "x" * 400}, "user")
+    calls = fs.count
+    fs.arm(calls + 3, errno.EIO)  # open, fsync: the second call of the rotation fails
+    with pytest.raises(StorageError) as caught:
+        s.append("message", {"content": "y" * 400}, "user")
+    assert fs.fired and fs.fired[0][1] == "fsync" and caught.value.errno == errno.EIO
+    fs.disarm()
+    ev = s.append("message", {"content": "z" * 400}, "user")
+    s.close()
+    with store.open("s", readonly=True) as r:
+        assert r.head == ev.id and len(r) == 2
+    assert [p for p in store.fsck("s") if p.severity == "error"] == []
+
+
+def test_eio_reading_session_json_is_a_storage_error_not_corruption(tmp_path):
+    """Faults: read_meta_file turned any failure to read session.json into
+    CorruptionError, telling the user the file was damaged when the disk
+    said EIO. Fix: only a missing file is corruption; other errors pass up."""
+    fs = FaultyFs()
+    store = Store(str(tmp_path), fs=fs)
+    store.create(session_id="s").close()
+    reader = store.open("s", readonly=True)
+    fs.arm(fs.count + 1, errno.EIO, persistent=True)
+    for read in (lambda: store.meta("s"), lambda: reader.meta):
+        with pytest.raises(StorageError) as caught:
+            read()
+        assert not isinstance(caught.value, CorruptionError) and caught.value.errno == errno.EIO
+    fs.disarm()
+    reader.close()
+
+
+def test_zero_filled_index_line_is_a_warning_not_an_error(tmp_path):
+    """Crash states: an unsynced index write whose size reached the disk but
+    whose bytes did not reads back as zeros; fsck called it an error though
+    the next open rebuilds it. Fix: fsck reports an all-zero line as a warning."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "one"}, "user")
+        s.append("message", {"content": "two"}, "user")
+    index = _index(tmp_path, "s")
+    data = open(index, "rb").read()
+    open(index, "wb").write(data[:INDEX_WIDTH] + bytes(INDEX_WIDTH))
+    problems = store.fsck("s")
+    assert problems and all(p.severity == "warning" for p in problems)
+    with store.open("s") as s:
+        assert len(s.path()) == 2
+
+
+def test_repair_restores_a_session_created_without_syncs(tmp_path):
+    """Crash states (durability off): a power loss kept the session's directory
+    but not its chunks/ and blobs/; repair then failed with 'no chunk files'
+    and the session could never be opened. Fix: repair recreates them."""
+    store = Store(str(tmp_path), "off")
+    store.create(session_id="s").close()
+    sdir = os.path.join(str(tmp_path), "sessions", "s")
+    for name in ("chunks", "blobs"):
+        for f in os.listdir(os.path.join(sdir, name)):
+            os.unlink(os.path.join(sdir, name, f))
+        os.rmdir(os.path.join(sdir, name))
+    actions = store.repair("s")
+    assert any("chunks" in a for a in actions) and any("blobs" in a for a in actions)
+    with store.open("s") as s:
+        s.append("message", {"content": "works again"}, "user")
+
+
+class _BlobDirSyncFails(RecordingFs):
+    """Fails the first sync of a blobs/ directory, as a disk's EIO would."""
+
+    failed = False
+
+    def fsync_dir(self, path: str) -> None:
+        if path.endswith(os.path.join("sessions", "s", "blobs")) and not self.failed:
+            self.failed = True
+            raise StorageError("fsync", path, errno.EIO, "Input/output error")
+        super().fsync_dir(path)
+
+
+def test_blob_directory_sync_is_retried_after_it_failed(tmp_path):
+    """Faults x crash states: the blob was renamed in, its directory sync
+    failed; the retried append found the file, skipped the sync, and was
+    acknowledged with a blob a power loss could take. Fix: BlobStore keeps
+    'unsynced' until a directory sync succeeds (and starts so)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    fs = _BlobDirSyncFails(str(home))
+    store = Store(str(home), fs=fs, blob_threshold=64)
+    payload = {"content": "x" * 500}
+    with store.create(session_id="s") as s:
+        with pytest.raises(StorageError):
+            s.append("tool_result", payload, "tool")
+        ev = s.append("tool_result", payload, "tool")
+    model = FsModel()
+    for op in fs.ops:
+        model.apply(op)
+    target = str(tmp_path / "after-power-loss")
+    materialize(model.sample(None, False, mode="none"), target)
+    with Store(target).open("s", readonly=True) as s:
+        assert s.resolve(s.event(ev.id)).record == payload
+
+
+def test_huge_length_in_an_index_line_is_not_a_huge_read(tmp_path):
+    """Fuzz: a checksum-valid index line with location.length = 2**62 made
+    reading the event allocate 2**62 bytes (MemoryError, untyped). Fix:
+    _check_entry checks a location against the chunk before reading."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        ev = s.append("message", {"content": "one"}, "user")
+    index = _index(tmp_path, "s")
+    entry = orjson.loads(open(index, "rb").read()[:INDEX_WIDTH].rstrip())
+    entry.pop("crc")
+    entry["location"]["length"] = 2 ** 62
+    open(index, "wb").write(encode_index_entry(entry))
+    with store.open("s", readonly=True) as s:
+        assert s.event(ev.id).record == {"content": "one"}
+
+
+@pytest.mark.parametrize("field,value", [
+    ("digest", -1), ("digest", [0, 1]), ("digest", "sha256:../x"), ("branch_from", -1),
+    ("branch_from", "x" * 5000), ("id", "../../x"), ("parent_id", 7), ("kind", "k" * 5000),
+    ("role", {"a": 1}), ("timestamp", None),
+])
+def test_checksum_valid_record_with_a_malformed_field_is_corruption(tmp_path, field, value):
+    """Fuzz: a record whose CRC holds but whose digest, branch_from, id or
+    kind had the wrong type or size was believed: AttributeError and
+    TypeError in fsck, ValueError('index entry too long') on rebuild,
+    a digest used as a path. Fix: storage.event_problem checks every field
+    on read, in the store and in fsck."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        first = s.append("message", {"content": "one"}, "user")
+        s.append("message", {"content": "two"}, "user")
+    _rewrite_line(_chunk(tmp_path, "s"), 1, lambda obj: obj.__setitem__(field, value))
+    os.unlink(_index(tmp_path, "s"))
+    with pytest.raises(CorruptionError) as caught:
+        store.open("s", readonly=True)
+    assert caught.value.offset == len(open(_chunk(tmp_path, "s"), "rb").readline())
+    errors = [p for p in store.fsck("s") if p.severity == "error"]
+    assert errors and "malformed" in errors[0].message
+    store.repair("s")
+    with store.open("s") as s:
+        assert s.event(first.id).record == {"content": "one"}
+
+
+def test_checkout_naming_a_malformed_id_is_corruption(tmp_path):
+    """Fuzz: a checkout record whose head was any string moved HEAD to it
+    ('../x' became the session's HEAD). Fix: the head must be an event id."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        first = s.append("message", {"content": "one"}, "user")
+        s.append("message", {"content": "two"}, "user")
+        s.checkout(first.id)
+    _rewrite_line(_chunk(tmp_path, "s"), 2, lambda obj: obj.__setitem__("head", "../x"))
+    with pytest.raises(CorruptionError):
+        store.open("s", readonly=True)
+
+
+def test_non_increasing_event_ids_are_corruption_on_open(tmp_path):
+    """Fuzz: two event lines swapped (each checksum intact) were indexed out
+    of order on a rebuild, so the binary search missed events that were
+    there. Fix: the scan requires ids to increase (invariant 11), as fsck did."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        for i in range(3):
+            s.append("message", {"content": f"m{i}"}, "user")
+    path = _chunk(tmp_path, "s")
+    lines = open(path, "rb").read().splitlines(keepends=True)
+    lines[1], lines[2] = lines[2], lines[1]
+    open(path, "wb").write(b"".join(lines))
+    os.unlink(_index(tmp_path, "s"))
+    with pytest.raises(CorruptionError) as caught:
+        store.open("s", readonly=True)
+    assert "does not increase" in caught.value.reason
+
+
+def test_index_line_with_a_non_object_location_does_not_crash_fsck(tmp_path):
+    """Fuzz: fsck read location with .get() and died with AttributeError on
+    a checksum-valid index line whose location was a number. Fix: a
+    location that is not an object is reported as a wrong location."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "one"}, "user")
+    index = _index(tmp_path, "s")
+    entry = orjson.loads(open(index, "rb").read().rstrip())
+    entry.pop("crc")
+    entry["location"] = -1
+    open(index, "wb").write(encode_index_entry(entry))
+    problems = store.fsck("s")
+    assert any("wrong location" in p.message for p in problems)
+
+
+def test_repair_rebuilds_an_index_fsck_finds_wrong(tmp_path):
+    """Fuzz: with every chunk whole but an index line damaged, repair did
+    nothing (it rebuilt the index only after quarantining) and fsck kept
+    failing. Fix: repair always rebuilds the derived index."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        for i in range(3):
+            s.append("message", {"content": f"m{i}"}, "user")
+    index = _index(tmp_path, "s")
+    data = bytearray(open(index, "rb").read())
+    data[INDEX_WIDTH + 60] ^= 0x01
+    open(index, "wb").write(bytes(data))
+    assert [p for p in store.fsck("s") if p.severity == "error"]
+    store.repair("s")
+    assert store.fsck("s") == []
+
+
+def test_repair_quarantines_a_whole_batch_when_one_member_is_bad(tmp_path):
+    """Fuzz: a batch member with a checksum-valid but malformed field was
+    quarantined alone; the members left behind made every open fail with
+    'batch member out of order'. Fix: _scan_log condemns the whole batch."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        first = s.append("message", {"content": "one"}, "user")
+        s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(3)])
+    _rewrite_line(_chunk(tmp_path, "s"), 2, lambda obj: obj.__setitem__("branch_from", -1))
+    actions = store.repair("s")
+    assert sum(" bytes at " in a for a in actions) == 3
+    with store.open("s") as s:
+        assert [e.id for e in s.path()] == [first.id]
+        s.append("message", {"content": "after"}, "user")
+
+
+def test_repair_quarantines_a_torn_tail_instead_of_cutting_it(tmp_path):
+    """Repair checks: repair opened the session for writing at the end, and
+    that open cut a torn tail off: bytes deleted, not quarantined (and a
+    flipped final newline looks exactly like a torn tail). Fix: repair
+    quarantines the torn tail with the damaged records."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        first = s.append("message", {"content": "one"}, "user")
+        s.append("message", {"content": "two"}, "user")
+    path = _chunk(tmp_path, "s")
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[:-10])
+    actions = store.repair("s")
+    quarantine = open(path + ".quarantine", "rb").read()
+    header, rest = quarantine.split(b"\n", 1)
+    assert orjson.loads(header)["reason"] == "torn record"
+    assert open(path, "rb").read() + rest[:-1] == data[:-10]
+    assert any("torn record" in a for a in actions)
+    with store.open("s", readonly=True) as s:
+        assert s.head == first.id
+
+
+def test_poisoned_session_recovers_after_reopen(tmp_path):
+    """Faults (documented behaviour, not a bug): when the rollback of a
+    failed write fails too, the Session raises SessionPoisoned until it is
+    closed and the session reopened; the reopen recovers from the log."""
+    fs = FaultyFs()
+    store = Store(str(tmp_path), fs=fs)
+    s = store.create(session_id="s")
+    kept = s.append("message", {"content": "kept"}, "user")
+    fs.arm(fs.count + 1, errno.EIO, persistent=True, partial=True)  # write half, then all fails
+    with pytest.raises(StorageError):
+        s.append("message", {"content": "x" * 300}, "user")
+    with pytest.raises(SessionPoisoned):
+        s.append("message", {"content": "refused"}, "user")
+    fs.disarm()
+    with pytest.raises(SessionPoisoned):
+        s.append("message", {"content": "still refused on this object"}, "user")
+    s.close()
+    with store.open("s") as s:
+        ev = s.append("message", {"content": "after reopen"}, "user")
+        assert [e.id for e in s.path()] == [kept.id, ev.id]
+    assert [p for p in store.fsck("s") if p.severity == "error"] == []
