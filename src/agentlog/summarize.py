@@ -406,7 +406,7 @@ def parse_summary_json(text: str) -> dict:
         try:
             data = json.loads(candidate)
         except ValueError:
-            continue
+            continue  # try the next candidate; none parsing raises below
         if isinstance(data, dict):
             return normalize_structured(data)
     raise SummarizerError(f"summarizer model did not answer with a JSON object: {text[:200]!r}")

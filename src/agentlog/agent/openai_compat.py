@@ -164,7 +164,7 @@ class OpenAICompatModel:
             if isinstance(err, dict):
                 detail = _error_text(err.get("error", err)) or detail
         except ValueError:
-            pass
+            pass  # a non-JSON error body: its text, already in detail, is the message
         return _error(f"{self.name}: HTTP {resp.status} from {self._where}: {detail}", resp.status)
 
     # --- protocol ---------------------------------------------------------------
