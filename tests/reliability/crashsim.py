@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import os
 import random
 import shutil
@@ -295,11 +294,12 @@ class FsModel:
     def file_options(self, f: _File, exhaustive: bool) -> list[tuple[int, int | None]]:
         """(ops kept, cut of the next one) for each plausible data state."""
         n = len(f.pending)
-        options: list[tuple[int, int | None]] = [(i, None) for i in range(n + 1)]
+        options: list[tuple[int, int | None]] = [(i, None) for i in range(n)]
         for i, op in enumerate(f.pending):
             if op[0] == "w":
                 options += [(i, cut) for cut in tear_points(op[2], exhaustive)]
                 options.append((i, ZEROS))
+        options.append((n, None))  # last: enumeration starts from the process-crash state
         return options
 
     def file_bytes(self, f: _File, choice: tuple[int, int | None]) -> bytes:
@@ -378,7 +378,7 @@ class FsModel:
             if options is None:
                 options = self.file_options(self.inodes[ino], exhaustive)
             if mode == "all":
-                return options[-1] if kind == "dir" else (len(self.inodes[ino].pending), None)
+                return options[-1]
             if mode == "none":
                 return options[0]
             return rng.choice(options)
@@ -393,14 +393,25 @@ class CrashState:
     files: dict[str, bytes]
 
     def key(self) -> bytes:
+        """Identity for deduplication. Inside a directory the store never
+        reads (``sessions/.new-*`` being built, ``sessions/.del-*`` being
+        removed) only the directory's presence counts: states that differ
+        only there are one state to the store."""
         h = hashlib.blake2b(digest_size=16)
         for d in self.dirs:
-            h.update(b"D" + d.encode() + b"\0")
+            if not _ignored(d) or d.count("/") == 1:
+                h.update(b"D" + d.encode() + b"\0")
         for path in sorted(self.files):
+            if _ignored(path):
+                continue
             data = self.files[path]
             h.update(b"F" + path.encode() + b"\0" + len(data).to_bytes(8, "little"))
             h.update(data)
         return h.digest()
+
+
+def _ignored(path: str) -> bool:
+    return path.startswith(("sessions/.new-", "sessions/.del-"))
 
 
 def materialize(state: CrashState, target: str) -> None:

@@ -50,7 +50,7 @@ from .conftest import EXHAUSTIVE, SEED, record_figure
 SID = "fz"
 OPTIONS = dict(chunk_size=2048, blob_threshold=300)
 CASE_SECONDS = 20
-EXAMPLES = 6000 if EXHAUSTIVE else 220
+EXAMPLES = 6000 if EXHAUSTIVE else 400
 
 _counts: dict[str, int] = {}
 

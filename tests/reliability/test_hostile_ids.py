@@ -19,7 +19,7 @@ import warnings
 
 import pytest
 
-from agentlog import NIL_ID, Store
+from agentlog import Store
 from agentlog.errors import AgentlogError
 
 HOSTILE_SESSION_IDS = [

@@ -18,7 +18,6 @@ The workload stops at the first error. Then (invariants 1, 6, 12):
 from __future__ import annotations
 
 import errno as errno_mod
-import os
 import random
 import shutil
 import tempfile
@@ -37,7 +36,7 @@ from .workloads import WORKLOADS, StopWorkload, Workload, snapshot
 
 #: Runs per workload when sampling (every call N is covered by some errno
 #: and mode; the rest is a seeded sample). Exhaustive runs them all.
-SAMPLED_RUNS = 260
+SAMPLED_RUNS = 350
 
 
 def dry_run(name: str, root: str) -> list[tuple[str, bool]]:
@@ -197,6 +196,7 @@ def _verify(w: Workload, failure, recovered: dict, home: str, where: str) -> Non
                 raise FaultContractError(f"{where}: session.json of {sid} is neither old nor new")
 
 
+@pytest.mark.timeout(3600 if EXHAUSTIVE else 300)
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_io_faults(name, scratch):
     rng = random.Random(f"{SEED}-faults-{name}")

@@ -138,8 +138,8 @@ def _verify(home: str, sid: str, acked: list[list[str]]) -> int:
     return count
 
 
-@pytest.mark.timeout(600)
-def test_kill_storm(tmp_path):
+@pytest.mark.timeout(1800 if EXHAUSTIVE else 300)
+def test_kill_storm_of_crashing_writers(tmp_path):
     rng = random.Random(f"{SEED}-kill")
     home = str(tmp_path / "home")
     Store(home)

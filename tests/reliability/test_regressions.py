@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import errno
 import os
-import warnings
 
 import orjson
 import pytest
 
-from agentlog import BlobIntegrityError, CorruptionError, SessionPoisoned, StorageError, Store
+from agentlog import CorruptionError, SessionPoisoned, StorageError, Store
 from agentlog._codec import INDEX_WIDTH, decode_line, encode_index_entry, encode_line
-from agentlog._fs import OsFs
 
 from .crashsim import FsModel, RecordingFs, materialize
 from .faults import FaultyFs

@@ -22,9 +22,8 @@ be several ``w.step`` calls: the states between them are then legal.
 
 from __future__ import annotations
 
-import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import orjson
