@@ -142,3 +142,30 @@ def test_a_failed_fork_leaves_no_session(tmp_path, monkeypatch):
             s.fork(session_id="doomed")
     assert [r.id for r in store.list()] == [s.id]
     assert not session_dir(store, "doomed").exists()
+
+
+def test_regression_fork_is_all_or_nothing_when_its_write_fails(tmp_path):
+    """Found by the crash-state simulator: a fork used to create the new
+    session, then append its path in a second step, so a crash between the
+    two left an empty forked session. The path now goes in before the
+    session's directory is renamed into place (invariant 6)."""
+    import os
+
+    from agentlog import FileBackend, StorageError
+    from agentlog._fs import OsFs
+
+    class FailStagedSync(OsFs):
+        def fdatasync(self, fd, path="?"):
+            if ".new-" in path:
+                raise StorageError("fdatasync", path, 5, "Input/output error")
+            super().fdatasync(fd, path)
+
+    store = Store(backend=FileBackend(str(tmp_path), fs=FailStagedSync()))
+    with store.create(session_id="src") as s:
+        s.append("message", {"content": "one"}, role="user")
+        s.append("message", {"content": "two"}, role="assistant")
+        with pytest.raises(StorageError):
+            s.fork(session_id="copy")
+    assert not store.exists("copy")
+    assert [r.id for r in store.list()] == ["src"]
+    assert not [n for n in os.listdir(tmp_path / "sessions") if n.startswith(".new-")]

@@ -46,10 +46,10 @@ def persist(session: "Session") -> None:
     parents and times unchanged, then HEAD and sidecars follow."""
     buffer = session._storage
     meta = buffer.read_meta()
-    real = session.store.backend.create(session.id, meta)
+    events = [buffer.get(entry.id) for entry in buffer.entries()]
+    # The events go in with the session itself: it appears whole or not at all.
+    real = session.store.backend.create(session.id, meta, events=events, source=buffer)
     try:
-        events = [buffer.get(entry.id) for entry in buffer.entries()]
-        real.append_existing(events, source=buffer)
         head = buffer.head()
         if head != real.head():
             real.set_head(head)

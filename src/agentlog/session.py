@@ -333,14 +333,8 @@ class Session:
 
         at = self.head if at is None else check_event_id(at)
         events = self.path(at) if at != NIL_ID else []
-        new = self._store.create(session_id=session_id, **fork_meta(self, at, name))
-        try:
-            new._storage.append_existing(events, source=self._storage)
-        except BaseException:
-            new.close()
-            self._store.delete(new.id)
-            raise
-        return new
+        return self._store.create(session_id=session_id, events=events, source=self._storage,
+                                  **fork_meta(self, at, name))
 
     # --- drafts and artifacts ------------------------------------------------------
     def draft(self) -> str | None:

@@ -101,13 +101,19 @@ class Store:
     # --- sessions ----------------------------------------------------------------
     def create(self, name: str | None = None, working_dir: str | None = None,
                model: str | None = None, session_id: str | None = None, *,
-               lazy: bool = False, **meta: Any) -> Session:
+               lazy: bool = False, events: Any = (), source: Any = None,
+               **meta: Any) -> Session:
         """Create a session and return it open for writing.
 
         With ``lazy=True`` nothing is written until the first assistant
         message or ``session.persist()`` (the lazy gate): a session the
         user never used leaves no trace. Until then its events live in
-        memory only."""
+        memory only.
+
+        ``events`` (for forks and importers) are stored verbatim, ids,
+        parents and times kept, blob payloads taken from ``source`` (a
+        session's storage); the session appears with all of them or, after
+        a crash, not at all."""
         sid = check_session_id(session_id) if session_id is not None else IdGenerator().next()
         if lazy and self.backend.exists(sid):
             raise SessionExists(sid)
@@ -124,9 +130,19 @@ class Store:
         record.update(meta)
         if lazy:
             buffer = MemoryBackend(blob_threshold=getattr(self.backend, "blob_threshold", 16384))
-            return Session(self, buffer.create(sid, record), lazy=True)
-        session = Session(self, self.backend.create(sid, record))
-        self._leave_breadcrumb(sid, record.get("working_dir"))
+            return Session(self, buffer.create(sid, record, events=events, source=source), lazy=True)
+        return self._create(sid, record, events, source)
+
+    def _create(self, sid: str, record: dict[str, Any], events: Any = (),
+                source: Any = None) -> Session:
+        """Create on the backend (with initial events, atomically) and leave
+        the working directory's breadcrumb."""
+        session = Session(self, self.backend.create(sid, record, events=events, source=source))
+        try:
+            self._leave_breadcrumb(sid, record.get("working_dir"))
+        except BaseException:
+            session.close()
+            raise
         return session
 
     def open(self, session_id: str, readonly: bool = False) -> Session:

@@ -22,6 +22,7 @@ be several ``w.step`` calls: the states between them are then legal.
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -279,12 +280,54 @@ def sessions(w: Workload) -> None:
     w.close("s2")
 
 
+def compaction(w: Workload) -> None:
+    """Compaction and a branch summary: new events only, nothing rewritten."""
+    w.create("s1")
+    evs = [w.append("s1", record=text(60, f"k{i}"), role="user" if i % 2 == 0 else "assistant")
+           for i in range(6)]
+    s = w.sessions["s1"]
+    w.step("compact", "s1", lambda: s.compact(keep_tokens=40))
+    w.select("s1", evs[1].id)
+    w.step("branch_summary", "s1", lambda: s.summarize_branch())
+    w.append("s1", record=text(30, "after the branch"))
+    w.close("s1")
+
+
+def fork(w: Workload) -> None:
+    """A fork: a new session holding a path, its blobs hard-linked."""
+    w.create("s1")
+    w.append("s1", record=text(30, "f0"))
+    w.append("s1", "tool_result", big(400, "fork-blob"), "tool")
+    w.append("s1", record=text(30, "f2"))
+    s = w.sessions["s1"]
+    w.sessions["s2"] = w.step("fork", ("s1", "s2"), lambda: s.fork(session_id="s2"))
+    w.append("s2", record=text(30, "in the fork"))
+    w.close_all()
+
+
+def lifecycle(w: Workload) -> None:
+    """The lifecycle writes: breadcrumb, draft, summary, archive, --continue."""
+    project = os.path.join(w.home, "project")
+    w.create("s1", working_dir=project)
+    w.append("s1", record=text(30, "l0"))
+    s = w.sessions["s1"]
+    w.step("draft", "s1", lambda: s.set_draft("unsent words"))
+    w.step("summary", "s1", lambda: s.set_summary(goal="fix it", completed=["read"], remaining=["test"]))
+    w.update_meta("s1", archived=True)
+    w.step("draft cleared", "s1", lambda: s.set_draft(None))
+    w.close("s1")
+    w.step("continue", "s1", lambda: w.store.continue_session(project).close())
+
+
 WORKLOADS: dict[str, Callable[[Workload], None]] = {
     "appends": appends,
     "blobs": blobs,
     "rotation": rotation,
     "checkout": checkout,
     "sessions": sessions,
+    "compaction": compaction,
+    "fork": fork,
+    "lifecycle": lifecycle,
 }
 
 

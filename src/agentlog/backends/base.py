@@ -164,8 +164,12 @@ class Backend(ABC):
     durability: str
 
     @abstractmethod
-    def create(self, session_id: str, meta: dict[str, Any]) -> SessionStorage:
-        """Create a session and return it open for writing (lease held)."""
+    def create(self, session_id: str, meta: dict[str, Any], *,
+               events: Sequence[Event] = (), source: SessionStorage | None = None) -> SessionStorage:
+        """Create a session and return it open for writing (lease held).
+
+        ``events`` (kept verbatim, blobs from ``source``) are in the session
+        when it appears: after a crash it exists with all of them or not at all."""
 
     @abstractmethod
     def open(self, session_id: str, *, readonly: bool) -> SessionStorage: ...

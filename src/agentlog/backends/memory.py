@@ -227,12 +227,17 @@ class MemoryBackend(Backend):
         data.writer_open = True
         return MemorySessionStorage(self, session_id, data, readonly=False)
 
-    def create(self, session_id: str, meta: dict[str, Any]) -> SessionStorage:
+    def create(self, session_id: str, meta: dict[str, Any], *,
+               events: Sequence[Event] = (), source: SessionStorage | None = None) -> SessionStorage:
         check_session_id(session_id)
         with self._lock:
             if session_id in self._sessions:
                 raise SessionExists(session_id)
-            data = self._sessions[session_id] = _Data(copy.deepcopy(meta))
+            data = _Data(copy.deepcopy(meta))
+            if events:  # staged before it is visible, like the file backend
+                staging = MemorySessionStorage(self, session_id, data, readonly=False)
+                staging.append_existing(events, source=source)
+            self._sessions[session_id] = data
         return self._writers.open(f"{self.home}/{session_id}", lambda: self._writer(session_id, data))
 
     def open(self, session_id: str, *, readonly: bool) -> SessionStorage:

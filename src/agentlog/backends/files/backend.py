@@ -7,14 +7,14 @@ import hashlib
 import os
 import secrets
 import threading
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import orjson
 
 from ..._fs import OsFs
 from ..._lease import Lease, acquire
 from ...errors import CorruptionError, SessionExists, SessionLocked, SessionNotFound, StorageError
-from ...event import NIL_ID, check_session_id
+from ...event import NIL_ID, Event, check_session_id
 from ..base import DEFAULT_BLOB_THRESHOLD, DEFAULT_CHUNK_SIZE, Backend, Problem, SessionStats
 from .._registry import SharedWriters
 from .layout import Layout, chunk_name
@@ -44,6 +44,17 @@ def parse_meta(path: str, data: bytes) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise CorruptionError(path, None, "session.json is not a JSON object")
     return meta
+
+
+class _StagedLayout(Layout):
+    """A session's paths while it is built in its ``.new-*`` directory."""
+
+    def __init__(self, home: str, directory: str) -> None:
+        super().__init__(home)
+        self._directory = directory
+
+    def session_dir(self, session_id: str) -> str:
+        return self._directory
 
 
 class _LeasedStorage(FileSessionStorage):
@@ -114,14 +125,15 @@ class FileBackend(Backend):
         return cls(self.fs, self.layout, session_id, readonly=readonly, durable=self.durable,
                    chunk_size=self.chunk_size, blob_threshold=self.blob_threshold)
 
-    def create(self, session_id: str, meta: dict[str, Any]) -> FileSessionStorage:
+    def create(self, session_id: str, meta: dict[str, Any], *,
+               events: Sequence[Event] = (), source: Any = None) -> FileSessionStorage:
         check_session_id(session_id)
         lease = self.lease(session_id)
         final = self.layout.session_dir(session_id)
         try:
             if self.fs.exists(final):
                 raise SessionExists(session_id)
-            self._build(session_id, meta)
+            self._build(session_id, meta, events, source)
         except BaseException:
             lease.release()
             raise
@@ -136,7 +148,8 @@ class FileBackend(Backend):
         storage.lease = lease
         return storage
 
-    def _build(self, session_id: str, meta: dict[str, Any]) -> None:
+    def _build(self, session_id: str, meta: dict[str, Any],
+               events: Sequence[Event] = (), source: Any = None) -> None:
         """Lay a new session out beside its final name, then rename it in.
 
         The rename makes creation atomic: after a crash the session is
@@ -160,6 +173,19 @@ class FileBackend(Backend):
                     fs.fsync(fd, path)
             finally:
                 fs.close(fd)
+        if events:
+            # Initial events (a fork, the lazy gate) go in before the rename,
+            # so the new session appears with them or not at all.
+            staged = FileSessionStorage(fs, _StagedLayout(self.layout.home, tmp), session_id,
+                                        readonly=False, durable=durable, chunk_size=self.chunk_size,
+                                        blob_threshold=self.blob_threshold)
+            try:
+                staged.append_existing(events, source=source)
+            except BaseException:
+                staged.close()
+                fs.rmtree(tmp)  # never renamed in: nothing of it was visible
+                raise
+            staged.close()
         if durable:
             for sub in ("chunks", "blobs", ""):
                 fs.fsync_dir(os.path.join(tmp, sub) if sub else tmp)

@@ -105,13 +105,15 @@ def _scan_log(log: ChunkLog) -> _Scan:
             bad.append(_Bad(line.chunk, line.offset, line.length, str(exc)))
             continue
         txn = rec.get("txn")
+        if txn is not None and not (isinstance(txn, list) and len(txn) == 2
+                                    and isinstance(txn[0], int) and isinstance(txn[1], int)
+                                    and 0 <= txn[0] < txn[1]):
+            flush_pending("batch broken by a damaged member")
+            bad.append(_Bad(line.chunk, line.offset, line.length, "malformed batch marker"))
+            continue
         if pending and (txn is None or txn[0] != len(pending)):
             flush_pending("batch is missing members")
         if txn is not None:
-            if not (isinstance(txn, list) and len(txn) == 2 and isinstance(txn[0], int)
-                    and isinstance(txn[1], int) and 0 <= txn[0] < txn[1]):
-                bad.append(_Bad(line.chunk, line.offset, line.length, "malformed batch marker"))
-                continue
             if txn[0] != len(pending):
                 bad.append(_Bad(line.chunk, line.offset, line.length, "batch member out of order"))
                 continue

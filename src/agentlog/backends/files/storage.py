@@ -267,13 +267,15 @@ class FileSessionStorage(SessionStorage):
             except LineError as exc:
                 raise CorruptionError(path, line.offset, str(exc)) from None
             txn = rec.get("txn")
+            if txn is not None and not (isinstance(txn, list) and len(txn) == 2
+                                        and isinstance(txn[0], int) and isinstance(txn[1], int)
+                                        and 0 <= txn[0] < txn[1]):
+                raise CorruptionError(path, line.offset, f"malformed batch marker {str(txn)[:60]}")
             if pending and (txn is None or txn[0] != len(pending)):
                 first = pending[0][1]
                 raise CorruptionError(self.log.path(first.chunk), first.offset,
                                       "batch is missing members before the next record")
             if txn is not None:
-                if not (isinstance(txn, list) and len(txn) == 2 and 0 <= txn[0] < txn[1]):
-                    raise CorruptionError(path, line.offset, f"malformed batch marker {txn!r}")
                 if txn[0] != len(pending):
                     raise CorruptionError(path, line.offset, "batch member out of order")
                 pending.append((rec, line))
