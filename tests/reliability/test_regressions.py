@@ -11,7 +11,7 @@ import os
 import orjson
 import pytest
 
-from agentlog import CorruptionError, SessionPoisoned, StorageError, Store
+from agentlog import AgentlogError, CorruptionError, SessionPoisoned, StorageError, Store
 from agentlog._codec import INDEX_WIDTH, decode_line, encode_index_entry, encode_line
 
 from .crashsim import FsModel, RecordingFs, materialize
@@ -356,3 +356,46 @@ def test_poisoned_session_recovers_after_reopen(tmp_path):
         ev = s.append("message", {"content": "after reopen"}, "user")
         assert [e.id for e in s.path()] == [kept.id, ev.id]
     assert [p for p in store.fsck("s") if p.severity == "error"] == []
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "open bug in agentlog/event.py (not a file this suite may patch): IdGenerator.next "
+    "returns last + 1 past the largest UUID, a 33-digit id; fix: raise InvalidEvent there "
+    "when the value reaches 1 << 128"))
+def test_append_after_the_largest_event_id_does_not_write_a_malformed_id(tmp_path):
+    """Fuzz: a checksum-valid record whose id became ffffffff-...-ffffffffffff
+    (damage; or kept by a fork or a legacy migration, which keep ids) made the
+    next append issue '10000000-0000-0000-0000-0000000000000' and write it:
+    the store corrupted its own log. Expected: a typed refusal, log intact."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "one"}, "user")
+    _rewrite_line(_chunk(tmp_path, "s"), 0,
+                  lambda obj: obj.__setitem__("id", "ffffffff-ffff-ffff-ffff-ffffffffffff"))
+    os.unlink(_index(tmp_path, "s"))
+    with store.open("s") as s:
+        try:
+            s.append("message", {"content": "two"}, "user")
+        except AgentlogError:
+            pass
+    assert [p for p in store.fsck("s") if p.severity == "error"] == []
+
+
+@pytest.mark.parametrize("marker", ["", -1, ["a", "b"], [0], {"i": 0}])
+def test_malformed_batch_marker_inside_a_batch_is_corruption(tmp_path, marker):
+    """Fuzz: a batch member whose txn marker (checksum intact) was "" or -1
+    was indexed as txn[0] before its shape was checked: IndexError and
+    TypeError from open and from fsck. Fix: the marker's shape is checked
+    first, in the scan and in fsck."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        first = s.append("message", {"content": "one"}, "user")
+        s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(3)])
+    _rewrite_line(_chunk(tmp_path, "s"), 2, lambda obj: obj.__setitem__("txn", marker))
+    os.unlink(_index(tmp_path, "s"))
+    with pytest.raises(CorruptionError):
+        store.open("s", readonly=True)
+    assert any("batch" in p.message for p in store.fsck("s") if p.severity == "error")
+    store.repair("s")
+    with store.open("s") as s:
+        assert [e.id for e in s.path()] == [first.id]
