@@ -174,6 +174,8 @@ class IdGenerator:
         value = uuid_utils.uuid7().int
         if value <= self._last:
             value = self._last + 1
+            if value >= 1 << 128:  # a kept (forked, migrated or damaged) id at the very top
+                raise InvalidEvent("no event id sorts after the largest UUID already stored")
         self._last = value
         h = f"{value:032x}"  # str(uuid.UUID(int=...)) costs more than the id itself
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
