@@ -318,9 +318,12 @@ class FsModel:
         files: dict[str, bytes] = {}
         dirs: list[str] = []
 
-        def walk(ino: int, prefix: str, depth: int) -> None:
+        def walk(ino: int, prefix: str, depth: int, frozen: bool) -> None:
+            # Inside a directory the store never reads (see CrashState.key)
+            # one variant stands for all: no choices are offered there.
             d = self.inodes[ino]
-            n = chooser("dir", ino, list(range(len(d.pending) + 1))) if d.pending else 0
+            n = chooser("dir", ino, list(range(len(d.pending) + 1))) if d.pending and not frozen \
+                else len(d.pending)
             for name, child in sorted(self._dir_state(d, n).items()):
                 path = f"{prefix}{name}"
                 node = self.inodes[child]
@@ -328,15 +331,15 @@ class FsModel:
                     if depth > 32:  # pragma: no cover - a loop would be a model bug
                         raise AssertionError("directory loop")
                     dirs.append(path)
-                    walk(child, path + "/", depth + 1)
+                    walk(child, path + "/", depth + 1, frozen or _ignored(path))
                 else:
-                    if node.pending:
+                    if node.pending and not frozen:
                         choice = chooser("file", child, None)
                     else:
-                        choice = (0, None)
+                        choice = (len(node.pending), None)
                     files[path] = self.file_bytes(node, choice)
 
-        walk(self.ROOT, "", 0)
+        walk(self.ROOT, "", 0, False)
         return CrashState(self.applied, dirs, files)
 
     def choices(self, exhaustive: bool) -> Iterator["CrashState"]:

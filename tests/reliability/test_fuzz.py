@@ -466,7 +466,7 @@ def test_plain_fsck_never_changes_a_damaged_store(base, scratch):
 # --- coverage-guided (optional) --------------------------------------------------------
 
 ATHERIS = r"""
-import os, shutil, sys, tempfile, warnings
+import os, shutil, sys, warnings
 import atheris
 with atheris.instrument_imports():
     from agentlog import Store
@@ -478,7 +478,7 @@ for dirpath, _, names in os.walk(base):
         path = os.path.join(dirpath, name)
         files[os.path.relpath(path, base)] = open(path, "rb").read()
 targets = sorted(rel for rel in files if rel.startswith("sessions/"))
-work = tempfile.mkdtemp(prefix="agentlog-atheris-")
+work = sys.argv[2]  # the test's own directory: libFuzzer exits without Python's cleanup
 warnings.simplefilter("ignore")
 
 def one(data):
@@ -511,14 +511,14 @@ def one(data):
     except AgentlogError:
         pass
 
-atheris.Setup([sys.argv[0]] + sys.argv[2:], one)
+atheris.Setup([sys.argv[0]] + sys.argv[3:], one)
 atheris.Fuzz()
 """
 
 
 @pytest.mark.skipif(not EXHAUSTIVE, reason="coverage-guided fuzzing runs under `make fuzz` only")
 @pytest.mark.timeout(1800)
-def test_fuzz_atheris_coverage_guided(base):
+def test_fuzz_atheris_coverage_guided(base, tmp_path):
     """libFuzzer mutations of one stored file at a time: splice arbitrary bytes
     in; every open, read, fsck and repair succeeds or raises AgentlogError
     (any other exception or a hang crashes the fuzzer and fails this test)."""
@@ -527,7 +527,7 @@ def test_fuzz_atheris_coverage_guided(base):
     import sys
 
     runs = 4000
-    proc = subprocess.run([sys.executable, "-c", ATHERIS, base.dir, f"-runs={runs}",
+    proc = subprocess.run([sys.executable, "-c", ATHERIS, base.dir, str(tmp_path), f"-runs={runs}",
                            f"-seed={SEED}", "-max_len=512", "-timeout=20"],
                           capture_output=True, text=True, timeout=1700)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -36,7 +36,7 @@ from .workloads import WORKLOADS, StopWorkload, Workload, snapshot
 
 #: Runs per workload when sampling (every call N is covered by some errno
 #: and mode; the rest is a seeded sample). Exhaustive runs them all.
-SAMPLED_RUNS = 350
+SAMPLED_RUNS = 250
 
 
 def dry_run(name: str, root: str) -> list[tuple[str, bool]]:
