@@ -25,6 +25,7 @@ crash-test: $(STAMP)
 	AGENTLOG_EXHAUSTIVE=1 $(PY) -m pytest -q tests/reliability -k crash
 
 fuzz: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,fuzz]'
 	AGENTLOG_EXHAUSTIVE=1 $(PY) -m pytest -q tests/reliability -k fuzz
 
 clean:
