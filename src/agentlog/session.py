@@ -129,6 +129,19 @@ class Session:
         # (group commit); the storage gives HEAD at commit as the parent.
         return self._storage.append(drafts)
 
+    def import_events(self, events: Sequence[Event], source: Any = None) -> list[Event]:
+        """Append events that already have ids, parents and times (importers,
+        bundles, copies between stores), as one all-or-nothing batch.
+
+        Ids must sort after every id already in the session; a parent must
+        be stored already or come earlier in ``events``. HEAD moves to the
+        last one. Blob payloads (``record`` None with a digest) are read
+        from ``source``, another session."""
+        self._check_open()
+        src = source.storage if isinstance(source, Session) else source
+        with self._lock:
+            return self._storage.append_existing(list(events), source=src)
+
     def _parent_for_append(self) -> tuple[str | None, str | None]:
         """(parent, branch_from) for the next append; parent None = HEAD at commit.
 

@@ -99,6 +99,18 @@ def append(app: App, session: str, kind: str, record_json: str | None,
         click.echo(event.id)
 
 
+def _emit_or_shorts(session: Session, events: list, as_json: bool) -> dict[str, str] | None:
+    """Print ``events`` as JSON, or say there are none; either way None.
+    Otherwise the short ids to draw them with."""
+    if as_json:
+        emit_json([e.to_dict() for e in events])
+        return None
+    if not events:
+        console().print(Text(f"session {session.id} has no events", style="dim"))
+        return None
+    return abbreviate(e.id for e in session.entries())
+
+
 @click.command("log")
 @session_command()
 @click.option("--full", is_flag=True, help="Load blob payloads so their previews show.")
@@ -116,15 +128,9 @@ def log(app: App, session: Session, full: bool, limit: int | None, as_json: bool
     events.reverse()
     if full:
         events = [session.resolve(e) for e in events]
-    if as_json:
-        emit_json([e.to_dict() for e in events])
-        return
-    out = console()
-    if not events:
-        out.print(Text(f"session {session.id} has no events", style="dim"))
-        return
-    shorts = abbreviate(e.id for e in session.entries())
-    print_lines(Text("\n").join(event_lines(events, shorts, session.head)))
+    shorts = _emit_or_shorts(session, events, as_json)
+    if shorts is not None:
+        print_lines(Text("\n").join(event_lines(events, shorts, session.head)))
 
 
 @click.command("tree")
@@ -229,14 +235,10 @@ def context(app: App, session: Session, resolve: bool, as_json: bool) -> None:
     not read, unless --resolve."""
     with _path_broken_hint(session):
         events = session.context(resolve=resolve)
-    if as_json:
-        emit_json([e.to_dict() for e in events])
+    shorts = _emit_or_shorts(session, events, as_json)
+    if shorts is None:
         return
     out = console()
-    if not events:
-        out.print(Text(f"session {session.id} has no events", style="dim"))
-        return
-    shorts = abbreviate(e.id for e in session.entries())
     for e in events:
         header = Text(f"── {e.kind}", style="bold")
         header.append(f" · {e.role or '-'}", style="cyan")

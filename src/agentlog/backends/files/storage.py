@@ -16,6 +16,7 @@ import re
 import threading
 import time
 import warnings
+from dataclasses import replace
 from typing import Any, Iterator, Sequence
 
 import orjson
@@ -424,24 +425,11 @@ class FileSessionStorage(SessionStorage):
                 first_branch = head  # HEAD was checked out to an event with children
             n = len(req.payloads)
             for i, (kind, role, payload) in enumerate(req.payloads):
-                event_id = self._ids.next()
-                if len(payload) > self.blob_threshold:
-                    digest = digest_of(payload)
-                    blobs[digest] = payload
-                    inline = None
-                else:
-                    digest = None
-                    inline = orjson.Fragment(payload)
-                bf = first_branch if i == 0 else None
-                obj = {"id": event_id, "parent_id": parent, "branch_from": bf, "kind": kind,
-                       "role": role, "timestamp": ts, "record": inline, "digest": digest}
-                if n > 1:
-                    obj["txn"] = [i, n]
-                lines.append(encode_line(obj))
-                records.append(obj)
-                events.append(Event(event_id, parent, kind, role, ts, orjson.loads(payload),
-                                    digest, bf))
-                parent = event_id
+                event = Event(self._ids.next(), parent, kind, role, ts, orjson.loads(payload),
+                              None, first_branch if i == 0 else None)
+                digest = self._frame(event, payload, i, n, lines, records, blobs)
+                events.append(replace(event, digest=digest) if digest else event)
+                parent = event.id
             head = parent
             req.result = events
 
@@ -477,22 +465,30 @@ class FileSessionStorage(SessionStorage):
         n = len(req.copies)
         for i, (event, payload) in enumerate(req.copies):
             self._ids.observe(event.id)
-            digest, inline = event.digest, None
-            if digest is None:
-                if len(payload) > self.blob_threshold:
-                    digest = digest_of(payload)
-                    blobs[digest] = payload
-                else:
-                    inline = orjson.Fragment(payload)
-            obj = {"id": event.id, "parent_id": event.parent_id, "branch_from": event.branch_from,
-                   "kind": event.kind, "role": event.role, "timestamp": event.timestamp,
-                   "record": inline, "digest": digest}
-            if n > 1:
-                obj["txn"] = [i, n]
-            lines.append(encode_line(obj))
-            records.append(obj)
+            self._frame(event, payload, i, n, lines, records, blobs)
         req.result = [event for event, _ in req.copies]
         return req.copies[-1][0].id
+
+    def _frame(self, event: Event, payload: bytes | None, i: int, n: int, lines: list[bytes],
+               records: list[dict[str, Any] | None], blobs: dict[str, bytes]) -> str | None:
+        """Encode one event line (member ``i`` of a chain of ``n``); a payload
+        above the threshold goes to ``blobs``. ``payload`` None means the
+        event already names its blob. Returns the digest, if any."""
+        digest, inline = event.digest, None
+        if payload is not None:
+            if len(payload) > self.blob_threshold:
+                digest = digest_of(payload)
+                blobs[digest] = payload
+            else:
+                inline = orjson.Fragment(payload)
+        obj = {"id": event.id, "parent_id": event.parent_id, "branch_from": event.branch_from,
+               "kind": event.kind, "role": event.role, "timestamp": event.timestamp,
+               "record": inline, "digest": digest}
+        if n > 1:
+            obj["txn"] = [i, n]
+        lines.append(encode_line(obj))
+        records.append(obj)
+        return digest
 
     def append_existing(self, events: Sequence[Event], source: SessionStorage | None = None) -> list[Event]:
         """Append events keeping their ids, parents and times (fork, migration,
