@@ -54,6 +54,14 @@ def lock_path(store: Store, session_id: str) -> Path:
     return Path(store.home) / "locks" / f"{session_id}.lock"
 
 
+def reopen_store(store: Store) -> Store:
+    """The same sessions through a new Store, as a restarted process sees them
+    (a memory store lives in its one object: it is its own reopening)."""
+    if store.url.startswith("memory:"):
+        return store
+    return Store(store.url, durability=store.durability, blob_threshold=store.blob_threshold)
+
+
 # --- byte surgery --------------------------------------------------------------
 def line_spans(path: Path) -> list[tuple[int, int]]:
     """(offset, length) of every line, newline included; a torn last line too."""

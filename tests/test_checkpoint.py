@@ -158,7 +158,7 @@ for _name in _EFFECTS:
 def _agent_turns(home: str, session_id: str, fs: OsFs, turns: int, ready_fd: int | None) -> None:
     """The child's work: resume the session and run agent turns with tools."""
     warnings.simplefilter("ignore", RecoveryWarning)
-    store = Store(backend=FileBackend(home, fs=fs, blob_threshold=1024))
+    store = Store(backend=FileBackend(home, fs=fs), blob_threshold=1024)
     session = store.open(session_id)
     script = []
     for k in range(turns):

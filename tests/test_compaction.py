@@ -163,7 +163,7 @@ def test_context_reads_no_payload_it_does_not_need(tmp_path):
     assert c is not None
 
     fs = RecordingFs()
-    store = Store(backend=FileBackend(home, fs=fs, blob_threshold=BLOB_THRESHOLD))
+    store = Store(backend=FileBackend(home, fs=fs), blob_threshold=BLOB_THRESHOLD)
     with store.open(sid, readonly=True) as s:
         fs.clear()
         events = s.context()

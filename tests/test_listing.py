@@ -103,7 +103,7 @@ def test_listing_opens_no_chunk_and_no_blob(tmp_path):
     setup.update_meta(ids[0], archived=True)
 
     fs = CountingFs()
-    store = Store(backend=FileBackend(home, fs=fs, blob_threshold=BLOB_THRESHOLD))
+    store = Store(backend=FileBackend(home, fs=fs), blob_threshold=BLOB_THRESHOLD)
     fs.opened.clear()
     rows = store.list(archived=True)
     assert {r.id for r in rows} == set(ids)

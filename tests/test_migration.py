@@ -262,7 +262,7 @@ def test_an_upgrade_interrupted_at_every_effect_completes_on_the_next_open(tmp_p
     counting_home = tmp_path / "counting"
     write_legacy(counting_home, lines, head=head)
     fs = FailAt(0)
-    store = Store(backend=FileBackend(str(counting_home), fs=fs, blob_threshold=BLOB_THRESHOLD))
+    store = Store(backend=FileBackend(str(counting_home), fs=fs), blob_threshold=BLOB_THRESHOLD)
     fs.count = 0
     store.open(SID).close()
     total = fs.count
@@ -273,7 +273,7 @@ def test_an_upgrade_interrupted_at_every_effect_completes_on_the_next_open(tmp_p
         directory = write_legacy(home, lines, head=head)
         original = (directory / "events.jsonl").read_bytes()
         fs = FailAt(0)  # nothing fails while the store sets its home up
-        store = Store(backend=FileBackend(str(home), fs=fs, blob_threshold=BLOB_THRESHOLD))
+        store = Store(backend=FileBackend(str(home), fs=fs), blob_threshold=BLOB_THRESHOLD)
         fs.count, fs.n = 0, n
         try:
             store.open(SID).close()

@@ -1,12 +1,26 @@
 """agentlog: a durable, navigable event timeline for AI agent sessions."""
 
-from .backends import Backend, Draft, FileBackend, MemoryBackend, SessionStorage
+from .backends import (
+    Backend,
+    BlobCopy,
+    Commit,
+    FileBackend,
+    IndexEntry,
+    MemoryBackend,
+    Problem,
+    SessionStats,
+    SessionStorage,
+    StagedEvent,
+    Ticket,
+)
+from .compaction import CompactionPolicy
 from .errors import (
     AgentlogError,
     BlobIntegrityError,
     ContextMismatch,
     CorruptionError,
     EventNotFound,
+    HeadConflict,
     InvalidEvent,
     InvalidEventId,
     InvalidSessionId,
@@ -22,10 +36,14 @@ from .errors import (
     StorageError,
     StreamedDeltaError,
     SummarizerError,
+    UnknownBackend,
 )
 from .event import KINDS, NIL_ID, Event
 from .session import Session
-from .store import SessionInfo, Store, default_home
+from .state import Checkpoint, Todo
+from .store import BrokenSession, SessionInfo, Store, default_home, default_location
+from .summarize import Summarizer, Summary
+from .timeline import NewEvent
 
 __version__ = "0.1.0"
 
@@ -34,19 +52,27 @@ __all__ = [
     "NIL_ID",
     "AgentlogError",
     "Backend",
+    "BlobCopy",
     "BlobIntegrityError",
+    "BrokenSession",
+    "Checkpoint",
+    "Commit",
+    "CompactionPolicy",
     "ContextMismatch",
     "CorruptionError",
-    "Draft",
     "Event",
     "EventNotFound",
     "FileBackend",
+    "HeadConflict",
+    "IndexEntry",
     "InvalidEvent",
     "InvalidEventId",
     "InvalidSessionId",
     "MemoryBackend",
     "ModelError",
+    "NewEvent",
     "NothingToContinue",
+    "Problem",
     "ReadOnlySession",
     "RecoveryWarning",
     "Session",
@@ -56,10 +82,18 @@ __all__ = [
     "SessionLocked",
     "SessionNotFound",
     "SessionPoisoned",
+    "SessionStats",
     "SessionStorage",
+    "StagedEvent",
     "StorageError",
     "Store",
     "StreamedDeltaError",
+    "Summarizer",
+    "Summary",
     "SummarizerError",
+    "Ticket",
+    "Todo",
+    "UnknownBackend",
     "default_home",
+    "default_location",
 ]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .cutpoints import choose_cut
 from .errors import AgentlogError, SummarizerError
 from .event import NIL_ID, Event
-
-if TYPE_CHECKING:
-    from .session import Session
+from .tokens import count_tokens, event_tokens
+from .view import SessionView
 
 __all__ = ["CompactionPolicy", "compact", "summarize_branch"]
 
@@ -42,30 +42,23 @@ def _summarize(summarizer: Any, events: list[Event], previous: dict | None):
         raise SummarizerError(f"summarizer failed: {type(exc).__name__}: {exc}") from exc
 
 
-def compact(session: "Session", *, summarizer: Any = None,
-            keep_tokens: int | None = None) -> Event | None:
+def compact(session: SessionView, *, summarizer: Any, keep_tokens: int) -> Event | None:
     """Summarize the context before a cut point into a ``compaction`` event.
 
     Returns the new event, or None when there is nothing worth compacting.
     A failing summarizer raises SummarizerError and writes nothing, so the
     compaction can simply be retried."""
-    from .context import assemble_context
-    from .cutpoints import choose_cut
-    from .tokens import count_tokens, event_tokens
-
     # The compaction goes where the next append goes: after a select(), on
     # the selected path, so that path (not HEAD's) is what it summarizes.
-    walk = session.walk(session.pending)
-    context = [session.resolve(e) for e in assemble_context(walk, session.resolve)]
+    context = session.context(at=session.pending, resolve=True)
     previous = context[0] if context and context[0].kind == "compaction" else None
     body = context[1:] if previous else context
-    keep = session.compaction.keep_tokens if keep_tokens is None else keep_tokens
-    cut = choose_cut(body, keep)
+    cut = choose_cut(body, keep_tokens)
     if cut is None or cut <= 0:
         return None
     older, kept = body[:cut], body[cut:]
     prior = previous.record.get("structured") if previous and isinstance(previous.record, dict) else None
-    summary = _summarize(summarizer or session.summarizer, older, prior)
+    summary = _summarize(summarizer, older, prior)
     record = {
         "summary": summary.text,
         "structured": summary.structured,
@@ -80,11 +73,11 @@ def compact(session: "Session", *, summarizer: Any = None,
     return session.append("compaction", record, role="system")
 
 
-def _ancestors(session: "Session", event_id: str) -> set[str]:
+def _ancestors(session: SessionView, event_id: str) -> set[str]:
     return {e.id for e in session.walk(event_id)} | {NIL_ID}
 
 
-def summarize_branch(session: "Session", *, summarizer: Any = None) -> Event | None:
+def summarize_branch(session: SessionView, *, summarizer: Any) -> Event | None:
     """After ``select()``, record what the abandoned branch tried.
 
     The events from HEAD back to the common ancestor with the selected
@@ -106,7 +99,7 @@ def summarize_branch(session: "Session", *, summarizer: Any = None) -> Event | N
         return None
     abandoned.reverse()
     resolved = [session.resolve(e) for e in abandoned]
-    summary = _summarize(summarizer or session.summarizer, resolved, None)
+    summary = _summarize(summarizer, resolved, None)
     record = {
         "summary": summary.text,
         "structured": summary.structured,

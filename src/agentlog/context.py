@@ -2,40 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable
 
-from .event import Event
+from .event import NIL_ID, Event
+from .view import PathReader
 
 __all__ = ["assemble_context"]
 
 
-def assemble_context(walk: Iterable[Event], resolve: Callable[[Event], Event]) -> list[Event]:
-    """From a walk HEAD -> root, the model's context in order.
+def assemble_context(reader: PathReader, from_id: str, resolve: Callable[[Event], Event]) -> list[Event]:
+    """The model's context for the path ending at ``from_id``, in order.
 
-    The walk stops at the latest compaction on the path, then continues
+    One bulk read back to the latest compaction on the path, then one more
     only as far back as the compaction's ``first_kept_event_id``, so the
     cost is the context's size, not the history's. Result: the compaction
     (as the summary), the events it kept, then everything after it."""
-    after: list[Event] = []
-    walker = iter(walk)
-    for event in walker:
-        if event.kind != "compaction":
-            after.append(event)
-            continue
-        if not event.loaded:
-            event = resolve(event)  # a summary big enough for a blob
-        record = event.record if isinstance(event.record, dict) else {}
-        keep_from = record.get("first_kept_event_id")
-        kept: list[Event] = []
-        if keep_from:
-            for older in walker:
-                kept.append(older)
-                if older.id == keep_from:
-                    break
-            else:
-                kept = []  # the kept id is not on this path: keep nothing
-        kept.reverse()
-        after.reverse()
-        return [event, *kept, *after]
-    after.reverse()
-    return after
+    if from_id == NIL_ID:
+        return []
+    newest = reader.ancestors(from_id, until_kind="compaction")
+    if not newest or newest[-1].kind != "compaction":
+        newest.reverse()
+        return newest
+    compaction = newest.pop()
+    if not compaction.loaded:
+        compaction = resolve(compaction)  # a summary big enough for a blob
+    record = compaction.record if isinstance(compaction.record, dict) else {}
+    keep_from = record.get("first_kept_event_id")
+    kept: list[Event] = []
+    if isinstance(keep_from, str) and compaction.parent_id != NIL_ID:
+        kept = reader.ancestors(compaction.parent_id, until_id=keep_from)
+        if not kept or kept[-1].id != keep_from:
+            kept = []  # the kept id is not on this path: keep nothing
+    kept.reverse()
+    newest.reverse()
+    return [compaction, *kept, *newest]

@@ -12,6 +12,8 @@
      +-- SessionExists
      +-- EventNotFound
      +-- SessionLocked             another process holds the writer's lease
+     +-- HeadConflict              HEAD was not where a commit expected it
+     +-- UnknownBackend            a store URL no installed backend serves
      +-- ReadOnlySession           a write through a session opened read-only
      +-- SessionClosed
      +-- ContextMismatch           sync() given messages whose prefix differs
@@ -37,6 +39,7 @@ __all__ = [
     "ContextMismatch",
     "CorruptionError",
     "EventNotFound",
+    "HeadConflict",
     "InvalidEvent",
     "InvalidEventId",
     "InvalidSessionId",
@@ -52,6 +55,7 @@ __all__ = [
     "StorageError",
     "StreamedDeltaError",
     "SummarizerError",
+    "UnknownBackend",
 ]
 
 
@@ -60,13 +64,11 @@ class AgentlogError(Exception):
 
 
 class InvalidSessionId(AgentlogError, ValueError):
-    def __init__(self, value: object) -> None:
+    def __init__(self, value: object, why: str = "use 1 to 128 of A-Z a-z 0-9 _ -") -> None:
         shown = repr(value)
         if len(shown) > 80:
             shown = shown[:77] + "..."
-        super().__init__(
-            f"invalid session id {shown}: use 1 to 128 of A-Z a-z 0-9 _ -"
-        )
+        super().__init__(f"invalid session id {shown}: {why}")
         self.value = value
 
 
@@ -124,6 +126,22 @@ class SessionLocked(AgentlogError):
         super().__init__(f"session {session_id!r} is open for writing elsewhere{who}")
         self.session_id = session_id
         self.holder = holder
+
+
+class HeadConflict(AgentlogError):
+    """A commit's compare-and-swap on HEAD failed: another writer moved HEAD,
+    or a commit queued before this one failed (its parent was never stored).
+    Nothing of the commit was written."""
+
+    def __init__(self, session_id: str, expected: str, actual: str) -> None:
+        super().__init__(f"session {session_id!r}: HEAD is {actual}, not {expected} as the commit expected")
+        self.session_id = session_id
+        self.expected = expected
+        self.actual = actual
+
+
+class UnknownBackend(AgentlogError, ValueError):
+    """A store URL whose scheme no installed backend registers."""
 
 
 class ReadOnlySession(AgentlogError):

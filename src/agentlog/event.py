@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 import uuid
@@ -19,7 +20,15 @@ __all__ = [
     "Event",
     "IdGenerator",
     "check_event_id",
+    "check_kind",
+    "check_new_session_id",
+    "check_record",
+    "check_role",
     "check_session_id",
+    "check_sidecar_name",
+    "digest_of",
+    "is_event_id",
+    "stored_record_problem",
     "format_timestamp",
     "parse_timestamp",
 ]
@@ -39,10 +48,26 @@ KINDS = (
     "custom",          # never sent: anything a harness wants to keep
 )
 
+# The one definition of each identifier's grammar; every module imports these.
 KIND_PATTERN = re.compile(r"[a-z][a-z0-9_.-]{0,31}\Z")
 ROLE_PATTERN = re.compile(r"[a-z][a-z0-9_.-]{0,31}\Z")
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}\Z")
 _EVENT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
+# Printable ASCII without quote or backslash, bounded (older writers' forms are kept).
+_TIMESTAMP = re.compile(r'[ !#-\[\]-~]{1,40}\Z')
+# Sidecar names: one path component, no hidden or temporary names.
+_SIDECAR = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
+
+
+def is_event_id(value: object) -> bool:
+    """True for a canonical lower-case UUID (the form every event id takes)."""
+    return isinstance(value, str) and _EVENT_ID.match(value) is not None
+
+
+def digest_of(data: bytes) -> str:
+    """A blob's name: its SHA-256, with the algorithm as a prefix."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def check_session_id(value: object) -> str:
@@ -51,6 +76,26 @@ def check_session_id(value: object) -> str:
     Checked before any path is built from it (invariant 8)."""
     if not isinstance(value, str) or not _SESSION_ID.match(value):
         raise InvalidSessionId(value)
+    return value
+
+
+def check_new_session_id(value: object) -> str:
+    """A session id that may be created: safe, and not read as an option.
+
+    An id starting with ``-`` is refused here (every shell tool would take
+    ``agentlog log -rf`` as options); existing ones still open."""
+    check_session_id(value)
+    assert isinstance(value, str)
+    if value.startswith("-"):
+        raise InvalidSessionId(value, "it starts with '-', which command lines read as an option")
+    return value
+
+
+def check_sidecar_name(value: object) -> str:
+    """A sidecar (artifact) name: one safe path component (invariant 8)."""
+    if not isinstance(value, str) or not _SIDECAR.match(value) or value.endswith(".tmp"):
+        raise InvalidEvent(f"invalid sidecar name {value!r}: use A-Z a-z 0-9 _ . - (max 128), "
+                           "not starting with '.' or '-', not ending in .tmp")
     return value
 
 
@@ -89,6 +134,31 @@ def check_record(record: object) -> None:
                 "this record is a streaming chunk: deltas are live-only; "
                 "append the settled message instead"
             )
+
+
+def stored_record_problem(rec: dict[str, Any]) -> str | None:
+    """Why a stored record (checksum intact) is still not a valid event, or None.
+
+    A checksum proves the bytes are the ones written, not that a valid
+    writer wrote them: a record whose fields name paths or fill index
+    slots is checked before it is believed (invariant 3)."""
+    for key in ("id", "parent_id"):
+        if not is_event_id(rec.get(key)):
+            return f"event record has a malformed {key}"
+    kind, role, stamp = rec.get("kind"), rec.get("role"), rec.get("timestamp")
+    if not (isinstance(kind, str) and KIND_PATTERN.match(kind)):
+        return "event record has a malformed kind"
+    if role is not None and not (isinstance(role, str) and ROLE_PATTERN.match(role)):
+        return "event record has a malformed role"
+    if not (isinstance(stamp, str) and _TIMESTAMP.match(stamp)):
+        return "event record has a malformed timestamp"
+    branch_from = rec.get("branch_from")
+    if branch_from is not None and not is_event_id(branch_from):
+        return "event record has a malformed branch_from"
+    digest = rec.get("digest")
+    if digest is not None and not (isinstance(digest, str) and _DIGEST.match(digest)):
+        return "event record has a malformed digest"
+    return None
 
 
 _second: tuple[int, str] = (-1, "")  # the last second formatted; appends come many a second
@@ -167,6 +237,10 @@ class IdGenerator:
         """True if ``event_id`` is the newest id issued or observed."""
         return uuid.UUID(event_id).int == self._last
 
+    def last(self) -> str:
+        """The newest id issued or observed ("" before any)."""
+        return _format_uuid(self._last) if self._last else ""
+
     def observe(self, event_id: str) -> None:
         self._last = max(self._last, uuid.UUID(event_id).int)
 
@@ -177,5 +251,9 @@ class IdGenerator:
             if value >= 1 << 128:  # a kept (forked, migrated or damaged) id at the very top
                 raise InvalidEvent("no event id sorts after the largest UUID already stored")
         self._last = value
-        h = f"{value:032x}"  # str(uuid.UUID(int=...)) costs more than the id itself
-        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        return _format_uuid(value)
+
+
+def _format_uuid(value: int) -> str:
+    h = f"{value:032x}"  # str(uuid.UUID(int=...)) costs more than the id itself
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

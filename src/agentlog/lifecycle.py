@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .errors import AgentlogError
 from ._text import content_text
 from .event import NIL_ID, format_timestamp
+from .view import SessionView
 
-if TYPE_CHECKING:
-    from .session import Session
-
-__all__ = ["DEFAULT_META", "ensure_summary_text", "meta_with_defaults", "persist", "render_summary"]
+__all__ = ["DEFAULT_META", "ensure_summary_text", "fork_meta", "meta_with_defaults", "render_summary"]
 
 #: Fields every session.json has; older files get these when read.
 DEFAULT_META: dict[str, Any] = {
@@ -39,41 +36,12 @@ def meta_with_defaults(meta: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def persist(session: "Session") -> None:
-    """Write a lazily created session to its real backend (the lazy gate).
-
-    Everything buffered moves in one all-or-nothing batch with ids,
-    parents and times unchanged, then HEAD and sidecars follow."""
-    buffer = session._storage
-    meta = buffer.read_meta()
-    events = [buffer.get(entry.id) for entry in buffer.entries()]
-    # The events go in with the session itself: it appears whole or not at all.
-    real = session.store.backend.create(session.id, meta, events=events, source=buffer)
-    try:
-        head = buffer.head()
-        if head != real.head():
-            real.set_head(head)
-        for name in buffer.sidecar_names():
-            real.write_sidecar(name, buffer.read_sidecar(name))
-    except BaseException:
-        real.close()
-        # Half a session on disk would make the retry fail with SessionExists.
-        try:
-            session.store.backend.delete(session.id)
-        except AgentlogError:
-            pass  # the first failure is the one to report
-        raise
-    session._storage = real
-    buffer.close()
-    session.store._leave_breadcrumb(session.id, meta.get("working_dir"))
-
-
 def text_of(record: Any) -> str:
     """The visible text of a message record (string or list of parts)."""
     return content_text(record.get("content")) if isinstance(record, dict) else ""
 
 
-def ensure_summary_text(session: "Session") -> str:
+def ensure_summary_text(session: SessionView) -> str:
     """The fallback summary: the last six user/assistant messages with
     content, oldest first, at most 2000 characters."""
     picked: list[str] = []
@@ -110,7 +78,7 @@ def render_summary(goal: str | None = None, completed: list[str] | str | None = 
     return "\n".join(lines), structured
 
 
-def fork_meta(session: "Session", at: str, name: str | None) -> dict[str, Any]:
+def fork_meta(session: SessionView, at: str, name: str | None) -> dict[str, Any]:
     meta = session.meta
     return {
         "name": name if name is not None else meta.get("name"),

@@ -1,48 +1,37 @@
-"""Session: the policy layer over one session's storage.
+"""Session: the policy layer over one session's timeline.
 
-Branching, HEAD selection, paths and context live here; bytes live in
-the backend. Safe to share between threads: appends are serialized (and
-their syncs shared) by the storage, and the pending selection is guarded.
+HEAD selection, paths, context, compaction and lifecycle live here; the
+core (``Timeline``) assigns ids and parents and frames commits; bytes live
+in the backend. Safe to share between threads: appends are ordered by the
+core and their syncs shared by the backend; the selection is guarded.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import orjson
 
-from .backends.base import Draft, IndexEntry, SessionStorage
-from .errors import CorruptionError, EventNotFound, SessionClosed
-from .event import (
-    NIL_ID,
-    Event,
-    check_event_id,
-    check_kind,
-    check_record,
-    check_role,
-)
+from ._writers import WRITERS
+from .backends.base import IndexEntry, SessionStorage
+from .compaction import CompactionPolicy, compact, summarize_branch
+from .context import assemble_context
+from .errors import AgentlogError, CorruptionError, EventNotFound, ReadOnlySession, SessionClosed
+from .event import NIL_ID, Event, check_event_id, check_sidecar_name, format_timestamp
+from .lifecycle import ensure_summary_text, fork_meta, meta_with_defaults, render_summary
+from .providers import to_chat_messages, to_responses_input
+from .state import Checkpoint
+from .summarize import ExtractiveSummarizer, Summarizer
+from .sync import new_suffix
+from .timeline import NewEvent, NewEventLike, Timeline, as_new_event
 
 __all__ = ["Session"]
 
-DraftLike = Draft | tuple | Mapping[str, Any]
-
-
-def make_draft(item: DraftLike) -> Draft:
-    """A Draft from a Draft, a (kind, record[, role]) tuple or a mapping."""
-    if isinstance(item, Draft):
-        kind, record, role = item.kind, item.record, item.role
-    elif isinstance(item, tuple) and len(item) in (2, 3):
-        kind, record, role = item if len(item) == 3 else (*item, None)
-    elif isinstance(item, Mapping):
-        kind, record, role = item.get("kind"), item.get("record"), item.get("role")
-    else:
-        raise TypeError(f"cannot make an event of {type(item).__name__}")
-    check_kind(kind)
-    check_role(role)
-    check_record(record)
-    return Draft(kind, record, role)
-
+#: How many events a walk reads at first, and at most, per bulk read.
+_FIRST_PAGE, _LAST_PAGE = 16, 4096
 
 class Session:
     """One session's timeline, open for writing or read-only.
@@ -50,32 +39,30 @@ class Session:
     Get one from ``Store.create`` or ``Store.open``; close it (or use it as
     a context manager) to release the writer's lease."""
 
-    def __init__(self, store: Any, storage: SessionStorage, *, lazy: bool = False) -> None:
-        from .compaction import CompactionPolicy
-
+    def __init__(self, store: Any, timeline: Timeline, *, lazy: bool = False) -> None:
         self._store = store
-        self._storage = storage
+        self._timeline = timeline
         self._lock = threading.RLock()
         self._pending: str | None = None
         self._closed = False
         self._lazy = lazy
         #: Compaction policy and summarizer; set them to change the defaults.
         self.compaction = CompactionPolicy()
-        self._summarizer: Any = None
+        self._summarizer: Summarizer | None = None
 
     # --- identity ---------------------------------------------------------------
     @property
     def id(self) -> str:
-        return self._storage.session_id
+        return self._timeline.session_id
 
     @property
     def readonly(self) -> bool:
-        return self._storage.readonly
+        return self.storage.readonly
 
     @property
     def head(self) -> str:
         """The id HEAD names durably (NIL_ID while the session is empty)."""
-        return self._storage.head()
+        return self.storage.head()
 
     @property
     def pending(self) -> str | None:
@@ -88,48 +75,57 @@ class Session:
 
     @property
     def storage(self) -> SessionStorage:
-        return self._storage
+        """The backend's storage under this session (for tools that inspect it)."""
+        return self._timeline.storage
 
     @property
     def warnings(self) -> list[str]:
         """What opening this session repaired on its own (torn tail, index)."""
-        return list(getattr(self._storage, "warnings", []))
+        return list(self.storage.warnings)
 
     def __len__(self) -> int:
-        return self._storage.event_count()
+        return self.storage.event_count()
 
     def _check_open(self) -> None:
         if self._closed:
             raise SessionClosed(self.id)
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.readonly:
+            raise ReadOnlySession(self.id)
 
     # --- writing ----------------------------------------------------------------
     def append(self, kind: str, record: Any = None, role: str | None = None) -> Event:
         """Append one event as a child of HEAD (or of the selected event).
 
         Returns once the event is durable (invariant 1)."""
-        return self.append_many([Draft(kind, record, role)])[0]
+        return self.append_many([NewEvent(kind, record, role)])[0]
 
-    def append_many(self, items: Iterable[DraftLike]) -> list[Event]:
+    def append_many(self, items: Iterable[NewEventLike]) -> list[Event]:
         """Append a chain of events atomically: after a crash, all or none."""
         self._check_open()
-        drafts = [make_draft(item) for item in items]
+        drafts = [as_new_event(item) for item in items]
         if not drafts:
             return []
         with self._lock:
             if self._lazy and any(d.kind == "message" and d.role == "assistant" for d in drafts):
                 self.persist()
-            parent, branch_from = self._parent_for_append()
-            if parent is not None:
-                # A pinned parent is used up by exactly this append.
-                events = self._storage.append(drafts, parent=parent, branch_from=branch_from)
-                self._pending = None
-                return events
-            self._pending = None  # a selection of HEAD itself is used up too
-        # Outside the lock, so threads sharing this Session share one fsync
-        # (group commit); the storage gives HEAD at commit as the parent.
-        return self._storage.append(drafts)
+            # Submitted under the lock that the lazy gate switches under, so
+            # no append can land in a buffer that was already copied.
+            selected, timeline = self._pending, self._timeline
+            submitted = timeline.submit(drafts, parent=selected)
+            self._pending = None  # a selection is used up by exactly this append
+        try:
+            # Outside the lock: threads sharing this Session share one sync.
+            return timeline.run(submitted)
+        except BaseException:
+            with self._lock:
+                if self._pending is None:
+                    self._pending = selected  # the selection still stands for a retry
+            raise
 
-    def import_events(self, events: Sequence[Event], source: Any = None) -> list[Event]:
+    def import_events(self, events: Sequence[Event], source: Session | SessionStorage | None = None) -> list[Event]:
         """Append events that already have ids, parents and times (importers,
         bundles, copies between stores), as one all-or-nothing batch.
 
@@ -138,25 +134,9 @@ class Session:
         last one. Blob payloads (``record`` None with a digest) are read
         from ``source``, another session."""
         self._check_open()
-        src = source.storage if isinstance(source, Session) else source
+        storage = source.storage if isinstance(source, Session) else source
         with self._lock:
-            return self._storage.append_existing(list(events), source=src)
-
-    def _parent_for_append(self) -> tuple[str | None, str | None]:
-        """(parent, branch_from) for the next append; parent None = HEAD at commit.
-
-        A selected event that already has children is pinned as the parent
-        and named by branch_from. Following HEAD, the storage marks the
-        branch at commit (HEAD moved by a checkout to an event with children),
-        since only then is it known which event HEAD is."""
-        selected = self._pending
-        if selected is None or selected == self.head:
-            return None, None
-        if selected != NIL_ID and self._storage.has_children(selected):
-            return selected, selected
-        if selected == NIL_ID and len(self) > 0:
-            return selected, selected
-        return selected, None
+            return self._timeline.import_events(list(events), storage)
 
     def select(self, event_id: str | None) -> None:
         """Make ``event_id`` the parent of the next append, without moving HEAD.
@@ -170,56 +150,61 @@ class Session:
                 return
             if event_id != NIL_ID:
                 check_event_id(event_id)
-                if not self._storage.contains(event_id):
+                if not self.storage.contains(event_id):
                     raise EventNotFound(event_id, self.id)
             self._pending = event_id
 
     def checkout(self, event_id: str) -> None:
         """Move HEAD to ``event_id`` durably, appending no event."""
         self._check_open()
-        if event_id != NIL_ID:
-            check_event_id(event_id)
         with self._lock:
-            self._storage.set_head(event_id)
+            self._timeline.checkout(event_id)
             self._pending = None
 
     # --- reading ----------------------------------------------------------------
     def event(self, event_id: str) -> Event:
         self._check_open()
-        check_event_id(event_id)
-        return self._storage.get(event_id)
+        return self.storage.get(check_event_id(event_id))
 
     def __contains__(self, event_id: object) -> bool:
-        return isinstance(event_id, str) and self._storage.contains(event_id)
+        return isinstance(event_id, str) and self.storage.contains(event_id)
 
     def resolve(self, event: Event) -> Event:
         """The event with its blob payload loaded (and its digest verified)."""
         self._check_open()
-        if event.loaded:
+        if event.loaded or event.digest is None:
             return event
-        data = self._storage.load_blob(event.digest)
+        data = self.storage.get_blob(event.digest)
         try:
             return event.with_record(orjson.loads(data))
         except orjson.JSONDecodeError as exc:
             raise CorruptionError(f"blob {event.digest}", None, f"does not parse: {exc}") from None
 
     def walk(self, event_id: str | None = None) -> Iterator[Event]:
-        """Events from ``event_id`` (default HEAD) back to the root."""
+        """Events from ``event_id`` (default HEAD) back to the root, read in
+        growing bulk pages so a short walk reads little and a long one few times."""
         self._check_open()
         current = self.head if event_id is None else check_event_id(event_id)
-        seen = 0
-        limit = len(self) + 1
+        page, seen, bound = _FIRST_PAGE, 0, len(self) + 1
         while current != NIL_ID:
-            event = self._storage.get(current)
-            yield event
-            current = event.parent_id
-            seen += 1
-            if seen > limit:
+            events = self.storage.ancestors(current, limit=page)
+            if not events:
+                raise EventNotFound(current, self.id)
+            for event in events:
+                yield event
+            seen += len(events)
+            if seen > bound:
                 raise CorruptionError(self.id, None, f"parent links loop at {current}")
+            current = events[-1].parent_id
+            page = min(page * 2, _LAST_PAGE)
 
     def path(self, event_id: str | None = None) -> list[Event]:
         """Root to ``event_id`` (default HEAD), reading only that path."""
-        events = list(self.walk(event_id))
+        self._check_open()
+        current = self.head if event_id is None else check_event_id(event_id)
+        if current == NIL_ID:
+            return []
+        events = self.storage.ancestors(current)
         events.reverse()
         return events
 
@@ -227,13 +212,13 @@ class Session:
         """The whole active path, root to HEAD: nothing dropped."""
         return self.path()
 
-    def context(self, *, resolve: bool = False) -> list[Event]:
+    def context(self, *, at: str | None = None, resolve: bool = False) -> list[Event]:
         """What the model gets: the latest compaction on the path (its summary),
         the events it kept, then everything after it. Without a compaction,
-        the whole path. Blob payloads stay unloaded unless ``resolve``."""
-        from .context import assemble_context
-
-        events = assemble_context(self.walk(), self.resolve)
+        the whole path. ``at`` is the path's last event (default HEAD).
+        Blob payloads stay unloaded unless ``resolve``."""
+        self._check_open()
+        events = assemble_context(self.storage, self.head if at is None else at, self.resolve)
         if resolve:
             events = [self.resolve(e) for e in events]
         return events
@@ -241,7 +226,7 @@ class Session:
     def entries(self) -> list[IndexEntry]:
         """Every event's index entry (no payloads), in append order."""
         self._check_open()
-        return list(self._storage.entries())
+        return list(self.storage.entries())
 
     def children(self) -> dict[str, list[str]]:
         """Parent id -> child ids, for drawing the tree (reads the index only)."""
@@ -253,30 +238,25 @@ class Session:
     def refresh(self) -> None:
         """A read-only session catches up with its writer."""
         self._check_open()
-        self._storage.refresh()
+        self.storage.refresh()
 
     # --- metadata ----------------------------------------------------------------
     @property
     def meta(self) -> dict[str, Any]:
-        return self._storage.read_meta()
+        return self.storage.read_meta()
 
     def update_meta(self, **changes: Any) -> dict[str, Any]:
-        """Change session.json fields atomically (unknown fields are kept)."""
-        self._check_open()
-        from .event import format_timestamp
-        import time
-
+        """Change metadata fields atomically (unknown fields are kept)."""
+        self._check_writable()
         with self._lock:
-            meta = self._storage.read_meta()
+            meta = self.storage.read_meta()
             meta.update(changes)
             meta["updated_at"] = format_timestamp(time.time_ns())
-            self._storage.write_meta(meta)
+            self.storage.write_meta(meta)
         return meta
 
     @property
     def meta_with_defaults(self) -> dict[str, Any]:
-        from .lifecycle import meta_with_defaults
-
         return meta_with_defaults(self.meta)
 
     # --- lifecycle ---------------------------------------------------------------
@@ -286,19 +266,38 @@ class Session:
         return not self._lazy
 
     def persist(self) -> None:
-        """Write a lazily created session to disk now (idempotent)."""
+        """Write a lazily created session to its store now (idempotent).
+
+        Everything buffered moves in one all-or-nothing commit with ids,
+        parents, times and HEAD unchanged, then the sidecars follow; the
+        switch happens under the lock every append is submitted under."""
         self._check_open()
         with self._lock:
-            if self._lazy:
-                from .lifecycle import persist
-
-                persist(self)
-                self._lazy = False
+            if not self._lazy:
+                return
+            buffer = self._timeline.storage
+            events = [buffer.get(entry.id) for entry in buffer.entries()]
+            real = self._store.create_timeline(self.id, buffer.read_meta(), events, buffer, buffer.head())
+            try:
+                for name in buffer.sidecar_names():
+                    real.storage.write_sidecar(name, buffer.read_sidecar(name))
+            except BaseException:
+                WRITERS.release(self._store.url, self.id, real)
+                try:
+                    # Half a session would make the retry fail with SessionExists.
+                    self._store.delete(self.id)
+                except AgentlogError:
+                    pass  # the first failure is the one to report
+                raise
+            self._timeline = real
+            self._lazy = False
+            buffer.close()
 
     @property
     def title(self) -> str | None:
         meta = self.meta
-        return meta.get("title") or meta.get("name")
+        title = meta.get("title") or meta.get("name")
+        return title if isinstance(title, str) else None
 
     def set_title(self, title: str | None) -> None:
         self.update_meta(title=title)
@@ -313,11 +312,10 @@ class Session:
         self.update_meta(status=status)
 
     def set_summary(self, summary: str | None = None, *, goal: str | None = None,
-                    completed: Any = None, decisions: Any = None, remaining: Any = None) -> str:
+                    completed: list[str] | str | None = None, decisions: list[str] | str | None = None,
+                    remaining: list[str] | str | None = None) -> str:
         """Replace the session summary (goal, completed work, decisions,
         remaining work); an agent tool can call this."""
-        from .lifecycle import render_summary
-
         text, structured = render_summary(goal, completed, decisions, remaining)
         if summary is not None:
             text = summary
@@ -326,10 +324,8 @@ class Session:
 
     def ensure_summary(self) -> str:
         """Set the fallback summary when none is set; return the summary."""
-        from .lifecycle import ensure_summary_text
-
         current = self.meta.get("summary")
-        if current:
+        if isinstance(current, str) and current:
             return current
         text = ensure_summary_text(self)
         if text:
@@ -337,52 +333,57 @@ class Session:
         return text
 
     def fork(self, at: str | None = None, *, name: str | None = None,
-             session_id: str | None = None) -> "Session":
+             session_id: str | None = None) -> Session:
         """A new session holding the path to ``at`` (default HEAD).
 
-        Records ``forked_from`` in its metadata; blobs are hard-linked
-        (or copied once across file systems), not read."""
-        from .lifecycle import fork_meta
-
+        Records ``forked_from`` in its metadata; blobs are shared (hard
+        links on files) or copied once, never decoded."""
         at = self.head if at is None else check_event_id(at)
         events = self.path(at) if at != NIL_ID else []
-        return self._store.create(session_id=session_id, events=events, source=self._storage,
-                                  **fork_meta(self, at, name))
+        fork: Session = self._store.create(session_id=session_id, events=events, source=self.storage,
+                                           **fork_meta(self, at, name))
+        return fork
 
-    # --- drafts and artifacts ------------------------------------------------------
+    # --- drafts and sidecars -------------------------------------------------------
+    def read_sidecar(self, name: str) -> bytes | None:
+        """A small named file kept with the session, or None."""
+        self._check_open()
+        return self.storage.read_sidecar(check_sidecar_name(name))
+
+    def write_sidecar(self, name: str, data: bytes | None) -> None:
+        """Replace (atomically) or with None remove a small named file."""
+        self._check_writable()
+        self.storage.write_sidecar(check_sidecar_name(name), data)
+
     def draft(self) -> str | None:
         """Unsent user text saved with ``set_draft``, if any."""
-        data = self._storage.read_sidecar("draft.txt")
+        data = self.read_sidecar("draft.txt")
         return None if data is None else data.decode("utf-8")
 
     def set_draft(self, text: str | None) -> None:
         """Save (atomically) or with None clear the unsent user text."""
-        self._check_open()
-        self._storage.write_sidecar("draft.txt", None if text is None else text.encode("utf-8"))
+        self.write_sidecar("draft.txt", None if text is None else text.encode("utf-8"))
 
     @property
     def artifacts_dir(self) -> str | None:
-        """The directory for this session's sidecar files (file backend)."""
-        return self._storage.artifacts_dir()
+        """The directory for this session's own files (file backend)."""
+        return self.storage.artifacts_dir()
 
     # --- working context --------------------------------------------------------------
     @property
-    def summarizer(self) -> Any:
+    def summarizer(self) -> Summarizer:
         if self._summarizer is None:
-            from .summarize import ExtractiveSummarizer
-
             self._summarizer = ExtractiveSummarizer()
         return self._summarizer
 
     @summarizer.setter
-    def summarizer(self, value: Any) -> None:
+    def summarizer(self, value: Summarizer | None) -> None:
         self._summarizer = value
 
-    def compact(self, summarizer: Any = None, *, keep_tokens: int | None = None) -> Event | None:
+    def compact(self, summarizer: Summarizer | None = None, *, keep_tokens: int | None = None) -> Event | None:
         """Summarize older context into a ``compaction`` event (nothing deleted)."""
-        from .compaction import compact
-
-        return compact(self, summarizer=summarizer, keep_tokens=keep_tokens)
+        return compact(self, summarizer=summarizer or self.summarizer,
+                       keep_tokens=self.compaction.keep_tokens if keep_tokens is None else keep_tokens)
 
     def maybe_compact(self, used_tokens: int, context_window: int) -> Event | None:
         """Compact when the policy says usage is high enough."""
@@ -390,24 +391,20 @@ class Session:
             return self.compact()
         return None
 
-    def summarize_branch(self, summarizer: Any = None) -> Event | None:
+    def summarize_branch(self, summarizer: Summarizer | None = None) -> Event | None:
         """After ``select()``, append a ``branch_summary`` of the abandoned branch."""
-        from .compaction import summarize_branch
+        return summarize_branch(self, summarizer=summarizer or self.summarizer)
 
-        return summarize_branch(self, summarizer=summarizer)
-
-    def save_turn(self, items: Iterable[DraftLike], state: Any = None) -> list[Event]:
+    def save_turn(self, items: Iterable[NewEventLike], state: Checkpoint | dict[str, Any] | None = None) -> list[Event]:
         """Append a turn's events and its checkpoint state in one atomic batch."""
-        drafts = [make_draft(item) for item in items]
+        drafts = [as_new_event(item) for item in items]
         if state is not None:
-            record = state.to_record() if hasattr(state, "to_record") else state
-            drafts.append(Draft("state", record, "system"))
+            record = state.to_record() if isinstance(state, Checkpoint) else state
+            drafts.append(NewEvent("state", record, "system"))
         return self.append_many(drafts)
 
-    def state(self) -> Any:
+    def state(self) -> Checkpoint:
         """The latest checkpoint on the active path (a fresh one if none)."""
-        from .state import Checkpoint
-
         for event in self.walk():
             if event.kind == "state":
                 return Checkpoint.from_record(self.resolve(event).record)
@@ -415,14 +412,10 @@ class Session:
 
     def to_chat_messages(self, system: str | None = None) -> list[dict[str, Any]]:
         """The context as OpenAI chat-completions messages (tool pairs kept whole)."""
-        from .providers import to_chat_messages
-
         return to_chat_messages(self.context(resolve=True), system=system)
 
     def to_responses_input(self, system: str | None = None) -> list[dict[str, Any]]:
         """The context as OpenAI Responses API input items."""
-        from .providers import to_responses_input
-
         return to_responses_input(self.context(resolve=True), system=system)
 
     def sync(self, messages: Sequence[Any]) -> list[Event]:
@@ -431,19 +424,21 @@ class Session:
         The list must start with what is saved (the context as chat
         messages; system messages are ignored, the system prompt is not
         durable). Otherwise ContextMismatch is raised and nothing written."""
-        from .sync import new_suffix
-
         with self._lock:
             return self.append_many(new_suffix(self, messages))
 
     # --- lifetime ----------------------------------------------------------------
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._storage.close()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self.readonly or self._lazy:
+                self._timeline.close()
+            else:
+                WRITERS.release(self._store.url, self.id, self._timeline)
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:

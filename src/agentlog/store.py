@@ -6,26 +6,43 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
-from .backends.base import Backend, Problem
-from .backends.files import FileBackend
+from ._writers import WRITERS
+from .backends.base import DEFAULT_BLOB_THRESHOLD, Backend, Commit, Problem, SessionStorage
 from .backends.memory import MemoryBackend
+from .backends.registry import open_backend
 from .errors import (
     AgentlogError,
     CorruptionError,
     NothingToContinue,
     RecoveryWarning,
     SessionExists,
+    SessionLocked,
     SessionNotFound,
 )
+from .event import (
+    NIL_ID,
+    Event,
+    IdGenerator,
+    check_new_session_id,
+    check_session_id,
+    format_timestamp,
+    parse_timestamp,
+)
 from .lifecycle import meta_with_defaults
-from .event import IdGenerator, check_session_id, format_timestamp, parse_timestamp
 from .session import Session
+from .timeline import Timeline, stage_existing
 
-__all__ = ["SCHEMA_VERSION", "SessionInfo", "Store", "default_home"]
+__all__ = ["SCHEMA_VERSION", "BrokenSession", "SessionInfo", "Store", "default_home", "default_location"]
 
 SCHEMA_VERSION = 1
+
+
+def default_location() -> str:
+    """``$AGENTLOG_STORE`` (a store URL), else ``default_home()``."""
+    return os.environ.get("AGENTLOG_STORE") or default_home()
 
 
 def default_home() -> str:
@@ -74,25 +91,37 @@ def _now() -> str:
 
 
 class Store:
-    """All sessions under one home (or one backend).
+    """All sessions of one store, named by a URL or a directory.
 
-    ``Store()`` uses the embedded file backend at ``default_home()``;
-    ``Store(backend=MemoryBackend())`` keeps everything in memory."""
+    ``Store()`` opens ``$AGENTLOG_STORE`` or else the file store at
+    ``default_home()``; ``Store("sqlite:///path/agentlog.db")``,
+    ``Store("memory:")`` or ``Store("/some/dir")`` name others, and
+    ``Store(backend=...)`` takes a backend object. ``blob_threshold`` is
+    the size above which a payload is kept apart as a blob (core policy,
+    the same on every backend); other keywords go to the backend."""
 
-    def __init__(self, home: str | os.PathLike | None = None, durability: str = "full", *,
-                 backend: Backend | None = None, **backend_options: Any) -> None:
+    def __init__(self, home: str | os.PathLike[str] | None = None, durability: str = "full", *,
+                 backend: Backend | None = None, blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
+                 **backend_options: Any) -> None:
         if backend is None:
-            backend = FileBackend(os.fspath(home) if home is not None else default_home(),
-                                  durability=durability, **backend_options)
+            location = os.fspath(home) if home is not None else default_location()
+            backend = open_backend(location, durability=durability, **backend_options)
         self.backend = backend
+        self.blob_threshold = blob_threshold
 
     @classmethod
-    def memory(cls, **options: Any) -> "Store":
-        return cls(backend=MemoryBackend(**options))
+    def memory(cls, **options: Any) -> Store:
+        """A store that lives in this process's memory only (tests, scratch)."""
+        return cls("memory:", **options)
+
+    @property
+    def url(self) -> str:
+        return self.backend.url
 
     @property
     def home(self) -> str:
-        return self.backend.home
+        """The store's directory where it has one (file backend), else its URL."""
+        return self.backend.home or self.backend.url
 
     @property
     def durability(self) -> str:
@@ -101,7 +130,7 @@ class Store:
     # --- sessions ----------------------------------------------------------------
     def create(self, name: str | None = None, working_dir: str | None = None,
                model: str | None = None, session_id: str | None = None, *,
-               lazy: bool = False, events: Any = (), source: Any = None,
+               lazy: bool = False, events: Sequence[Event] = (), source: Session | SessionStorage | None = None,
                **meta: Any) -> Session:
         """Create a session and return it open for writing.
 
@@ -112,9 +141,9 @@ class Store:
 
         ``events`` (for forks and importers) are stored verbatim, ids,
         parents and times kept, blob payloads taken from ``source`` (a
-        session's storage); the session appears with all of them or, after
-        a crash, not at all."""
-        sid = check_session_id(session_id) if session_id is not None else IdGenerator().next()
+        session); the session appears with all of them or, after a crash,
+        not at all."""
+        sid = check_new_session_id(session_id) if session_id is not None else IdGenerator().next()
         if lazy and self.backend.exists(sid):
             raise SessionExists(sid)
         now = _now()
@@ -128,33 +157,50 @@ class Store:
             "updated_at": now,
         })
         record.update(meta)
+        storage = source.storage if isinstance(source, Session) else source
         if lazy:
-            buffer = MemoryBackend(blob_threshold=getattr(self.backend, "blob_threshold", 16384))
-            return Session(self, buffer.create(sid, record, events=events, source=source), lazy=True)
-        return self._create(sid, record, events, source)
+            buffer = MemoryBackend().create(sid, record, self._initial(events, storage))
+            return Session(self, Timeline(buffer, blob_threshold=self.blob_threshold), lazy=True)
+        return Session(self, self.create_timeline(sid, record, events, storage))
 
-    def _create(self, sid: str, record: dict[str, Any], events: Any = (),
-                source: Any = None) -> Session:
-        """Create on the backend (with initial events, atomically) and leave
-        the working directory's breadcrumb."""
-        session = Session(self, self.backend.create(sid, record, events=events, source=source))
+    def _initial(self, events: Sequence[Event], source: SessionStorage | None,
+                 head: str | None = None) -> Commit | None:
+        if not events and head in (None, NIL_ID):
+            return None
+        staged, blobs = stage_existing(events, source, self.blob_threshold)
+        if head is None:
+            head = staged[-1].id
+        return Commit(tuple(staged), head, NIL_ID, blobs)
+
+    def create_timeline(self, session_id: str, meta: dict[str, Any], events: Sequence[Event] = (),
+                        source: SessionStorage | None = None, head: str | None = None) -> Timeline:
+        """Create a session on the backend with its first events (kept
+        verbatim, in one atomic commit), register its writer, and leave its
+        working directory's breadcrumb. ``Store.create`` and the lazy gate
+        use it; HEAD ends on ``head`` (default: the last event)."""
+        storage = self.backend.create(session_id, meta, self._initial(events, source, head))
+        timeline = WRITERS.adopt(self.url, session_id, Timeline(storage, blob_threshold=self.blob_threshold))
         try:
-            self._leave_breadcrumb(sid, record.get("working_dir"))
+            self._leave_breadcrumb(session_id, meta.get("working_dir"))
         except BaseException:
-            session.close()
+            WRITERS.release(self.url, session_id, timeline)
             raise
-        return session
+        return timeline
 
     def open(self, session_id: str, readonly: bool = False) -> Session:
         """Open a session; for writing it takes the lease (SessionLocked if held)."""
         check_session_id(session_id)
-        session = Session(self, self.backend.open(session_id, readonly=readonly))
-        if not readonly:
-            try:
-                self._leave_breadcrumb(session_id, session.meta.get("working_dir"))
-            except BaseException:
-                session.close()
-                raise
+        if readonly:
+            storage = self.backend.open(session_id, readonly=True)
+            return Session(self, Timeline(storage, blob_threshold=self.blob_threshold))
+        timeline = WRITERS.acquire(self.url, session_id, lambda: Timeline(
+            self.backend.open(session_id, readonly=False), blob_threshold=self.blob_threshold))
+        session = Session(self, timeline)
+        try:
+            self._leave_breadcrumb(session_id, session.meta.get("working_dir"))
+        except BaseException:
+            session.close()
+            raise
         return session
 
     def update_meta(self, session_id: str, **changes: Any) -> dict[str, Any]:
@@ -220,8 +266,14 @@ class Store:
     def exists(self, session_id: str) -> bool:
         return self.backend.exists(check_session_id(session_id))
 
+    def _not_open_here(self, session_id: str) -> None:
+        if WRITERS.is_open(self.url, check_session_id(session_id)):
+            # Its writer would lose its next acknowledged append.
+            raise SessionLocked(session_id, f"pid {os.getpid()} (this process)")
+
     def delete(self, session_id: str) -> None:
-        self.backend.delete(check_session_id(session_id))
+        self._not_open_here(session_id)
+        self.backend.delete(session_id)
 
     def meta(self, session_id: str) -> dict[str, Any]:
         return self.backend.read_meta(check_session_id(session_id))
@@ -298,10 +350,14 @@ class Store:
 
     def repair(self, session_id: str) -> list[str]:
         """Quarantine damaged bytes and rebuild derived files (explicit; see fsck)."""
-        repair = getattr(self.backend, "repair", None)
-        if repair is None:
-            return []
-        return repair(check_session_id(session_id))
+        self._not_open_here(session_id)
+        if not self.backend.exists(session_id):
+            raise SessionNotFound(session_id)
+        return self.backend.repair(session_id)
+
+    def close(self) -> None:
+        """Release the backend's connections (sessions stay stored)."""
+        self.backend.close()
 
     def __repr__(self) -> str:
-        return f"<Store {self.home} durability={self.durability}>"
+        return f"<Store {self.url} durability={self.durability}>"

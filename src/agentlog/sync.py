@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from .backends.base import Draft
 from .errors import ContextMismatch
 from .event import NIL_ID, Event
-
-if TYPE_CHECKING:
-    from .session import Session
+from .providers import chat_messages_to_drafts, events_to_chat_messages
+from .timeline import NewEvent
+from .view import SessionView
 
 __all__ = ["new_suffix"]
 
@@ -18,14 +18,12 @@ def _as_events(drafts: list[tuple[str, Any, str | None]]) -> list[Event]:
     return [Event(NIL_ID, NIL_ID, kind, role, "", record) for kind, record, role in drafts]
 
 
-def new_suffix(session: "Session", messages: Sequence[Any]) -> list[Draft]:
+def new_suffix(session: SessionView, messages: Sequence[Any]) -> list[NewEvent]:
     """The drafts to append so the timeline matches ``messages``.
 
     Both sides are compared as chat messages after one normalizing round
     trip, so representation details (a pydantic object against a dict,
     missing optional fields) do not count as a mismatch; content does."""
-    from .providers import chat_messages_to_drafts, events_to_chat_messages
-
     plain = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
     plain = [m for m in plain if m.get("role") != "system"]
     # One message at a time, so each incoming message maps to its drafts
@@ -35,10 +33,7 @@ def new_suffix(session: "Session", messages: Sequence[Any]) -> list[Draft]:
     incoming = [events_to_chat_messages(_as_events(d)) for d in per_message]
     # Compared with the path the append continues: after a select(), the
     # selected one, not HEAD's.
-    from .context import assemble_context
-
-    context = assemble_context(session.walk(session.pending), session.resolve)
-    saved = events_to_chat_messages([session.resolve(e) for e in context])
+    saved = events_to_chat_messages(session.context(at=session.pending, resolve=True))
     if len(incoming) < len(saved):
         raise ContextMismatch(
             f"sync() got {len(incoming)} messages but {len(saved)} are saved; "
@@ -51,5 +46,5 @@ def new_suffix(session: "Session", messages: Sequence[Any]) -> list[Draft]:
                 f"({mine.get('role')} vs {theirs[0].get('role') if theirs else None}); "
                 "nothing was written"
             )
-    return [Draft(kind, record, role) for drafts in per_message[len(saved):]
+    return [NewEvent(kind, record, role) for drafts in per_message[len(saved):]
             for kind, record, role in drafts]

@@ -1,33 +1,123 @@
-"""The narrow storage seam under Store and Session.
+"""The seam: what a backend must do, and nothing it may decide.
 
-A backend persists and finds bytes: it appends chains of events, moves
-HEAD, finds an event by id, keeps blobs and per-session metadata, and holds
-the writer's lease. Everything that is policy (which parent a new event
-gets after ``select``, what ``context()`` means, compaction, the lazy gate,
-listing order) lives above it, in ``Session`` and ``Store``.
+Everything that is policy lives above this module, in the core
+(``agentlog.timeline``: ids, parents, ``branch_from``, validation, the
+inline-or-blob split, batch framing) and in ``Store`` / ``Session``
+(HEAD selection, context, compaction, lifecycle, the lazy gate). A
+backend stores what the core hands it and returns it unchanged. The
+guarantees each primitive must give are written on it; the shared
+conformance suite (``tests/conformance.py``) checks them on every backend.
+
+Primitives of one session (``SessionStorage``):
+
+1. ``commit(Commit) -> Ticket``: atomic, HEAD moved by compare-and-swap.
+2. ``ancestors(from_id, ...)``: a whole path (or a bounded part) in one read.
+3. ``get`` / ``contains`` / ``entries`` / ``has_children``: events and the tree.
+4. ``get_blob``: a payload kept apart, verified against its digest.
+5. ``read_meta`` / ``write_meta``: the session's metadata document.
+6. ``read_sidecar`` / ``write_sidecar`` / ``sidecar_names``: small named files.
+7. ``refresh``: a reader catches up with the writer.
+8. ``close``: ends the writer's lease (taken by ``Backend.open``/``create``).
+
+Primitives of a store (``Backend``): ``create``, ``open``, ``exists``,
+``session_ids``, ``read_meta``, ``stats``, ``delete``, breadcrumbs,
+``verify``, ``repair``, ``close``.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
-from ..event import Event
+import orjson
 
-__all__ = ["Backend", "Draft", "IndexEntry", "Problem", "SessionStats", "SessionStorage"]
+from ..errors import CorruptionError
+from ..event import NIL_ID, Event
+
+__all__ = [
+    "DEFAULT_BLOB_THRESHOLD",
+    "Backend",
+    "BlobCopy",
+    "Commit",
+    "IndexEntry",
+    "Problem",
+    "SessionStats",
+    "SessionStorage",
+    "StagedEvent",
+    "Ticket",
+]
 
 DEFAULT_BLOB_THRESHOLD = 16 * 1024
-DEFAULT_CHUNK_SIZE = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class Draft:
-    """An event not yet stored: the backend gives it id, parent and time."""
+class StagedEvent:
+    """An event framed by the core, ready to be stored verbatim.
 
+    Exactly one of ``payload`` (the record's JSON bytes, kept inline) and
+    ``digest`` (the record lives in a blob) is set."""
+
+    id: str
+    parent_id: str
     kind: str
-    record: Any
-    role: str | None = None
+    role: str | None
+    timestamp: str
+    payload: bytes | None
+    digest: str | None = None
+    branch_from: str | None = None
+
+    def to_event(self) -> Event:
+        """The event as a read returns it (a blob payload stays unloaded)."""
+        record = None if self.payload is None else orjson.loads(self.payload)
+        return Event(self.id, self.parent_id, self.kind, self.role, self.timestamp,
+                     record, self.digest, self.branch_from)
+
+
+@dataclass(frozen=True, slots=True)
+class BlobCopy:
+    """A blob to copy from another session's storage (forks, the lazy gate).
+
+    A backend that recognizes ``source`` as its own kind may share the
+    bytes instead of copying them (the file backend hard-links)."""
+
+    source: SessionStorage
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One atomic change to a session: events appended, HEAD moved.
+
+    ``expected_head`` is the HEAD the core built the commit on; a backend
+    applies the commit only if HEAD is still that (compare-and-swap), and
+    raises ``HeadConflict`` otherwise. ``blobs`` are stored durably before
+    any event that names them. A commit with no events moves HEAD only."""
+
+    events: tuple[StagedEvent, ...]
+    head: str
+    expected_head: str
+    blobs: Mapping[str, bytes | BlobCopy] = field(default_factory=dict)
+
+
+class Ticket:
+    """A submitted commit; ``wait()`` returns when it is durable or raises why not.
+
+    Backends that commit synchronously return ``Ticket.done()``; the file
+    backend returns one that its group-commit leader completes."""
+
+    __slots__ = ("_error",)
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        self._error = error
+
+    @classmethod
+    def done(cls) -> Ticket:
+        return cls()
+
+    def wait(self) -> None:
+        if self._error is not None:
+            raise self._error
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +135,7 @@ class IndexEntry:
 
 @dataclass(frozen=True, slots=True)
 class SessionStats:
-    """Listing facts a backend can give without reading event payloads."""
+    """Listing facts a backend gives without reading event payloads."""
 
     event_count: int
     updated_ns: int
@@ -66,66 +156,59 @@ class Problem:
         return f"{self.session_id}: {where}: {self.message}"
 
 
-@dataclass
-class RepairReport:
-    session_id: str
-    actions: list[str] = field(default_factory=list)
-
-
 class SessionStorage(ABC):
-    """One session's storage, open for reading or for writing."""
+    """One session's storage, open for reading or (lease held) for writing."""
 
     session_id: str
     readonly: bool
+    #: What opening repaired on its own (a torn tail cut, an index rebuilt).
+    warnings: list[str]
+
+    @abstractmethod
+    def commit(self, commit: Commit) -> Ticket:
+        """Submit ``commit``; it is applied after every commit submitted before it.
+
+        Guarantees: all or nothing, across a crash too (invariant 6); HEAD
+        moves only if it equals ``commit.expected_head`` (else the ticket
+        raises ``HeadConflict`` and nothing is written); when a commit
+        fails, every commit queued behind it fails too, so no stored record
+        names a parent that was never stored; ``wait()`` returns only when
+        the commit is as durable as the durability mode promises
+        (invariant 1). Concurrent commits may share one sync."""
 
     @abstractmethod
     def head(self) -> str:
-        """The id HEAD names (NIL_ID for an empty session)."""
+        """The id HEAD names (``NIL_ID`` for an empty session)."""
 
     @abstractmethod
-    def append(
-        self,
-        drafts: Sequence[Draft],
-        *,
-        parent: str | None = None,
-        branch_from: str | None = None,
-    ) -> list[Event]:
-        """Append ``drafts`` as one chain, all or nothing, and move HEAD to its end.
-
-        The first event's parent is ``parent`` when given, else the current
-        HEAD at the moment of commit; each later one's parent is the one
-        before it. Following HEAD onto an event that already has children
-        (after a checkout) sets the first event's ``branch_from`` to it. Returns only when the chain is as durable as the
-        backend's durability mode promises (invariant 1)."""
-
-    @abstractmethod
-    def append_existing(self, events: Sequence[Event],
-                        source: "SessionStorage | None" = None) -> list[Event]:
-        """Append events keeping their ids, parents and timestamps, as one
-        all-or-nothing batch (fork, migration, the lazy gate). Ids must sort
-        after every id already stored. Blob payloads come from ``source``."""
-
-    @abstractmethod
-    def write_sidecar(self, name: str, data: bytes | None) -> None:
-        """Replace ``name`` in the session's artifacts atomically (None removes)."""
-
-    @abstractmethod
-    def read_sidecar(self, name: str) -> bytes | None: ...
-
-    def sidecar_names(self) -> list[str]:
-        return []
-
-    def artifacts_dir(self) -> str | None:
-        """A directory for the session's sidecar files, if the backend has one."""
-        return None
-
-    @abstractmethod
-    def set_head(self, event_id: str) -> None:
-        """Move HEAD durably without appending an event."""
+    def last_id(self) -> str:
+        """The newest event id stored ("" when there is none): ids only grow."""
 
     @abstractmethod
     def get(self, event_id: str) -> Event:
-        """The event, with ``record=None`` when its payload is in a blob."""
+        """The event (``record`` None when its payload is in a blob), or EventNotFound."""
+
+    def ancestors(self, from_id: str, *, limit: int | None = None,
+                  until_kind: str | None = None, until_id: str | None = None) -> list[Event]:
+        """``from_id`` and its ancestors, newest first, in one read.
+
+        Stops after ``limit`` events, or after the first event whose kind
+        is ``until_kind`` or whose id is ``until_id`` (that event included),
+        or at the root. SQL backends answer with one query; this default
+        walks ``get``, which a local store does fast. A loop in the parent
+        links is CorruptionError, never an endless read."""
+        out: list[Event] = []
+        current = from_id
+        bound = self.event_count() + 1
+        while current != NIL_ID and (limit is None or len(out) < limit):
+            event = self.get(current)
+            out.append(event)
+            if event.kind == until_kind or event.id == until_id:
+                break
+            if len(out) > bound:
+                raise CorruptionError(self.session_id, None, f"parent links loop at {current}")
+            current = event.parent_id
+        return out
 
     @abstractmethod
     def contains(self, event_id: str) -> bool: ...
@@ -135,44 +218,72 @@ class SessionStorage(ABC):
 
     @abstractmethod
     def entries(self) -> Iterator[IndexEntry]:
-        """Every event's index entry, in append order."""
-
-    @abstractmethod
-    def load_blob(self, digest: str) -> bytes:
-        """A blob's bytes, verified against ``digest`` (invariant 9)."""
+        """Every event's index entry, in append order, without payloads."""
 
     @abstractmethod
     def event_count(self) -> int: ...
+
+    @abstractmethod
+    def get_blob(self, digest: str) -> bytes:
+        """A blob's bytes, verified against ``digest`` (invariant 9)."""
 
     @abstractmethod
     def read_meta(self) -> dict[str, Any]: ...
 
     @abstractmethod
     def write_meta(self, meta: dict[str, Any]) -> None:
-        """Replace session metadata atomically."""
-
-    def refresh(self) -> None:
-        """A reader catches up with what the writer appended since."""
+        """Replace the metadata document atomically (writers only)."""
 
     @abstractmethod
-    def close(self) -> None: ...
+    def read_sidecar(self, name: str) -> bytes | None:
+        """A small named file kept with the session (a draft), or None."""
+
+    @abstractmethod
+    def write_sidecar(self, name: str, data: bytes | None) -> None:
+        """Replace ``name`` atomically (None removes it). The core has
+        validated ``name`` as one safe path component."""
+
+    @abstractmethod
+    def sidecar_names(self) -> list[str]: ...
+
+    def artifacts_dir(self) -> str | None:
+        """A directory for the session's own files, where the backend has one."""
+        return None
+
+    @abstractmethod
+    def refresh(self) -> None:
+        """A reader catches up with what the writer committed since."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Wait for queued commits, then release the writer's lease."""
 
 
 class Backend(ABC):
     """Where sessions live. One instance serves a Store."""
 
+    #: The URL that names this store (``file:///...``, ``sqlite:///...``).
+    url: str
     durability: str
 
-    @abstractmethod
-    def create(self, session_id: str, meta: dict[str, Any], *,
-               events: Sequence[Event] = (), source: SessionStorage | None = None) -> SessionStorage:
-        """Create a session and return it open for writing (lease held).
-
-        ``events`` (kept verbatim, blobs from ``source``) are in the session
-        when it appears: after a crash it exists with all of them or not at all."""
+    @property
+    def home(self) -> str | None:
+        """The store's local directory, where it has one."""
+        return None
 
     @abstractmethod
-    def open(self, session_id: str, *, readonly: bool) -> SessionStorage: ...
+    def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> SessionStorage:
+        """Create a session and return it open for writing, its lease held.
+
+        The session appears with ``meta`` and all of ``initial`` (events
+        kept verbatim) or, after a crash, not at all. SessionExists if the
+        id is taken, SessionLocked if another writer holds its lease."""
+
+    @abstractmethod
+    def open(self, session_id: str, *, readonly: bool) -> SessionStorage:
+        """Open a session; for writing, take its lease or raise SessionLocked
+        at once (invariant 7). Within one process the core opens one writer
+        per session and shares it."""
 
     @abstractmethod
     def exists(self, session_id: str) -> bool: ...
@@ -186,24 +297,30 @@ class Backend(ABC):
         """Metadata without opening the event log (for listing)."""
 
     @abstractmethod
-    def write_meta(self, session_id: str, meta: dict[str, Any]) -> None:
-        """Replace metadata atomically under the session's lease."""
-
-    @abstractmethod
     def stats(self, session_id: str) -> SessionStats:
-        """Event count and last update without reading payloads."""
+        """Event count and last update, without reading payloads."""
 
     @abstractmethod
-    def delete(self, session_id: str) -> None: ...
+    def delete(self, session_id: str) -> None:
+        """Remove a session and everything of it, atomically, under its lease."""
+
+    @abstractmethod
+    def put_breadcrumb(self, working_dir: str, session_id: str) -> None:
+        """Remember the latest session of a working directory (``--continue``),
+        where every process of this store will find it."""
+
+    @abstractmethod
+    def get_breadcrumb(self, working_dir: str) -> str | None: ...
 
     @abstractmethod
     def verify(self, session_id: str) -> list[Problem]:
         """Check everything stored for a session (fsck); change nothing."""
 
-    # Breadcrumbs: the latest session per working directory (--continue).
-    # Kept in memory by default; the file backend keeps them on disk.
-    def put_breadcrumb(self, working_dir: str, session_id: str) -> None:
-        self.__dict__.setdefault("_breadcrumbs", {})[working_dir] = session_id
+    @abstractmethod
+    def repair(self, session_id: str) -> list[str]:
+        """Set damaged data aside (never deleting it) so the session opens;
+        returns what was done."""
 
-    def get_breadcrumb(self, working_dir: str) -> str | None:
-        return self.__dict__.get("_breadcrumbs", {}).get(working_dir)
+    def close(self) -> None:
+        """Release what the backend holds (connections); sessions stay stored."""
+

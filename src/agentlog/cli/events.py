@@ -14,7 +14,8 @@ from rich.text import Text
 
 from ..errors import EventNotFound, InvalidEvent
 from ..event import NIL_ID
-from ..session import Session, make_draft
+from ..session import Session
+from ..timeline import as_new_event
 from .common import (
     App,
     CliError,
@@ -90,7 +91,7 @@ def append(app: App, session: str, kind: str, record_json: str | None,
     # Read and check the record before taking the writer's lease, so a slow
     # producer or a bad record never holds (or recovers) the session.
     record = _read_record(record_json)
-    make_draft((kind, record, role))  # kind, role and record checks, before the lease
+    as_new_event((kind, record, role))  # kind, role and record checks, before the lease
     with app.open(session, write=True) as opened:
         event = opened.append(kind, record, role=role)
     if as_json:

@@ -7,43 +7,36 @@ import hashlib
 import os
 import secrets
 import threading
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import orjson
 
+from ..._codec import INDEX_WIDTH
 from ..._fs import OsFs
 from ..._lease import Lease, acquire
-from ...errors import CorruptionError, SessionExists, SessionLocked, SessionNotFound, StorageError
-from ...event import NIL_ID, Event, check_session_id
-from ..base import DEFAULT_BLOB_THRESHOLD, DEFAULT_CHUNK_SIZE, Backend, Problem, SessionStats
-from .._registry import SharedWriters
+from ...errors import (
+    CorruptionError,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+    StorageError,
+    UnknownBackend,
+)
+from ...event import NIL_ID, check_session_id
+from ..base import Backend, Commit, Problem, SessionStats
+from .fsck import repair_session, verify_session
 from .layout import Layout, chunk_name
+from .meta import encode_meta, parse_meta
 from .migrate import legacy_meta, migrate_legacy, needs_migration
 from .storage import FileSessionStorage
 
-__all__ = ["FileBackend", "read_meta_file"]
+DEFAULT_CHUNK_SIZE = 64 * 1024 * 1024
+
+__all__ = ["FileBackend"]
 
 _DURABILITY = ("full", "off")
-
-
-def read_meta_file(fs: OsFs, path: str) -> dict[str, Any]:
-    try:
-        data = fs.read_file(path)
-    except StorageError as exc:
-        if exc.errno != errno.ENOENT:
-            raise  # the OS failed (EIO...): say so, not that the file is damaged
-        raise CorruptionError(path, None, f"cannot read session.json: {exc.detail}") from None
-    return parse_meta(path, data)
-
-
-def parse_meta(path: str, data: bytes) -> dict[str, Any]:
-    try:
-        meta = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise CorruptionError(path, None, f"session.json does not parse: {exc}") from None
-    if not isinstance(meta, dict):
-        raise CorruptionError(path, None, "session.json is not a JSON object")
-    return meta
 
 
 class _StagedLayout(Layout):
@@ -77,7 +70,6 @@ class FileBackend(Backend):
 
     def __init__(self, home: str, *, durability: str = "full",
                  chunk_size: int = DEFAULT_CHUNK_SIZE,
-                 blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
                  fs: OsFs | None = None) -> None:
         if durability not in _DURABILITY:
             raise ValueError(f"durability must be one of {_DURABILITY}, not {durability!r}")
@@ -86,13 +78,27 @@ class FileBackend(Backend):
         self.durability = durability
         self.durable = durability == "full"
         self.chunk_size = chunk_size
-        self.blob_threshold = blob_threshold
-        self._writers = SharedWriters()
         self._mkdirs()
+
+    @classmethod
+    def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> FileBackend:
+        """``file:///abs/path``, ``file:relative/path`` or a plain path."""
+        path = url
+        if url.startswith("file://"):
+            path = unquote(urlsplit(url).path)
+        elif url.startswith("file:"):
+            path = unquote(url[len("file:"):])
+        if not path:
+            raise UnknownBackend(f"{url!r} names no directory")
+        return cls(path, durability=durability, **options)
 
     @property
     def home(self) -> str:
         return self.layout.home
+
+    @property
+    def url(self) -> str:
+        return "file://" + self.layout.home
 
     def _mkdirs(self) -> None:
         """Create the home's directories; in ``full`` mode each new entry is
@@ -119,37 +125,35 @@ class FileBackend(Backend):
         return acquire(self.layout.locks, check_session_id(session_id))
 
     # --- sessions ----------------------------------------------------------------
-    def _storage(self, session_id: str, *, readonly: bool,
-                 cls: type[FileSessionStorage] = FileSessionStorage) -> FileSessionStorage:
-        """A storage object; a writer's caller must already hold the lease."""
+    def storage(self, session_id: str, *, readonly: bool,
+                cls: type[FileSessionStorage] = FileSessionStorage) -> FileSessionStorage:
+        """A storage object without taking the lease: a writer's caller
+        (``open``, fsck's repair, migration) must already hold it."""
         return cls(self.fs, self.layout, session_id, readonly=readonly, durable=self.durable,
-                   chunk_size=self.chunk_size, blob_threshold=self.blob_threshold)
+                   chunk_size=self.chunk_size)
 
-    def create(self, session_id: str, meta: dict[str, Any], *,
-               events: Sequence[Event] = (), source: Any = None) -> FileSessionStorage:
+    def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> FileSessionStorage:
         check_session_id(session_id)
         lease = self.lease(session_id)
-        final = self.layout.session_dir(session_id)
         try:
-            if self.fs.exists(final):
+            if self.fs.exists(self.layout.session_dir(session_id)):
                 raise SessionExists(session_id)
-            self._build(session_id, meta, events, source)
+            self._build(session_id, meta, initial)
         except BaseException:
             lease.release()
             raise
-        return self._writers.open(final, lambda: self._leased(session_id, lease))
+        return self._leased(session_id, lease)
 
     def _leased(self, session_id: str, lease: Lease) -> FileSessionStorage:
         try:
-            storage = self._storage(session_id, readonly=False, cls=_LeasedStorage)
+            storage = self.storage(session_id, readonly=False, cls=_LeasedStorage)
         except BaseException:
             lease.release()
             raise
         storage.lease = lease
         return storage
 
-    def _build(self, session_id: str, meta: dict[str, Any],
-               events: Sequence[Event] = (), source: Any = None) -> None:
+    def _build(self, session_id: str, meta: dict[str, Any], initial: Commit | None) -> None:
         """Lay a new session out beside its final name, then rename it in.
 
         The rename makes creation atomic: after a crash the session is
@@ -163,7 +167,7 @@ class FileBackend(Backend):
             (os.path.join(tmp, "chunks", chunk_name(0)), b""),
             (os.path.join(tmp, "index.jsonl"), b""),
             (os.path.join(tmp, "HEAD"), NIL_ID.encode() + b"\n"),
-            (os.path.join(tmp, "session.json"), orjson.dumps(meta, option=orjson.OPT_INDENT_2)),
+            (os.path.join(tmp, "session.json"), encode_meta(meta)),
         ):
             fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
             try:
@@ -173,14 +177,13 @@ class FileBackend(Backend):
                     fs.fsync(fd, path)
             finally:
                 fs.close(fd)
-        if events:
+        if initial is not None:
             # Initial events (a fork, the lazy gate) go in before the rename,
             # so the new session appears with them or not at all.
             staged = FileSessionStorage(fs, _StagedLayout(self.layout.home, tmp), session_id,
-                                        readonly=False, durable=durable, chunk_size=self.chunk_size,
-                                        blob_threshold=self.blob_threshold)
+                                        readonly=False, durable=durable, chunk_size=self.chunk_size)
             try:
-                staged.append_existing(events, source=source)
+                staged.commit(initial).wait()
             except BaseException:
                 staged.close()
                 fs.rmtree(tmp)  # never renamed in: nothing of it was visible
@@ -204,11 +207,13 @@ class FileBackend(Backend):
         directory = self.layout.session_dir(session_id)
         if not os.path.isdir(directory):
             raise SessionNotFound(session_id)
-        if needs_migration(self, session_id):
-            migrate_legacy(self, session_id)
+        if needs_migration(self.fs, self.layout, session_id):
+            with self.lease(session_id):
+                migrate_legacy(self.fs, self.layout, session_id,
+                               lambda: self.storage(session_id, readonly=False))
         if readonly:
-            return self._storage(session_id, readonly=True)
-        return self._writers.open(directory, lambda: self._leased(session_id, self.lease(session_id)))
+            return self.storage(session_id, readonly=True)
+        return self._leased(session_id, self.lease(session_id))
 
     def exists(self, session_id: str) -> bool:
         return os.path.isdir(self.layout.session_dir(session_id))
@@ -236,30 +241,20 @@ class FileBackend(Backend):
                 raise  # the OS failed (EIO...): say so, not that the file is damaged
             if not self.exists(session_id):
                 raise SessionNotFound(session_id) from None
-            if needs_migration(self, session_id):
-                return legacy_meta(self, session_id)
+            if needs_migration(self.fs, self.layout, session_id):
+                return legacy_meta(self.fs, self.layout, session_id)
             raise CorruptionError(path, None, f"cannot read session.json: {exc.detail}") from None
         return parse_meta(path, data)
-
-    def write_meta(self, session_id: str, meta: dict[str, Any]) -> None:
-        if not self.exists(session_id):
-            raise SessionNotFound(session_id)
-        with self.lease(session_id):
-            self.fs.write_atomic(self.layout.meta(session_id),
-                                 orjson.dumps(meta, option=orjson.OPT_INDENT_2),
-                                 durable=self.durable)
 
     def stats(self, session_id: str) -> SessionStats:
         """From one stat of the index: its size counts entries, its mtime dates them.
 
         The index may lag the log after a crash until the session is next
         opened for writing; the count is then a lower bound."""
-        from ..._codec import INDEX_WIDTH
-
         try:
             st = self.fs.stat(self.layout.index(session_id))
         except StorageError as exc:
-            if exc.errno != errno.ENOENT or not needs_migration(self, session_id):
+            if exc.errno != errno.ENOENT or not needs_migration(self.fs, self.layout, session_id):
                 raise
             # A legacy layout not yet upgraded: count its lines (until it is).
             path = os.path.join(self.layout.session_dir(session_id), "events.jsonl")
@@ -314,11 +309,13 @@ class FileBackend(Backend):
         return session_id
 
     def verify(self, session_id: str) -> list[Problem]:
-        from .fsck import verify_session
-
-        return verify_session(self, session_id)
+        if needs_migration(self.fs, self.layout, check_session_id(session_id)):
+            return [Problem(session_id, self.layout.session_dir(session_id), None,
+                            "legacy single-file layout; the first open upgrades it", "warning")]
+        return verify_session(self.fs, self.layout, session_id)
 
     def repair(self, session_id: str) -> list[str]:
-        from .fsck import repair_session
-
-        return repair_session(self, session_id)
+        check_session_id(session_id)
+        with self.lease(session_id):
+            return repair_session(self.fs, self.layout, session_id, self.chunk_size,
+                                  lambda: self.storage(session_id, readonly=False))

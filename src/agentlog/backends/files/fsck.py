@@ -12,21 +12,22 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 
 from ..._codec import INDEX_WIDTH, LineError, decode_index_entry, decode_line
+from ..._fs import OsFs
 from ...errors import CorruptionError, StorageError
-from ...event import NIL_ID
-from ..base import Problem
-from .blobs import BlobStore, digest_of
+from ...event import NIL_ID, digest_of, is_event_id, stored_record_problem
+from ..base import Commit, Problem, SessionStorage
+from .blobs import BlobStore
 from .chunklog import ChunkLog
-from .storage import _UUID, event_problem
-from .layout import chunk_name, parse_chunk_name
+from .layout import Layout, chunk_name, parse_chunk_name
+from .meta import encode_meta, read_meta_file
 
-if TYPE_CHECKING:
-    from .backend import FileBackend
+Report = Callable[..., None]
 
 __all__ = ["repair_session", "verify_session"]
 
@@ -68,7 +69,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
         nonlocal head
         if "op" in rec:
             target = rec.get("head")
-            if rec.get("op") != "checkout" or not (isinstance(target, str) and _UUID.match(target)):
+            if rec.get("op") != "checkout" or not is_event_id(target):
                 bad.append(_Bad(line.chunk, line.offset, line.length, "unknown record"))
             elif target != NIL_ID and target not in events:
                 bad.append(_Bad(line.chunk, line.offset, line.length,
@@ -76,7 +77,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
             else:
                 head = target
             return
-        problem = event_problem(rec)
+        problem = stored_record_problem(rec)
         if problem:
             bad.append(_Bad(line.chunk, line.offset, line.length, problem))
             return
@@ -123,12 +124,16 @@ def _scan_log(log: ChunkLog) -> _Scan:
                 # batch, or repair would keep members that cannot stand alone.
                 broken, prev = None, order[-1] if order else ""
                 for r, _ in pending:
-                    broken = event_problem(r) if "op" not in r else "a batch holds a non-event"
-                    if not broken and r["id"] <= prev:
-                        broken = f"event id {r['id']} does not increase"
+                    if "op" in r:  # a commit's HEAD move rides in its batch
+                        ok = r.get("op") == "checkout" and is_event_id(r.get("head"))
+                        broken = None if ok else "a batch holds an unknown record"
+                    else:
+                        broken = stored_record_problem(r)
+                        if not broken and r["id"] <= prev:
+                            broken = f"event id {r['id']} does not increase"
+                        prev = r["id"]
                     if broken:
                         break
-                    prev = r["id"]
                 if broken:
                     flush_pending(f"batch broken by a damaged member: {broken}")
                     continue
@@ -146,8 +151,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
     return _Scan(events, order, head, bad, torn)
 
 
-def verify_session(backend: "FileBackend", session_id: str) -> list[Problem]:
-    layout, fs = backend.layout, backend.fs
+def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
     problems: list[Problem] = []
 
     def add(path: str, offset: int | None, message: str, severity: str = "error") -> None:
@@ -155,12 +159,11 @@ def verify_session(backend: "FileBackend", session_id: str) -> list[Problem]:
 
     meta_path = layout.meta(session_id)
     try:
-        backend.read_meta(session_id)
+        read_meta_file(fs, meta_path)
     except CorruptionError as exc:
         add(meta_path, None, exc.reason)
     try:
-        log = ChunkLog(fs, layout.chunks(session_id), chunk_size=backend.chunk_size,
-                       durable=False, writable=False)
+        log = ChunkLog(fs, layout.chunks(session_id), chunk_size=1 << 62, durable=False, writable=False)
     except (CorruptionError, StorageError) as exc:
         add(layout.chunks(session_id), None, str(exc))
         return problems
@@ -172,7 +175,7 @@ def verify_session(backend: "FileBackend", session_id: str) -> list[Problem]:
             add(log.path(scan.torn.chunk), scan.torn.offset,
                 f"{scan.torn.reason} ({scan.torn.length} bytes); the next writer cuts it off",
                 "warning")
-        quarantined = _quarantined_bytes(log)
+        quarantined = _quarantined_bytes(fs, log)
         for event_id in scan.order:
             rec = scan.events[event_id]
             parent = rec["parent_id"]
@@ -186,22 +189,18 @@ def verify_session(backend: "FileBackend", session_id: str) -> list[Problem]:
                         "now starts here", "warning")
                 else:
                     add(log.path(chunk), offset, f"event {event_id} names a missing parent {parent}")
-        _verify_index(layout.index(session_id), scan, log, add)
-        _verify_head(layout.head(session_id), scan, add)
-        _verify_blobs(BlobStore(fs, layout.blobs(session_id), durable=False), scan, add)
+        _verify_index(fs, layout.index(session_id), scan, add)
+        _verify_head(fs, layout.head(session_id), scan, add)
+        _verify_blobs(fs, BlobStore(fs, layout.blobs(session_id), durable=False), scan, add)
     finally:
         log.close()
     return problems
 
 
-def _quarantined_bytes(log: ChunkLog) -> bytes:
+def _quarantined_bytes(fs: OsFs, log: ChunkLog) -> bytes:
     """Everything repair moved aside, to recognise parents it took away."""
-    parts = []
-    for name in sorted(os.listdir(log.dir)):
-        if name.endswith(".quarantine"):
-            with open(os.path.join(log.dir, name), "rb") as f:
-                parts.append(f.read())
-    return b"".join(parts)
+    return b"".join(fs.read_file(os.path.join(log.dir, name))
+                    for name in sorted(fs.listdir(log.dir)) if name.endswith(".quarantine"))
 
 
 def _intact_head(scan: _Scan) -> str:
@@ -215,12 +214,11 @@ def _intact_head(scan: _Scan) -> str:
     return next((e for e in reversed(scan.order) if e in intact), NIL_ID)
 
 
-def _verify_index(path: str, scan: _Scan, log: ChunkLog, add) -> None:
+def _verify_index(fs: OsFs, path: str, scan: _Scan, add: Report) -> None:
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        add(path, None, f"index unreadable ({exc.strerror}); the next writer rebuilds it", "warning")
+        data = fs.read_file(path)
+    except StorageError as exc:
+        add(path, None, f"index unreadable ({exc.detail}); the next writer rebuilds it", "warning")
         return
     count, torn = divmod(len(data), INDEX_WIDTH)
     if torn:
@@ -249,20 +247,20 @@ def _verify_index(path: str, scan: _Scan, log: ChunkLog, add) -> None:
                         "the next writer completes it", "warning")
 
 
-def _verify_head(path: str, scan: _Scan, add) -> None:
+def _verify_head(fs: OsFs, path: str, scan: _Scan, add: Report) -> None:
+    text: str | None
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("ascii", "replace").strip()
-    except OSError:
-        text = None
+        text = fs.read_file(path).decode("ascii", "replace").strip()
+    except StorageError:
+        text = None  # reported below as a HEAD file that disagrees (a cache)
     if text != scan.head:
         add(path, None, f"HEAD file says {text!r}, the log says {scan.head}; "
                         "the next writer corrects it", "warning")
-    if os.path.exists(path + ".tmp"):
+    if fs.exists(path + ".tmp"):
         add(path + ".tmp", None, "interrupted HEAD update; the next writer removes it", "warning")
 
 
-def _verify_blobs(blobs: BlobStore, scan: _Scan, add) -> None:
+def _verify_blobs(fs: OsFs, blobs: BlobStore, scan: _Scan, add: Report) -> None:
     seen: set[str] = set()
     for event_id in scan.order:
         digest = scan.events[event_id].get("digest")
@@ -273,85 +271,85 @@ def _verify_blobs(blobs: BlobStore, scan: _Scan, add) -> None:
             blobs.get(digest)
         except CorruptionError as exc:
             add(exc.path, None, f"{exc.reason} (event {event_id})")
-    for name in os.listdir(blobs.dir):
+    for name in fs.listdir(blobs.dir):
         if name.startswith(".tmp-"):
             add(os.path.join(blobs.dir, name), None, "leftover temporary blob", "warning")
 
 
-def repair_session(backend: "FileBackend", session_id: str) -> list[str]:
-    """Quarantine damaged records, then let a writer rebuild index and HEAD."""
-    layout, fs = backend.layout, backend.fs
+def repair_session(fs: OsFs, layout: Layout, session_id: str, chunk_size: int,
+                   open_writer: Callable[[], SessionStorage]) -> list[str]:
+    """Quarantine damaged records, then let a writer rebuild index and HEAD.
+    The caller holds the session's lease; ``open_writer`` opens its storage."""
     actions: list[str] = []
-    with backend.lease(session_id):
-        meta_path = layout.meta(session_id)
-        try:
-            backend.read_meta(session_id)
-        except CorruptionError as exc:
-            if os.path.exists(meta_path):
-                fs.rename(meta_path, meta_path + ".quarantine")
-                actions.append(f"moved {meta_path} to {meta_path}.quarantine ({exc.reason})")
-            meta = {"schema": 1, "id": session_id, "name": None, "created_at": None}
-            fs.write_atomic(meta_path, orjson.dumps(meta, option=orjson.OPT_INDENT_2), durable=True)
-            actions.append(f"wrote a fresh {meta_path} with defaults")
-        actions += _restore_layout(fs, layout, session_id)
-        log = ChunkLog(fs, layout.chunks(session_id), chunk_size=backend.chunk_size,
-                       durable=True, writable=True)
-        try:
-            scan = _scan_log(log)
-            by_chunk: dict[int, list[_Bad]] = {}
-            # A torn tail too: a writer's open would cut it off, but repair
-            # never deletes (and damage can look like a torn tail).
-            for b in scan.bad + ([scan.torn] if scan.torn else []):
-                by_chunk.setdefault(b.chunk, []).append(b)
-            for chunk, bads in sorted(by_chunk.items()):
-                actions += _quarantine(fs, log, chunk, bads)
-            blobs = BlobStore(fs, layout.blobs(session_id), durable=True)
-            # Leftovers of blob writes a crash interrupted; never named by an
-            # event (the rename comes first), so removing them loses nothing.
-            for name in blobs.clean_temporaries():
-                actions.append(f"removed {os.path.join(blobs.dir, name)}: an unfinished blob write")
-            for event_id in scan.order:
-                digest = scan.events[event_id].get("digest")
-                if not digest:
-                    continue
-                path = blobs.path(digest)
-                if os.path.exists(path) and digest_of(fs.read_file(path)) != digest:
-                    fs.rename(path, path + ".quarantine")
-                    actions.append(f"moved {path} to {path}.quarantine (content does not match its digest)")
-        finally:
-            log.close()
-        index = layout.index(session_id)
-        if os.path.exists(index):
-            # Always: the index is derived, and fsck can find it wrong (a
-            # damaged line, a wrong location) while every chunk is whole.
-            fs.unlink(index)
-            actions.append("removed index.jsonl; rebuilt from the chunks on open")
-        storage = backend._storage(session_id, readonly=False)
-        try:
-            if actions:
-                log = ChunkLog(fs, layout.chunks(session_id), chunk_size=backend.chunk_size,
-                               durable=False, writable=False)
-                try:
-                    head = _intact_head(_scan_log(log))
-                finally:
-                    log.close()
-                if head != storage.head():
-                    # A quarantined event cut HEAD's path; keep the newest whole
-                    # path active. Nothing is rewritten: a checkout is appended.
-                    storage.set_head(head)
-                    actions.append(f"moved HEAD to {head}: the path to the old HEAD "
-                                   "ran through a quarantined record")
-        finally:
-            storage.close()
+    meta_path = layout.meta(session_id)
+    try:
+        read_meta_file(fs, meta_path)
+    except CorruptionError as exc:
+        if fs.exists(meta_path):
+            fs.rename(meta_path, meta_path + ".quarantine")
+            actions.append(f"moved {meta_path} to {meta_path}.quarantine ({exc.reason})")
+        meta = {"schema": 1, "id": session_id, "name": None, "created_at": None}
+        fs.write_atomic(meta_path, encode_meta(meta), durable=True)
+        actions.append(f"wrote a fresh {meta_path} with defaults")
+    actions += _restore_layout(fs, layout, session_id)
+    log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size,
+                   durable=True, writable=True)
+    try:
+        scan = _scan_log(log)
+        by_chunk: dict[int, list[_Bad]] = {}
+        # A torn tail too: a writer's open would cut it off, but repair
+        # never deletes (and damage can look like a torn tail).
+        for b in scan.bad + ([scan.torn] if scan.torn else []):
+            by_chunk.setdefault(b.chunk, []).append(b)
+        for chunk, bads in sorted(by_chunk.items()):
+            actions += _quarantine(fs, log, chunk, bads)
+        blobs = BlobStore(fs, layout.blobs(session_id), durable=True)
+        # Leftovers of blob writes a crash interrupted; never named by an
+        # event (the rename comes first), so removing them loses nothing.
+        for name in blobs.clean_temporaries():
+            actions.append(f"removed {os.path.join(blobs.dir, name)}: an unfinished blob write")
+        for event_id in scan.order:
+            digest = scan.events[event_id].get("digest")
+            if not digest:
+                continue
+            path = blobs.path(digest)
+            if fs.exists(path) and digest_of(fs.read_file(path)) != digest:
+                fs.rename(path, path + ".quarantine")
+                actions.append(f"moved {path} to {path}.quarantine (content does not match its digest)")
+    finally:
+        log.close()
+    index = layout.index(session_id)
+    if fs.exists(index):
+        # Always: the index is derived, and fsck can find it wrong (a
+        # damaged line, a wrong location) while every chunk is whole.
+        fs.unlink(index)
+        actions.append("removed index.jsonl; rebuilt from the chunks on open")
+    storage = open_writer()
+    try:
+        if actions:
+            log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size,
+                           durable=False, writable=False)
+            try:
+                head = _intact_head(_scan_log(log))
+            finally:
+                log.close()
+            if head != storage.head():
+                # A quarantined event cut HEAD's path; keep the newest whole
+                # path active. Nothing is rewritten: a checkout is appended.
+                storage.commit(Commit((), head, storage.head())).wait()
+                actions.append(f"moved HEAD to {head}: the path to the old HEAD "
+                               "ran through a quarantined record")
+    finally:
+        storage.close()
     return actions
 
 
-def _restore_layout(fs, layout, session_id: str) -> list[str]:
+def _restore_layout(fs: OsFs, layout: Layout, session_id: str) -> list[str]:
     """Recreate what a power loss can take from a session created under
     ``durability="off"`` (nothing synced): its directories, an empty first chunk."""
     actions = []
     for path in (layout.chunks(session_id), layout.blobs(session_id)):
-        if not os.path.isdir(path):
+        if not fs.exists(path):
             fs.mkdir(path)
             fs.fsync_dir(os.path.dirname(path))
             actions.append(f"recreated the missing directory {path}")
@@ -364,7 +362,7 @@ def _restore_layout(fs, layout, session_id: str) -> list[str]:
     return actions
 
 
-def _quarantine(fs, log: ChunkLog, chunk: int, bads: list[_Bad]) -> list[str]:
+def _quarantine(fs: OsFs, log: ChunkLog, chunk: int, bads: list[_Bad]) -> list[str]:
     path = log.path(chunk)
     data = fs.read_file(path)
     keep = bytearray()

@@ -12,49 +12,57 @@ file is then kept as ``events.jsonl.migrated`` (a legacy HEAD file as
 
 from __future__ import annotations
 
+import errno
 import os
-import re
 import uuid
 import warnings
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 
-from ...errors import CorruptionError, RecoveryWarning
-from ...event import NIL_ID, Event, IdGenerator, format_timestamp, parse_timestamp
-from .layout import chunk_name
-
-if TYPE_CHECKING:
-    from .backend import FileBackend
+from ..._fs import OsFs
+from ...errors import CorruptionError, RecoveryWarning, StorageError
+from ...event import (
+    KIND_PATTERN,
+    NIL_ID,
+    ROLE_PATTERN,
+    IdGenerator,
+    format_timestamp,
+    is_event_id,
+    parse_timestamp,
+)
+from ..base import Commit, SessionStorage, StagedEvent
+from .layout import Layout, chunk_name
+from .meta import encode_meta
 
 __all__ = ["LEGACY_FILE", "legacy_meta", "migrate_legacy", "needs_migration"]
 
 LEGACY_FILE = "events.jsonl"
 MIGRATION_NAME = "0001_single_events_file_to_chunks"
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 
 
-def needs_migration(backend: "FileBackend", session_id: str) -> bool:
-    directory = backend.layout.session_dir(session_id)
-    if not os.path.exists(os.path.join(directory, LEGACY_FILE)):
+def needs_migration(fs: OsFs, layout: Layout, session_id: str) -> bool:
+    directory = layout.session_dir(session_id)
+    if not fs.exists(os.path.join(directory, LEGACY_FILE)):
         return False
-    if not os.path.exists(os.path.join(directory, "session.json")):
+    if not fs.exists(os.path.join(directory, "session.json")):
         return True
-    return _upgraded_but_not_renamed(directory)
+    return _upgraded_but_not_renamed(fs, directory)
 
 
-def _upgraded_but_not_renamed(directory: str) -> bool:
+def _upgraded_but_not_renamed(fs: OsFs, directory: str) -> bool:
     """A crash between writing session.json and renaming the legacy file:
     the upgrade is done, only the rename is left for the next open."""
     try:
-        meta = orjson.loads(open(os.path.join(directory, "session.json"), "rb").read())
-    except (OSError, orjson.JSONDecodeError):
-        return False
+        meta = orjson.loads(fs.read_file(os.path.join(directory, "session.json")))
+    except (StorageError, orjson.JSONDecodeError):
+        return False  # no readable session.json: the upgrade did not finish
     return isinstance(meta, dict) and MIGRATION_NAME in (meta.get("migrations") or [])
 
 
-def _read_legacy(path: str) -> list[dict[str, Any]]:
-    data = open(path, "rb").read()
+def _read_legacy(fs: OsFs, path: str) -> list[dict[str, Any]]:
+    data = fs.read_file(path)
     lines = []
     offset = 0
     pieces = data.split(b"\n")
@@ -84,11 +92,24 @@ def _read_legacy(path: str) -> list[dict[str, Any]]:
     return lines
 
 
-def legacy_meta(backend: "FileBackend", session_id: str) -> dict[str, Any]:
+def _first_line(fs: OsFs, path: str) -> bytes:
+    fd = fs.open(path, os.O_RDONLY)
+    try:
+        data = b""
+        while b"\n" not in data:
+            block = fs.pread(fd, 65536, len(data), path)
+            if not block:
+                break
+            data += block
+        return data.split(b"\n", 1)[0]
+    finally:
+        fs.close(fd)
+
+
+def legacy_meta(fs: OsFs, layout: Layout, session_id: str) -> dict[str, Any]:
     """session.json fields from the legacy meta record (no upgrade, no write)."""
-    path = os.path.join(backend.layout.session_dir(session_id), LEGACY_FILE)
-    with open(path, "rb") as f:
-        first = f.readline()
+    path = os.path.join(layout.session_dir(session_id), LEGACY_FILE)
+    first = _first_line(fs, path)
     try:
         meta = orjson.loads(first)
     except orjson.JSONDecodeError as exc:
@@ -122,18 +143,20 @@ def _time(value: Any, fallback: int) -> tuple[str, int]:
     return format_timestamp(fallback), fallback
 
 
-def _events(lines: list[dict[str, Any]], base_ns: int) -> tuple[list[Event], dict[str, str]]:
+def _events(lines: list[dict[str, Any]], base_ns: int) -> tuple[list[StagedEvent], dict[str, str]]:
     """Legacy lines as events: ids kept when they are increasing UUIDs,
-    otherwise new time-ordered ids; missing parents chain to the previous."""
+    otherwise new time-ordered ids; missing parents chain to the previous.
+    A kind or role outside our grammar becomes a ``custom`` event that keeps
+    them; payloads stay inline, as the legacy file had them."""
     ids = IdGenerator()
     mapping: dict[str, str] = {}
-    events: list[Event] = []
+    events: list[StagedEvent] = []
     previous = NIL_ID
     last_kept = ""
     ns = base_ns
     for line in lines[1:]:
         old = line.get("id")
-        if isinstance(old, str) and _UUID.match(old) and old > last_kept:
+        if isinstance(old, str) and is_event_id(old) and old > last_kept:
             new = old
             ids.observe(old)
         else:
@@ -152,72 +175,76 @@ def _events(lines: list[dict[str, Any]], base_ns: int) -> tuple[list[Event], dic
         branch_from = line.get("branch_from")
         branch_from = mapping.get(branch_from) if isinstance(branch_from, str) else None
         stamp, ns = _time(line.get("timestamp"), ns + 1)
-        kind = line.get("kind") if isinstance(line.get("kind"), str) else "custom"
-        role = line.get("role") or None
-        events.append(Event(new, parent, kind, role, stamp, line.get("record"), None, branch_from))
+        kind, role, record = line.get("kind"), line.get("role") or None, line.get("record")
+        if not (isinstance(kind, str) and KIND_PATTERN.match(kind)) or not (
+                role is None or (isinstance(role, str) and ROLE_PATTERN.match(role))):
+            kind, role, record = "custom", None, {"legacy_kind": kind, "legacy_role": role, "record": record}
+        events.append(StagedEvent(new, parent, kind, role, stamp, orjson.dumps(record), None, branch_from))
         previous = new
     return events, mapping
 
 
-def migrate_legacy(backend: "FileBackend", session_id: str) -> None:
-    """Upgrade one legacy session (idempotent; safe to interrupt)."""
-    fs, layout = backend.fs, backend.layout
+def migrate_legacy(fs: OsFs, layout: Layout, session_id: str,
+                   open_writer: Callable[[], SessionStorage]) -> None:
+    """Upgrade one legacy session (idempotent; safe to interrupt). The
+    caller holds the session's lease; ``open_writer`` opens its storage."""
     directory = layout.session_dir(session_id)
     legacy = os.path.join(directory, LEGACY_FILE)
-    with backend.lease(session_id):
-        if not needs_migration(backend, session_id):
-            return
-        if _upgraded_but_not_renamed(directory):
-            fs.rename(legacy, legacy + ".migrated")
-            fs.fsync_dir(directory)
-            return
-        lines = _read_legacy(legacy)
-        meta = _convert_meta(session_id, lines[0])
-        created = meta.get("created_at")
-        base = parse_timestamp(created) if isinstance(created, str) else int(os.stat(legacy).st_mtime_ns)
-        events, mapping = _events(lines, base)
-        # The new storage rewrites HEAD; move the legacy one aside first so
-        # an interrupted attempt cannot replace it before the retry reads it.
-        head_path = os.path.join(directory, "HEAD")
-        if os.path.exists(head_path) and not os.path.exists(head_path + ".legacy"):
-            fs.rename(head_path, head_path + ".legacy")
-            fs.fsync_dir(directory)
-        old_head = _legacy_head(directory)
-        for name in ("chunks", "blobs"):
-            path = os.path.join(directory, name)
-            if os.path.exists(path):
-                fs.rmtree(path)
-            fs.mkdir(path)
-        for name in ("index.jsonl", "HEAD", "HEAD.tmp"):
-            path = os.path.join(directory, name)
-            if os.path.exists(path):
-                fs.unlink(path)
-        fd = fs.open(os.path.join(directory, "chunks", chunk_name(0)), os.O_WRONLY | os.O_CREAT)
-        fs.close(fd)
-        fs.fsync_dir(os.path.join(directory, "chunks"))
-        fs.fsync_dir(directory)
-        storage = backend._storage(session_id, readonly=False)
-        try:
-            if events:
-                storage.append_existing(events)
-            if old_head and mapping.get(old_head) and mapping[old_head] != storage.head():
-                storage.set_head(mapping[old_head])
-        finally:
-            storage.close()
-        meta["migrations"] = [MIGRATION_NAME]
-        meta.pop("legacy_layout", None)
-        fs.write_atomic(os.path.join(directory, "session.json"),
-                        orjson.dumps(meta, option=orjson.OPT_INDENT_2), durable=True)
+    if not needs_migration(fs, layout, session_id):
+        return
+    if _upgraded_but_not_renamed(fs, directory):
         fs.rename(legacy, legacy + ".migrated")
         fs.fsync_dir(directory)
+        return
+    lines = _read_legacy(fs, legacy)
+    meta = _convert_meta(session_id, lines[0])
+    created = meta.get("created_at")
+    base = parse_timestamp(created) if isinstance(created, str) else fs.stat(legacy).st_mtime_ns
+    events, mapping = _events(lines, base)
+    # The new storage rewrites HEAD; move the legacy one aside first so
+    # an interrupted attempt cannot replace it before the retry reads it.
+    head_path = os.path.join(directory, "HEAD")
+    if fs.exists(head_path) and not fs.exists(head_path + ".legacy"):
+        fs.rename(head_path, head_path + ".legacy")
+        fs.fsync_dir(directory)
+    old_head = _legacy_head(fs, directory)
+    for name in ("chunks", "blobs"):
+        path = os.path.join(directory, name)
+        if fs.exists(path):
+            fs.rmtree(path)
+        fs.mkdir(path)
+    for name in ("index.jsonl", "HEAD", "HEAD.tmp"):
+        path = os.path.join(directory, name)
+        if fs.exists(path):
+            fs.unlink(path)
+    fd = fs.open(os.path.join(directory, "chunks", chunk_name(0)), os.O_WRONLY | os.O_CREAT)
+    fs.close(fd)
+    fs.fsync_dir(os.path.join(directory, "chunks"))
+    fs.fsync_dir(directory)
+    storage = open_writer()
+    try:
+        head = events[-1].id if events else NIL_ID
+        if old_head and mapping.get(old_head):
+            head = mapping[old_head]
+        if events or head != NIL_ID:
+            storage.commit(Commit(tuple(events), head, NIL_ID)).wait()
+    finally:
+        storage.close()
+    meta["migrations"] = [MIGRATION_NAME]
+    meta.pop("legacy_layout", None)
+    fs.write_atomic(os.path.join(directory, "session.json"), encode_meta(meta), durable=True)
+    fs.rename(legacy, legacy + ".migrated")
+    fs.fsync_dir(directory)
 
 
-def _legacy_head(directory: str) -> str | None:
+def _legacy_head(fs: OsFs, directory: str) -> str | None:
     path = os.path.join(directory, "HEAD.legacy")
     try:
-        text = open(path, "rb").read().decode("ascii", "replace").strip()
-    except OSError:
-        return None
+        text = fs.read_file(path).decode("ascii", "replace").strip()
+    except StorageError as exc:
+        if exc.errno == errno.ENOENT:
+            return None  # no legacy HEAD: the last event is HEAD
+        raise
     try:
         return str(uuid.UUID(text))
     except ValueError:

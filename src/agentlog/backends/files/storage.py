@@ -24,18 +24,20 @@ import orjson
 from ..._codec import LineError, decode_line, encode_line
 from ..._fs import OsFs
 from ...errors import (
+    AgentlogError,
     CorruptionError,
     EventNotFound,
-    InvalidEvent,
+    HeadConflict,
     ReadOnlySession,
     RecoveryWarning,
     SessionClosed,
     SessionPoisoned,
     StorageError,
 )
-from ...event import NIL_ID, Event, IdGenerator, format_timestamp
-from ..base import Draft, IndexEntry, SessionStorage
-from .blobs import BlobStore, digest_of
+from ...event import NIL_ID, Event, check_sidecar_name, format_timestamp, is_event_id, stored_record_problem
+from ..base import BlobCopy, Commit, IndexEntry, SessionStorage, Ticket
+from .blobs import BlobStore
+from .meta import read_meta_file
 from .chunklog import ChunkLog, Line
 from .index import Index, IndexDamaged
 from .layout import Layout
@@ -44,18 +46,26 @@ __all__ = ["FileSessionStorage"]
 
 
 class _Request:
-    __slots__ = ("payloads", "parent", "branch_from", "target", "copies", "done", "result", "error")
+    """A submitted commit waiting in the group-commit queue."""
 
-    def __init__(self, payloads=None, parent=None, branch_from=None, target=None, copies=None):
-        self.payloads: list[tuple[str, str | None, bytes]] | None = payloads
-        self.parent: str | None = parent
-        self.branch_from: str | None = branch_from
-        self.target: str | None = target
-        # Events kept verbatim (ids, parents, times) with their payload bytes.
-        self.copies: list[tuple[Event, bytes]] | None = copies
+    __slots__ = ("commit", "done", "error")
+
+    def __init__(self, commit: Commit) -> None:
+        self.commit = commit
         self.done = False
-        self.result: list[Event] | None = None
         self.error: BaseException | None = None
+
+
+class _FileTicket(Ticket):
+    __slots__ = ("_storage", "_request")
+
+    def __init__(self, storage: FileSessionStorage, request: _Request) -> None:
+        super().__init__()
+        self._storage = storage
+        self._request = request
+
+    def wait(self) -> None:
+        self._storage._finish(self._request)
 
 
 def _entry_to_index(e: dict[str, Any]) -> IndexEntry:
@@ -80,47 +90,33 @@ def _is_event(rec: dict[str, Any]) -> bool:
     return "op" not in rec
 
 
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
-# Printable ASCII without quote or backslash, bounded: whatever passes fits
-# a fixed-width index line.
-_SHORT = {"kind": re.compile(r'[ !#-\[\]-~]{1,48}\Z'), "role": re.compile(r'[ !#-\[\]-~]{1,32}\Z'),
-          "timestamp": re.compile(r'[ !#-\[\]-~]{1,40}\Z')}
-
-
-def event_problem(rec: dict[str, Any]) -> str | None:
-    """Why a line whose checksum holds is still not an event record, or None.
-
-    The CRC proves the bytes are the ones written, not that a valid writer
-    wrote them; a record that names paths or fills index fields must be
-    checked before it is believed (invariant 3: that is corruption)."""
-    for key in ("id", "parent_id"):
-        value = rec.get(key)
-        if not (isinstance(value, str) and _UUID.match(value)):
-            return f"event record has a malformed {key}"
-    for key, pattern in _SHORT.items():
-        value = rec.get(key)
-        if not (isinstance(value, str) and pattern.match(value)) and not (key == "role" and value is None):
-            return f"event record has a malformed {key}"
-    branch_from = rec.get("branch_from")
-    if branch_from is not None and not (isinstance(branch_from, str) and _UUID.match(branch_from)):
-        return "event record has a malformed branch_from"
-    digest = rec.get("digest")
-    if digest is not None and not (isinstance(digest, str) and _DIGEST.match(digest)):
-        return "event record has a malformed digest"
-    return None
+def _frame(commit: Commit) -> tuple[list[bytes], list[dict[str, Any] | None]]:
+    """The log lines of one commit: its events, then a checkout record when
+    HEAD does not end on the last of them; members of a commit of more than
+    one line carry ``txn`` markers so a crash keeps all or none."""
+    objs: list[dict[str, Any]] = [
+        {"id": e.id, "parent_id": e.parent_id, "branch_from": e.branch_from, "kind": e.kind,
+         "role": e.role, "timestamp": e.timestamp,
+         "record": None if e.payload is None else orjson.Fragment(e.payload), "digest": e.digest}
+        for e in commit.events]
+    if not commit.events or commit.events[-1].id != commit.head:
+        stamp = commit.events[-1].timestamp if commit.events else format_timestamp(time.time_ns())
+        objs.append({"op": "checkout", "head": commit.head, "timestamp": stamp})
+    n = len(objs)
+    if n > 1:
+        for i, obj in enumerate(objs):
+            obj["txn"] = [i, n]
+    return [encode_line(obj) for obj in objs], [obj if _is_event(obj) else None for obj in objs]
 
 
 class FileSessionStorage(SessionStorage):
     def __init__(self, fs: OsFs, layout: Layout, session_id: str, *,
-                 readonly: bool, durable: bool, chunk_size: int,
-                 blob_threshold: int) -> None:
+                 readonly: bool, durable: bool, chunk_size: int) -> None:
         self.fs = fs
         self.layout = layout
         self.session_id = session_id
         self.readonly = readonly
         self.durable = durable
-        self.blob_threshold = blob_threshold
         self._chunk_size = chunk_size
         self.dir = layout.session_dir(session_id)
         self._cv = threading.Condition(threading.Lock())
@@ -129,7 +125,8 @@ class FileSessionStorage(SessionStorage):
         self._closed = False
         self._poisoned: BaseException | None = None
         self._head = NIL_ID
-        self._ids = IdGenerator()
+        self._writing = False  # a group-commit leader is writing
+        self._last_id = ""  # the newest event applied: ids must increase (invariant 11)
         self.warnings: list[str] = []
         self.blobs = BlobStore(fs, layout.blobs(session_id), durable=durable)
         self.log: ChunkLog | None = None
@@ -166,7 +163,6 @@ class FileSessionStorage(SessionStorage):
             if last is not None:
                 loc = last["location"]
                 self._head = self._last_id = last["id"]
-                self._ids.observe(last["id"])
                 self._scan_from = (loc["chunk"], loc["offset"] + loc["length"])
             self._scan_tail()
         if writable:
@@ -217,7 +213,7 @@ class FileSessionStorage(SessionStorage):
             raise IndexDamaged(f"index entry for {entry['id']}: {exc}") from None
         if rec.get("id") != entry["id"] or not _is_event(rec):
             raise IndexDamaged(f"index entry for {entry['id']} points at another record")
-        problem = event_problem(rec)
+        problem = stored_record_problem(rec)
         if problem:  # a rebuild reaches the line and reports it as corruption
             raise IndexDamaged(f"index entry for {entry['id']}: {problem}")
         return rec
@@ -304,17 +300,15 @@ class FileSessionStorage(SessionStorage):
         entries = []
         for rec, line in group:
             if _is_event(rec):
-                problem = event_problem(rec)
+                problem = stored_record_problem(rec)
                 if not problem and rec["id"] <= self._last_id:
                     problem = f"event id {rec['id']} does not increase"
                 if problem:
                     raise CorruptionError(self.log.path(line.chunk), line.offset, problem)
                 self._last_id = rec["id"]
                 entries.append(_index_entry(rec, line.chunk, line.offset, line.length))
-                self._ids.observe(rec["id"])
                 self._head = rec["id"]
-            elif rec.get("op") == "checkout" and isinstance(rec.get("head"), str) \
-                    and _UUID.match(rec["head"]):
+            elif rec.get("op") == "checkout" and is_event_id(rec.get("head")):
                 self._head = rec["head"]
             else:
                 raise CorruptionError(self.log.path(line.chunk), line.offset,
@@ -351,95 +345,82 @@ class FileSessionStorage(SessionStorage):
         if self._poisoned is not None:
             raise SessionPoisoned(self.session_id, self._poisoned)
 
-    def append(self, drafts: Sequence[Draft], *, parent: str | None = None,
-               branch_from: str | None = None) -> list[Event]:
+    def commit(self, commit: Commit) -> Ticket:
+        """Queue ``commit``; its ticket's ``wait()`` writes it (group commit)."""
         self._check_writable()
-        if not drafts:
-            return []
-        payloads = []
-        for d in drafts:
-            try:
-                payloads.append((d.kind, d.role, orjson.dumps(d.record)))
-            except TypeError as exc:
-                raise InvalidEvent(f"record is not JSON-serializable: {exc}") from None
-        if parent is not None and parent != NIL_ID and not self.contains(parent):
-            raise EventNotFound(parent, self.session_id)
-        return self._commit(_Request(payloads, parent, branch_from))
-
-    def set_head(self, event_id: str) -> None:
-        self._check_writable()
-        if event_id != NIL_ID and not self.contains(event_id):
-            raise EventNotFound(event_id, self.session_id)
-        self._commit(_Request(target=event_id))
-        self._sync_head_file()
-
-    def _commit(self, req: _Request) -> list[Event] | None:
-        """Group commit: the request at the front writes everything queued."""
+        req = _Request(commit)
         with self._cv:
             self._queue.append(req)
-            while not req.done and self._queue[0] is not req:
-                self._cv.wait()
-            if not req.done:
+        return _FileTicket(self, req)
+
+    def _finish(self, req: _Request) -> None:
+        """Group commit: a waiter finding no write in progress becomes the
+        leader and writes everything queued with one sync; the others wait."""
+        while True:
+            with self._cv:
+                while not req.done and self._writing:
+                    self._cv.wait()
+                if req.done:
+                    break
+                self._writing = True
                 group = list(self._queue)
-        if not req.done:
+                self._queue.clear()
             try:
                 self._write_group(group)
-            except BaseException as exc:  # every waiter gets the failure
-                for r in group:
-                    r.error = exc
             finally:
                 with self._cv:
-                    for _ in group:
-                        self._queue.popleft()
                     for r in group:
                         r.done = True
+                    self._writing = False
                     self._cv.notify_all()
         if req.error is not None:
             raise req.error
-        return req.result
 
     def _write_group(self, group: list[_Request]) -> None:
+        """Write the commits of ``group`` that apply, in order, with one sync.
+
+        A commit whose expected HEAD is not the HEAD before it fails, and so
+        does every commit after it in the group (they build on it)."""
+        failure: BaseException | None = None
         if self._poisoned is not None:
-            raise SessionPoisoned(self.session_id, self._poisoned)
-        if self._closed:
-            raise SessionClosed(self.session_id)
+            failure = SessionPoisoned(self.session_id, self._poisoned)
+        elif self._closed:
+            failure = SessionClosed(self.session_id)
         head = self._head
         lines: list[bytes] = []
         records: list[dict[str, Any] | None] = []
-        blobs: dict[str, bytes] = {}
+        blobs: dict[str, bytes | BlobCopy] = {}
+        written: list[_Request] = []
         for req in group:
-            ts = format_timestamp(time.time_ns())
-            if req.target is not None:
-                lines.append(encode_line({"op": "checkout", "head": req.target, "timestamp": ts}))
-                records.append(None)
-                head = req.target
+            c = req.commit
+            if failure is None and c.expected_head != head:
+                failure = HeadConflict(self.session_id, c.expected_head, head)
+            if failure is not None:
+                req.error = failure
                 continue
-            if req.copies is not None:
-                head = self._encode_copies(req, lines, records, blobs)
-                continue
-            events = []
-            parent = req.parent if req.parent is not None else head
-            first_branch = req.branch_from
-            if (req.parent is None and head != NIL_ID and not self._ids.is_last(head)
-                    and self.index.has_child(head)):
-                first_branch = head  # HEAD was checked out to an event with children
-            n = len(req.payloads)
-            for i, (kind, role, payload) in enumerate(req.payloads):
-                event = Event(self._ids.next(), parent, kind, role, ts, orjson.loads(payload),
-                              None, first_branch if i == 0 else None)
-                digest = self._frame(event, payload, i, n, lines, records, blobs)
-                events.append(replace(event, digest=digest) if digest else event)
-                parent = event.id
-            head = parent
-            req.result = events
+            more_lines, more_records = _frame(c)
+            lines += more_lines
+            records += more_records
+            blobs.update(c.blobs)
+            head = c.head
+            written.append(req)
+        if not written:
+            return
+        try:
+            self._write_lines(lines, records, blobs, head)
+        except BaseException as exc:  # every commit of the group gets the failure
+            for r in written:
+                r.error = exc
 
+    def _write_lines(self, lines: list[bytes], records: list[dict[str, Any] | None],
+                     blobs: dict[str, bytes | BlobCopy], head: str) -> None:
         total = sum(map(len, lines))
         if self.log.needs_rotation(total):
             self.log.rotate()
         chunk, start = self.log.current, self.log.end
         wrote_blob = False
-        for digest, data in blobs.items():
-            wrote_blob |= self.blobs.put(digest, data)
+        for digest, blob in blobs.items():
+            wrote_blob |= self._put_blob(digest, blob)
         if wrote_blob:
             self.blobs.sync_dir()
         try:
@@ -450,9 +431,10 @@ class FileSessionStorage(SessionStorage):
             raise
         entries = []
         offset = start
-        for line, obj in zip(lines, records):
+        for line, obj in zip(lines, records, strict=True):
             if obj is not None:
                 entries.append(_index_entry(obj, chunk, offset, len(line)))
+                self._last_id = obj["id"]
             offset += len(line)
         with self._state:
             self._head = head
@@ -460,90 +442,30 @@ class FileSessionStorage(SessionStorage):
             if entries:
                 self.index.add(entries)
 
-    def _encode_copies(self, req: _Request, lines: list[bytes],
-                       records: list[dict[str, Any] | None], blobs: dict[str, bytes]) -> str:
-        n = len(req.copies)
-        for i, (event, payload) in enumerate(req.copies):
-            self._ids.observe(event.id)
-            self._frame(event, payload, i, n, lines, records, blobs)
-        req.result = [event for event, _ in req.copies]
-        return req.copies[-1][0].id
-
-    def _frame(self, event: Event, payload: bytes | None, i: int, n: int, lines: list[bytes],
-               records: list[dict[str, Any] | None], blobs: dict[str, bytes]) -> str | None:
-        """Encode one event line (member ``i`` of a chain of ``n``); a payload
-        above the threshold goes to ``blobs``. ``payload`` None means the
-        event already names its blob. Returns the digest, if any."""
-        digest, inline = event.digest, None
-        if payload is not None:
-            if len(payload) > self.blob_threshold:
-                digest = digest_of(payload)
-                blobs[digest] = payload
-            else:
-                inline = orjson.Fragment(payload)
-        obj = {"id": event.id, "parent_id": event.parent_id, "branch_from": event.branch_from,
-               "kind": event.kind, "role": event.role, "timestamp": event.timestamp,
-               "record": inline, "digest": digest}
-        if n > 1:
-            obj["txn"] = [i, n]
-        lines.append(encode_line(obj))
-        records.append(obj)
-        return digest
-
-    def append_existing(self, events: Sequence[Event], source: SessionStorage | None = None) -> list[Event]:
-        """Append events keeping their ids, parents and times (fork, migration,
-        the lazy gate), as one batch. Ids must increase past every id here.
-
-        Payloads kept in blobs are hard-linked from ``source``'s blob files
-        when it is on the same file system, else copied; never read twice."""
-        self._check_writable()
-        if not events:
-            return []
-        copies: list[tuple[Event, bytes | None]] = []
-        known: set[str] = set()
-        last = self.index.last()
-        floor = last["id"] if last else ""
-        linked = False
-        for event in events:
-            if event.id <= floor:
-                raise InvalidEvent(f"event {event.id} does not sort after {floor or 'the start'}")
-            floor = event.id
-            if (event.parent_id != NIL_ID and event.parent_id not in known
-                    and not self.contains(event.parent_id)):
-                raise EventNotFound(event.parent_id, self.session_id)
-            known.add(event.id)
-            if event.digest:
-                linked |= self._adopt_blob(event.digest, source)
-                copies.append((event, None))
-            else:
-                copies.append((event, orjson.dumps(event.record)))
-        if linked:
-            self.blobs.sync_dir()
-        return self._commit(_Request(copies=copies))
-
-    def _adopt_blob(self, digest: str, source: SessionStorage | None) -> bool:
-        target = self.blobs.path(digest)
-        if self.fs.exists(target):
+    def _put_blob(self, digest: str, blob: bytes | BlobCopy) -> bool:
+        """Store one blob (before any event names it); True if its directory
+        entry may need a sync. A blob of another file session is hard-linked:
+        blobs are immutable and every load verifies its digest, so sharing
+        the inode is safe and costs no read."""
+        if isinstance(blob, bytes):
+            return self.blobs.put(digest, blob)
+        if self.fs.exists(self.blobs.path(digest)):
             return self.blobs.unsynced
-        if source is None:
-            raise InvalidEvent(f"blob {digest} is not here and no source session was given")
-        source_blobs = getattr(getattr(source, "storage", source), "blobs", None)
-        if isinstance(source_blobs, BlobStore):
-            # Blobs are immutable and every load verifies its digest, so
-            # sharing the inode is safe and costs no read.
+        source = blob.source
+        if isinstance(source, FileSessionStorage):
             try:
-                self.fs.link(source_blobs.path(digest), target)
+                self.fs.link(source.blobs.path(digest), self.blobs.path(digest))
                 self.blobs.unsynced = True
                 return True
             except StorageError:
-                pass  # another file system or no link support: copy below
-        return self.blobs.put(digest, source.load_blob(digest))
+                pass  # another file system, or no link support: copy below
+        return self.blobs.put(digest, source.get_blob(digest))
 
     def write_sidecar(self, name: str, data: bytes | None) -> None:
         """Replace (or with None remove) ``artifacts/<name>`` atomically."""
         self._check_writable()
         directory = self.layout.artifacts(self.session_id)
-        path = os.path.join(directory, name)
+        path = os.path.join(directory, check_sidecar_name(name))
         if data is None:
             if self.fs.exists(path):
                 self.fs.unlink(path)
@@ -557,7 +479,7 @@ class FileSessionStorage(SessionStorage):
         self.fs.write_atomic(path, data, durable=self.durable)
 
     def read_sidecar(self, name: str) -> bytes | None:
-        path = os.path.join(self.layout.artifacts(self.session_id), name)
+        path = os.path.join(self.layout.artifacts(self.session_id), check_sidecar_name(name))
         if not self.fs.exists(path):
             return None
         return self.fs.read_file(path)
@@ -581,6 +503,9 @@ class FileSessionStorage(SessionStorage):
     # --- reads ---------------------------------------------------------------
     def head(self) -> str:
         return self._head
+
+    def last_id(self) -> str:
+        return self._last_id
 
     def _lookup(self, event_id: str) -> dict[str, Any] | None:
         with self._state:
@@ -625,7 +550,7 @@ class FileSessionStorage(SessionStorage):
 
     def has_children(self, event_id: str) -> bool:
         self._check_open()
-        if event_id != NIL_ID and self._ids.is_last(event_id):
+        if event_id != NIL_ID and event_id == self._last_id:
             return False  # children sort after their parent: the newest has none
         with self._state:
             try:
@@ -648,13 +573,11 @@ class FileSessionStorage(SessionStorage):
     def event_count(self) -> int:
         return len(self.index)
 
-    def load_blob(self, digest: str) -> bytes:
+    def get_blob(self, digest: str) -> bytes:
         self._check_open()
         return self.blobs.get(digest)
 
     def read_meta(self) -> dict[str, Any]:
-        from .backend import read_meta_file
-
         return read_meta_file(self.fs, self.layout.meta(self.session_id))
 
     def write_meta(self, meta: dict[str, Any]) -> None:
@@ -675,7 +598,14 @@ class FileSessionStorage(SessionStorage):
         if self._closed:
             return
         with self._cv:
-            while self._queue:
+            pending = self._queue[-1] if self._queue else None
+        if pending is not None:
+            try:
+                self._finish(pending)  # commits nobody waited for are written, not dropped
+            except AgentlogError:
+                pass  # that commit's submitter is told by its own ticket
+        with self._cv:
+            while self._writing:
                 self._cv.wait()
             self._closed = True
         try:

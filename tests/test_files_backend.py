@@ -1,4 +1,4 @@
-"""The conformance suite on the embedded file backend, plus what only files can show."""
+"""What only the embedded file backend can show (the shared contract is test_conformance.py)."""
 
 from __future__ import annotations
 
@@ -8,27 +8,7 @@ import pytest
 
 from agentlog import NIL_ID, FileBackend, Store
 from agentlog.backends.files.blobs import digest_of
-from conformance import BackendConformance
 from helpers import RecordingFs, chunk_path, head_path, line_spans, lock_path, session_dir, tree
-
-
-class TestFileBackend(BackendConformance):
-    __test__ = True
-
-    def make_store(self, tmp_path, **options):
-        return Store(tmp_path / "home", **options)
-
-    def reopen_store(self, store):
-        backend = store.backend
-        return Store(store.home, durability=backend.durability, chunk_size=backend.chunk_size,
-                     blob_threshold=backend.blob_threshold)
-
-    def stored_blob_count(self, store, session_id):
-        return sum(1 for p in (session_dir(store, session_id) / "blobs").iterdir()
-                   if not p.name.startswith("."))
-
-    def disk_snapshot(self, store):
-        return tree(Path(store.home).parent)
 
 
 def test_checkout_is_written_to_the_log_and_the_head_file(file_store):

@@ -1,7 +1,7 @@
 """The backend conformance suite: one contract, every backend.
 
-Written once against the public API (Store, Session); each backend's test
-module subclasses ``BackendConformance`` and supplies ``make_store``. The
+Written once against the public API (Store, Session); the ``store``
+fixture of conftest.py runs every test on each backend it lists. The
 invariant numbers cited are those of DESIGN.md ("Invariants").
 """
 
@@ -16,7 +16,7 @@ import pytest
 
 from agentlog import (
     NIL_ID,
-    Draft,
+    NewEvent,
     Event,
     EventNotFound,
     InvalidEvent,
@@ -31,6 +31,7 @@ from agentlog import (
     StreamedDeltaError,
 )
 from agentlog.event import parse_timestamp
+from helpers import BLOB_THRESHOLD, reopen_store, tree
 
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
 
@@ -108,31 +109,9 @@ def exact(value: Any) -> bytes:
     return orjson.dumps(value)
 
 
-class BackendConformance:
-    """Subclass, set ``__test__ = True`` and implement ``make_store``."""
-
-    __test__ = False
-    BLOB_THRESHOLD = 1024
-
-    # --- what a backend's test module supplies ---------------------------------
-    def make_store(self, tmp_path, **options: Any) -> Store:
-        raise NotImplementedError
-
-    def reopen_store(self, store: Store) -> Store:
-        """The same sessions seen through a new Store, as a restarted process would."""
-        return store
-
-    def stored_blob_count(self, store: Store, session_id: str) -> int:
-        raise NotImplementedError
-
-    def disk_snapshot(self, store: Store) -> Any:
-        """Everything the backend could have touched on disk (None: nothing)."""
-        return None
-
-    # --- fixtures --------------------------------------------------------------
-    @pytest.fixture
-    def store(self, tmp_path) -> Store:
-        return self.make_store(tmp_path, blob_threshold=self.BLOB_THRESHOLD)
+class TestConformance:
+    """Every backend of ``conftest.BACKENDS``: the ``store`` fixture runs each
+    test once per backend."""
 
     @pytest.fixture
     def session(self, store):
@@ -142,7 +121,7 @@ class BackendConformance:
 
     def reopen(self, store: Store, session, readonly: bool = False):
         session.close()
-        return self.reopen_store(store).open(session.id, readonly=readonly)
+        return reopen_store(store).open(session.id, readonly=readonly)
 
     @staticmethod
     def chain(session, n: int, start: int = 0) -> list[Event]:
@@ -192,7 +171,7 @@ class BackendConformance:
         with store.create(session_id="b") as b:
             self.chain(b, 1)
             b.update_meta(archived=True)
-        rows = {r.id: r for r in self.reopen_store(store).list()}
+        rows = {r.id: r for r in reopen_store(store).list()}
         assert set(rows) == {"a"}
         assert rows["a"].event_count == 3
         assert rows["a"].title == "alpha"
@@ -266,7 +245,7 @@ class BackendConformance:
     def test_append_many_is_a_chain_from_head(self, session):
         first = session.append("message", {"content": "q"}, role="user")
         batch = session.append_many([
-            Draft("message", {"content": "a"}, "assistant"),
+            NewEvent("message", {"content": "a"}, "assistant"),
             ("tool_call", {"id": "1", "name": "x", "arguments": "{}"}, "assistant"),
             {"kind": "tool_result", "record": {"tool_call_id": "1", "content": "ok"},
              "role": "tool"},
@@ -444,7 +423,7 @@ class BackendConformance:
             assert len(reopened) == 2
         finally:
             reopened.close()
-        reader = self.reopen_store(store).open(session.id, readonly=True)
+        reader = reopen_store(store).open(session.id, readonly=True)
         try:
             assert reader.head == a.id
         finally:
@@ -554,8 +533,8 @@ class BackendConformance:
         assert session.context(resolve=True)[-1].record == record
 
     def test_blob_threshold_boundary(self, session):
-        at = "x" * (self.BLOB_THRESHOLD - 2)   # JSON text exactly at the threshold
-        over = "x" * (self.BLOB_THRESHOLD - 1)
+        at = "x" * (BLOB_THRESHOLD - 2)   # JSON text exactly at the threshold
+        over = "x" * (BLOB_THRESHOLD - 1)
         e_at = session.append("custom", at)
         e_over = session.append("custom", over)
         assert session.event(e_at.id).record == at and session.event(e_at.id).digest is None
@@ -568,13 +547,13 @@ class BackendConformance:
         assert got.loaded and got.digest is None
         assert session.resolve(got) is got
 
-    def test_duplicate_payloads_share_one_blob(self, session, store):
+    def test_duplicate_payloads_share_one_blob(self, session, store, backend):
         big = {"content": "z" * 3000}
         e1 = session.append("tool_result", big, role="tool")
         e2 = session.append("tool_result", dict(big), role="tool")
         e3 = session.append("tool_result", {"content": "w" * 3000}, role="tool")
         assert e1.digest == e2.digest != e3.digest
-        assert self.stored_blob_count(store, session.id) == 2
+        assert backend.blob_count(store, session.id) == 2
         assert session.resolve(session.event(e2.id)).record == big
 
     def test_blobs_inside_a_batch(self, session):
@@ -585,9 +564,9 @@ class BackendConformance:
 
     # === validation =============================================================
     @pytest.mark.parametrize("bad", BAD_SESSION_IDS, ids=repr)
-    def test_invalid_session_ids_are_refused_before_any_io(self, store, bad):
+    def test_invalid_session_ids_are_refused_before_any_io(self, store, bad, tmp_path):
         """Invariant 8: ids are checked before a path is built from them."""
-        before = self.disk_snapshot(store)
+        before = tree(tmp_path)
         calls = [lambda: store.open(bad), lambda: store.open(bad, readonly=True),
                  lambda: store.exists(bad), lambda: store.delete(bad),
                  lambda: store.meta(bad), lambda: store.info(bad)]
@@ -596,7 +575,7 @@ class BackendConformance:
         for call in calls:
             with pytest.raises(InvalidSessionId):
                 call()
-        assert self.disk_snapshot(store) == before
+        assert tree(tmp_path) == before
         assert store.list(archived=True) == []
 
     def test_longest_valid_session_id(self, store):
@@ -744,7 +723,7 @@ class BackendConformance:
         assert meta["title"] == "renamed"
         assert meta["created_at"] == store_meta["created_at"]
         assert meta["updated_at"] >= store_meta["updated_at"]
-        fresh = self.reopen_store(store)
+        fresh = reopen_store(store)
         assert fresh.meta(session.id) == meta
         assert fresh.info(session.id).title == "renamed"
 

@@ -1,0 +1,62 @@
+"""Backends named by URL, found through the ``agentlog.backends`` entry points.
+
+``file:///path`` (or a plain path), ``memory:``, ``sqlite:///path.db``, and
+whatever a third-party package registers: an entry point in the group
+``agentlog.backends`` whose name is the URL scheme and whose object is a
+``Backend`` class with a ``from_url(url, *, durability, **options)``
+classmethod. agentlog's own backends are registered the same way (see
+pyproject.toml); the table below only serves a source tree that was never
+installed, where no entry-point metadata exists.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import import_module
+from importlib.metadata import entry_points
+from typing import Any, Protocol
+
+from ..errors import UnknownBackend
+from .base import Backend
+
+__all__ = ["BackendFactory", "open_backend", "scheme_of"]
+
+GROUP = "agentlog.backends"
+
+_BUILT_IN = {
+    "file": "agentlog.backends.files:FileBackend",
+    "memory": "agentlog.backends.memory:MemoryBackend",
+    "sqlite": "agentlog.backends.sqlite:SqliteBackend",
+}
+
+
+class BackendFactory(Protocol):
+    def from_url(self, url: str, *, durability: str, **options: Any) -> Backend: ...
+
+
+def scheme_of(location: str) -> str:
+    """The URL scheme of ``location``; a plain path is ``file``."""
+    scheme, sep, _ = location.partition(":")
+    if not sep or len(scheme) < 2 or not scheme.replace("+", "").replace("-", "").isalnum():
+        return "file"  # a path (a one-letter "scheme" is a Windows drive)
+    return scheme.lower()
+
+
+def _load(scheme: str) -> BackendFactory:
+    found = [ep for ep in entry_points(group=GROUP) if ep.name == scheme]
+    if found:
+        factory: BackendFactory = found[0].load()
+        return factory
+    target = _BUILT_IN.get(scheme)
+    if target is None:
+        known = sorted({ep.name for ep in entry_points(group=GROUP)} | set(_BUILT_IN))
+        raise UnknownBackend(f"no backend serves {scheme}: URLs (installed: {', '.join(known)})")
+    module, _, name = target.partition(":")
+    factory = getattr(import_module(module), name)
+    return factory
+
+
+def open_backend(location: str | os.PathLike[str], *, durability: str = "full", **options: Any) -> Backend:
+    """The backend a store URL (or a plain directory path) names."""
+    url = os.fspath(location)
+    return _load(scheme_of(url)).from_url(url, durability=durability, **options)

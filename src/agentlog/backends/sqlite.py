@@ -1,0 +1,349 @@
+"""The SQLite backend: every session of a store in one database file.
+
+Written against the seam and nothing else, as the template for SQL
+backends: a commit is one transaction whose UPDATE of HEAD is the
+compare-and-swap; a path is one recursive query; the writer's lease is the
+same flock lease the file backend uses, in a directory beside the
+database. WAL mode, so readers never block the writer; ``synchronous=FULL``
+under durability ``full``. The file opens in ``sqlite3`` and Datasette.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import orjson
+
+from .._lease import Lease, acquire
+from ..errors import (
+    BlobIntegrityError,
+    CorruptionError,
+    EventNotFound,
+    HeadConflict,
+    ReadOnlySession,
+    SessionExists,
+    SessionNotFound,
+    StorageError,
+    UnknownBackend,
+)
+from ..event import NIL_ID, Event, check_session_id, digest_of
+from .base import Backend, Commit, IndexEntry, Problem, SessionStats, SessionStorage, Ticket
+
+__all__ = ["SqliteBackend"]
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+  id TEXT PRIMARY KEY, meta TEXT NOT NULL, head TEXT NOT NULL, last_id TEXT NOT NULL,
+  event_count INTEGER NOT NULL, updated_ns INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+  session_id TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, parent_id TEXT NOT NULL,
+  branch_from TEXT, kind TEXT NOT NULL, role TEXT, timestamp TEXT NOT NULL, record TEXT, digest TEXT,
+  PRIMARY KEY (session_id, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_in_order ON events (session_id, seq);
+CREATE INDEX IF NOT EXISTS events_by_parent ON events (session_id, parent_id);
+CREATE TABLE IF NOT EXISTS blobs (digest TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sidecars (
+  session_id TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (session_id, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS breadcrumbs (working_dir TEXT PRIMARY KEY, session_id TEXT NOT NULL) WITHOUT ROWID;
+"""
+_COLUMNS = "id, parent_id, kind, role, timestamp, record, digest, branch_from"
+_ANCESTORS = f"""
+WITH RECURSIVE walk (depth, {_COLUMNS}) AS (
+  SELECT 1, {_COLUMNS} FROM events WHERE session_id = :s AND id = :start
+  UNION ALL
+  SELECT walk.depth + 1, {', '.join('e.' + c for c in _COLUMNS.split(', '))}
+  FROM walk JOIN events e ON e.session_id = :s AND e.id = walk.parent_id
+  WHERE walk.depth < :limit AND walk.kind IS NOT :kind AND walk.id IS NOT :stop)
+SELECT {_COLUMNS} FROM walk ORDER BY depth"""
+
+
+def _event(row: tuple[Any, ...]) -> Event:
+    record = None if row[5] is None else orjson.loads(row[5])
+    return Event(row[0], row[1], row[2], row[3], row[4], record, row[6], row[7])
+
+
+class SqliteSessionStorage(SessionStorage):
+    def __init__(self, backend: SqliteBackend, session_id: str, lease: Lease | None) -> None:
+        self.session_id = session_id
+        self.readonly = lease is None
+        self.warnings: list[str] = []
+        self._db = backend
+        self._lease = lease
+
+    def commit(self, commit: Commit) -> Ticket:
+        if self.readonly:
+            raise ReadOnlySession(self.session_id)
+        try:
+            self._db.apply(self.session_id, commit)
+        except (HeadConflict, StorageError) as exc:
+            return Ticket(exc)
+        return Ticket.done()
+
+    def _one(self, sql: str, *args: Any) -> Any:
+        row = self._db.query(sql, (self.session_id, *args), one=True)
+        return None if row is None else row[0]
+
+    def head(self) -> str:
+        head: str = self._one("SELECT head FROM sessions WHERE id = ?") or NIL_ID
+        return head
+
+    def last_id(self) -> str:
+        last: str = self._one("SELECT last_id FROM sessions WHERE id = ?") or ""
+        return last
+
+    def get(self, event_id: str) -> Event:
+        row = self._db.query(f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id = ?",
+                             (self.session_id, event_id), one=True)
+        if row is None:
+            raise EventNotFound(event_id, self.session_id)
+        return _event(row)
+
+    def ancestors(self, from_id: str, *, limit: int | None = None,
+                  until_kind: str | None = None, until_id: str | None = None) -> list[Event]:
+        bound = self.event_count() + 1
+        rows = self._db.query(_ANCESTORS, {"s": self.session_id, "start": from_id, "kind": until_kind,
+                                           "stop": until_id, "limit": min(limit or bound + 1, bound + 1)})
+        if len(rows) > bound:
+            raise CorruptionError(self._db.path, None, f"parent links loop in session {self.session_id}")
+        if not rows and from_id != NIL_ID:
+            raise EventNotFound(from_id, self.session_id)
+        return [_event(row) for row in rows]
+
+    def contains(self, event_id: str) -> bool:
+        return self._one("SELECT 1 FROM events WHERE session_id = ? AND id = ?", event_id) is not None
+
+    def has_children(self, event_id: str) -> bool:
+        return self._one("SELECT 1 FROM events WHERE session_id = ? AND parent_id = ? LIMIT 1",
+                         event_id) is not None
+
+    def entries(self) -> Iterator[IndexEntry]:
+        rows = self._db.query("SELECT id, parent_id, branch_from, kind, role, timestamp, digest FROM events"
+                              " WHERE session_id = ? ORDER BY seq", (self.session_id,))
+        return iter([IndexEntry(*row) for row in rows])
+
+    def event_count(self) -> int:
+        count: int = self._one("SELECT event_count FROM sessions WHERE id = ?") or 0
+        return count
+
+    def get_blob(self, digest: str) -> bytes:
+        data = self._db.query("SELECT data FROM blobs WHERE digest = ?", (digest,), one=True)
+        if data is None or digest_of(data[0]) != digest:
+            raise BlobIntegrityError(self._db.path, None, f"blob {digest} is missing or damaged")
+        blob: bytes = data[0]
+        return blob
+
+    def read_meta(self) -> dict[str, Any]:
+        return self._db.read_meta(self.session_id)
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        with self._db.transaction() as db:
+            db.execute("UPDATE sessions SET meta = ? WHERE id = ?", (orjson.dumps(meta).decode(), self.session_id))
+
+    def read_sidecar(self, name: str) -> bytes | None:
+        data: bytes | None = self._one("SELECT data FROM sidecars WHERE session_id = ? AND name = ?", name)
+        return data
+
+    def write_sidecar(self, name: str, data: bytes | None) -> None:
+        with self._db.transaction() as db:
+            if data is None:
+                db.execute("DELETE FROM sidecars WHERE session_id = ? AND name = ?", (self.session_id, name))
+            else:
+                db.execute("INSERT OR REPLACE INTO sidecars VALUES (?, ?, ?)", (self.session_id, name, data))
+
+    def sidecar_names(self) -> list[str]:
+        rows = self._db.query("SELECT name FROM sidecars WHERE session_id = ? ORDER BY name", (self.session_id,))
+        return [row[0] for row in rows]
+
+    def refresh(self) -> None:
+        """Every read asks the database: there is nothing to catch up."""
+
+    def close(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
+
+
+class SqliteBackend(Backend):
+    """All sessions in the database at ``path`` (created on first use)."""
+
+    def __init__(self, path: str, *, durability: str = "full") -> None:
+        if durability not in ("full", "off"):
+            raise ValueError(f"durability must be 'full' or 'off', not {durability!r}")
+        self.path = os.path.abspath(path)
+        self.url = "sqlite://" + self.path
+        self.durability = durability
+        self._locks = self.path + ".locks"
+        self._mutex = threading.RLock()
+        with self._errors():
+            os.makedirs(self._locks, mode=0o700, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA busy_timeout = 10000")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'OFF'}")
+        with self.transaction() as db:
+            for statement in _SCHEMA.split(";"):  # executescript would commit mid-transaction
+                if statement.strip():
+                    db.execute(statement)
+            if db.execute("SELECT version FROM schema_version").fetchone() is None:
+                db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+
+    @classmethod
+    def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> SqliteBackend:
+        """``sqlite:///absolute/path.db`` or ``sqlite:relative/path.db``."""
+        path = unquote(urlsplit(url).path if url.startswith("sqlite://") else url[len("sqlite:"):])
+        if not path:
+            raise UnknownBackend(f"{url!r} names no database file")
+        return cls(path, durability=durability, **options)
+
+    # --- one place where the driver's errors become ours ----------------------------
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.IntegrityError:
+            raise  # a constraint: the caller knows what it means
+        except sqlite3.DatabaseError as exc:
+            text = str(exc)
+            if "malformed" in text or "not a database" in text:
+                raise CorruptionError(self.path, None, text) from None
+            raise StorageError("sqlite", self.path, getattr(exc, "sqlite_errorcode", None), text) from None
+        except OSError as exc:
+            raise StorageError("open", self.path, exc.errno, exc.strerror or str(exc)) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._mutex, self._errors():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def query(self, sql: str, args: Any = (), *, one: bool = False) -> Any:
+        with self._mutex, self._errors():
+            cursor = self._conn.execute(sql, args)
+            return cursor.fetchone() if one else cursor.fetchall()
+
+    def apply(self, session_id: str, commit: Commit, db: sqlite3.Connection | None = None) -> None:
+        """One commit in one transaction; HEAD moves by compare-and-swap."""
+        blobs = [(d, b if isinstance(b, bytes) else b.source.get_blob(d)) for d, b in commit.blobs.items()]
+        if db is None:
+            with self.transaction() as tx:
+                return self.apply(session_id, commit, tx)
+        row = db.execute("SELECT head, event_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        if row[0] != commit.expected_head:
+            raise HeadConflict(session_id, commit.expected_head, row[0])
+        db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", blobs)
+        db.executemany(f"INSERT INTO events (session_id, seq, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+            (session_id, row[1] + i, e.id, e.parent_id, e.kind, e.role, e.timestamp,
+             None if e.payload is None else e.payload.decode(), e.digest, e.branch_from)
+            for i, e in enumerate(commit.events)])
+        last = commit.events[-1].id if commit.events else None
+        db.execute("UPDATE sessions SET head = ?, event_count = event_count + ?, updated_ns = ?,"
+                   " last_id = coalesce(?, last_id) WHERE id = ?",
+                   (commit.head, len(commit.events), time.time_ns(), last, session_id))
+        return None
+
+    def lease(self, session_id: str) -> Lease:
+        return acquire(self._locks, check_session_id(session_id))
+
+    # --- sessions ------------------------------------------------------------------
+    def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> SessionStorage:
+        lease = self.lease(session_id)
+        try:
+            with self.transaction() as db:
+                try:
+                    db.execute("INSERT INTO sessions VALUES (?, ?, ?, '', 0, ?)",
+                               (session_id, orjson.dumps(meta).decode(), NIL_ID, time.time_ns()))
+                except sqlite3.IntegrityError:
+                    raise SessionExists(session_id) from None
+                if initial is not None:
+                    self.apply(session_id, initial, db)
+        except BaseException:
+            lease.release()
+            raise
+        return SqliteSessionStorage(self, session_id, lease)
+
+    def open(self, session_id: str, *, readonly: bool) -> SessionStorage:
+        if not self.exists(session_id):
+            raise SessionNotFound(session_id)
+        return SqliteSessionStorage(self, session_id, None if readonly else self.lease(session_id))
+
+    def exists(self, session_id: str) -> bool:
+        return self.query("SELECT 1 FROM sessions WHERE id = ?", (check_session_id(session_id),), one=True) is not None
+
+    def session_ids(self) -> Iterator[str]:
+        return iter([row[0] for row in self.query("SELECT id FROM sessions")])
+
+    def read_meta(self, session_id: str) -> dict[str, Any]:
+        row = self.query("SELECT meta FROM sessions WHERE id = ?", (check_session_id(session_id),), one=True)
+        if row is None:
+            raise SessionNotFound(session_id)
+        meta = orjson.loads(row[0])
+        if not isinstance(meta, dict):
+            raise CorruptionError(self.path, None, f"metadata of session {session_id} is not an object")
+        return meta
+
+    def stats(self, session_id: str) -> SessionStats:
+        row = self.query("SELECT event_count, updated_ns FROM sessions WHERE id = ?", (session_id,), one=True)
+        if row is None:
+            raise SessionNotFound(session_id)
+        return SessionStats(row[0], row[1])
+
+    def delete(self, session_id: str) -> None:
+        if not self.exists(session_id):
+            raise SessionNotFound(session_id)
+        with self.lease(session_id), self.transaction() as db:
+            digests = db.execute("SELECT DISTINCT digest FROM events WHERE session_id = ? AND digest IS NOT NULL",
+                                 (session_id,)).fetchall()
+            for table, key in (("events", "session_id"), ("sidecars", "session_id"), ("sessions", "id")):
+                db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
+            db.executemany("DELETE FROM blobs WHERE digest = ?1 AND NOT EXISTS"
+                           " (SELECT 1 FROM events WHERE digest = ?1)", digests)
+
+    def put_breadcrumb(self, working_dir: str, session_id: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO breadcrumbs VALUES (?, ?)",
+                       (os.path.abspath(working_dir), check_session_id(session_id)))
+
+    def get_breadcrumb(self, working_dir: str) -> str | None:
+        row = self.query("SELECT session_id FROM breadcrumbs WHERE working_dir = ?",
+                         (os.path.abspath(working_dir),), one=True)
+        return None if row is None else str(row[0])
+
+    def verify(self, session_id: str) -> list[Problem]:
+        problems = [Problem(session_id, self.path, None, f"integrity_check: {row[0]}")
+                    for row in self.query("PRAGMA quick_check") if row[0] != "ok"]
+        storage = SqliteSessionStorage(self, session_id, None)
+        head = storage.head()
+        if head != NIL_ID and not storage.contains(head):
+            problems.append(Problem(session_id, self.path, None, f"HEAD names a missing event {head}"))
+        for entry in storage.entries():
+            if entry.parent_id != NIL_ID and not storage.contains(entry.parent_id):
+                problems.append(Problem(session_id, self.path, None, f"event {entry.id} names a missing parent"))
+            if entry.digest:
+                try:
+                    storage.get_blob(entry.digest)
+                except BlobIntegrityError as exc:
+                    problems.append(Problem(session_id, self.path, None, f"{exc.reason} (event {entry.id})"))
+        return problems
+
+    def repair(self, session_id: str) -> list[str]:
+        return []  # SQLite recovers its own journal; damage beyond it is reported by verify
+
+    def close(self) -> None:
+        with self._mutex:
+            self._conn.close()

@@ -1,0 +1,262 @@
+"""The core: the one place that decides what goes on a session's timeline.
+
+Above the seam and below ``Session``, a ``Timeline`` assigns event ids
+(monotonic UUIDv7), parents (HEAD at submission, or the selected event)
+and ``branch_from``; validates kinds, roles and records; splits payloads
+into inline records and blobs; and frames each batch as one ``Commit``
+whose HEAD moves by compare-and-swap. Backends store what it hands them.
+
+Ordering: ids and parents are assigned, and the commit submitted, under
+one lock, so commits reach the backend in the order their parents were
+chosen; the wait for durability happens outside it, so threads appending
+to one session share the backend's syncs (group commit).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .backends.base import DEFAULT_BLOB_THRESHOLD, BlobCopy, Commit, SessionStorage, StagedEvent, Ticket
+from .errors import AgentlogError, EventNotFound, InvalidEvent, ReadOnlySession
+from .event import (
+    NIL_ID,
+    Event,
+    IdGenerator,
+    check_event_id,
+    check_kind,
+    check_record,
+    check_role,
+    digest_of,
+    format_timestamp,
+    stored_record_problem,
+)
+
+__all__ = ["NewEvent", "NewEventLike", "Timeline", "as_new_event", "stage_existing"]
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event not yet on the timeline: the core gives it id, parent and time."""
+
+    kind: str
+    record: Any = None
+    role: str | None = None
+
+
+NewEventLike = NewEvent | tuple[Any, ...] | Mapping[str, Any]
+
+
+def as_new_event(item: NewEventLike) -> NewEvent:
+    """A validated NewEvent from a NewEvent, a (kind, record[, role]) tuple or a mapping."""
+    if isinstance(item, NewEvent):
+        kind, record, role = item.kind, item.record, item.role
+    elif isinstance(item, tuple) and len(item) in (2, 3):
+        kind, record, role = item if len(item) == 3 else (*item, None)
+    elif isinstance(item, Mapping):
+        kind, record, role = item.get("kind"), item.get("record"), item.get("role")
+    else:
+        raise TypeError(f"cannot make an event of {type(item).__name__}")
+    check_kind(kind)
+    check_role(role)
+    check_record(record)
+    return NewEvent(kind, record, role)
+
+
+def _encode(record: Any) -> bytes:
+    try:
+        return orjson.dumps(record)
+    except TypeError as exc:
+        raise InvalidEvent(f"record is not JSON-serializable: {exc}") from None
+
+
+def _split(payload: bytes, threshold: int, blobs: dict[str, bytes | BlobCopy]) -> tuple[bytes | None, str | None]:
+    """(inline payload, digest): a payload above ``threshold`` goes to a blob."""
+    if len(payload) <= threshold:
+        return payload, None
+    digest = digest_of(payload)
+    blobs[digest] = payload
+    return None, digest
+
+
+def stage_existing(events: Iterable[Event], source: SessionStorage | None, threshold: int,
+                   floor: str = "") -> tuple[list[StagedEvent], dict[str, bytes | BlobCopy]]:
+    """Frame events that keep their ids, parents and times (imports, forks,
+    the lazy gate). Each must be a valid event whose id sorts after
+    ``floor`` and after the one before it; a payload kept in a blob
+    (``record`` None) is copied from ``source``."""
+    staged: list[StagedEvent] = []
+    blobs: dict[str, bytes | BlobCopy] = {}
+    for event in events:
+        problem = stored_record_problem({
+            "id": event.id, "parent_id": event.parent_id, "branch_from": event.branch_from,
+            "kind": event.kind, "role": event.role, "timestamp": event.timestamp, "digest": event.digest})
+        if problem:
+            raise InvalidEvent(f"event {event.id!r}: {problem.removeprefix('event record has ')}")
+        if event.id <= floor:
+            raise InvalidEvent(f"event {event.id} does not sort after {floor or 'the start'}")
+        floor = event.id
+        if event.loaded:
+            payload, digest = _split(_encode(event.record), threshold, blobs)
+        else:
+            if source is None:
+                raise InvalidEvent(f"blob {event.digest} is not here and no source session was given")
+            payload, digest = None, event.digest
+            assert digest is not None  # an unloaded event names its blob
+            blobs.setdefault(digest, BlobCopy(source))
+        staged.append(StagedEvent(event.id, event.parent_id, event.kind, event.role, event.timestamp,
+                                  payload, digest, event.branch_from))
+    return staged, blobs
+
+
+class Timeline:
+    """The core over one session's storage; shared by every writer handle
+    of that session in a process."""
+
+    def __init__(self, storage: SessionStorage, *, blob_threshold: int = DEFAULT_BLOB_THRESHOLD) -> None:
+        self.storage = storage
+        self.blob_threshold = blob_threshold
+        self._lock = threading.Lock()
+        last = storage.last_id()
+        self._ids = IdGenerator(last or None)
+        # HEAD after every commit submitted so far (the next commit's
+        # expected HEAD); the storage's HEAD catches up as commits land.
+        self._tip = storage.head()
+        self._last_ticket: Ticket | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.storage.session_id
+
+    def _check_writable(self) -> None:
+        if self.storage.readonly:
+            raise ReadOnlySession(self.session_id)
+
+    def _drain(self) -> None:
+        """Wait for every submitted commit (caller holds the lock), so that
+        a read of the tree sees them; after a failure, restart from the
+        storage's HEAD."""
+        ticket, self._last_ticket = self._last_ticket, None
+        if ticket is None:
+            return
+        try:
+            ticket.wait()
+        except AgentlogError:
+            # That commit's own caller reports its failure; here it only
+            # means the chain built on it is void.
+            self._tip = self.storage.head()
+
+    def _submit(self, commit: Commit) -> Ticket:
+        ticket = self.storage.commit(commit)
+        self._tip = commit.head
+        self._last_ticket = ticket
+        return ticket
+
+    def _parent_and_branch(self, parent: str | None) -> tuple[str, str | None]:
+        """The new chain's parent and ``branch_from`` (caller holds the lock).
+
+        Following HEAD (``parent`` None, or the HEAD itself): the chain is a
+        branch only if HEAD was checked out to an event that already has
+        children. A selected event that has children, or the root of a
+        non-empty session, is named by ``branch_from``."""
+        if parent is None or parent == self._tip:
+            current = self._tip
+            if current == NIL_ID or self._ids.is_last(current):
+                return current, None  # the newest event has no children: the common case
+            self._drain()  # rare: see every child, including queued ones
+            current = self._tip
+            return current, current if self.storage.has_children(current) else None
+        self._drain()
+        if parent == NIL_ID:
+            return NIL_ID, NIL_ID if self._ids.last() else None
+        if not self.storage.contains(parent):
+            raise EventNotFound(parent, self.session_id)
+        return parent, parent if self.storage.has_children(parent) else None
+
+    def submit(self, drafts: Sequence[NewEvent], *, parent: str | None = None,
+               ) -> tuple[list[Event], Commit, Ticket]:
+        """Frame ``drafts`` as one chain and submit it; ``run()`` waits for it
+        (outside any lock) before it is acknowledged. ``parent`` None means
+        HEAD as of this submission."""
+        self._check_writable()
+        payloads = [_encode(d.record) for d in drafts]
+        with self._lock:
+            current, branch_from = self._parent_and_branch(parent)
+            stamp = format_timestamp(time.time_ns())
+            blobs: dict[str, bytes | BlobCopy] = {}
+            staged: list[StagedEvent] = []
+            events: list[Event] = []
+            for i, (draft, payload) in enumerate(zip(drafts, payloads, strict=True)):
+                event_id = self._ids.next()
+                inline, digest = _split(payload, self.blob_threshold, blobs)
+                first = branch_from if i == 0 else None
+                staged.append(StagedEvent(event_id, current, draft.kind, draft.role, stamp, inline, digest, first))
+                events.append(Event(event_id, current, draft.kind, draft.role, stamp,
+                                    orjson.loads(payload), digest, first))
+                current = event_id
+            commit = Commit(tuple(staged), current, self._tip, blobs)
+            return events, commit, self._submit(commit)
+
+    def failed(self, commit: Commit) -> None:
+        """A submitted commit failed: if nothing was built on it since, the
+        next commit starts again from the storage's HEAD."""
+        with self._lock:
+            if self._tip == commit.head:
+                self._tip = self.storage.head()
+                self._last_ticket = None
+
+    def run(self, submitted: tuple[list[Event], Commit, Ticket]) -> list[Event]:
+        """Wait for a submitted commit; the events once durable."""
+        events, commit, ticket = submitted
+        try:
+            ticket.wait()
+        except BaseException:
+            self.failed(commit)
+            raise
+        return events
+
+    def append(self, drafts: Sequence[NewEvent], *, parent: str | None = None) -> list[Event]:
+        return self.run(self.submit(drafts, parent=parent))
+
+    def checkout(self, event_id: str) -> None:
+        """Move HEAD durably without appending an event."""
+        self._check_writable()
+        if event_id != NIL_ID:
+            check_event_id(event_id)
+        with self._lock:
+            if event_id != NIL_ID and not self.storage.contains(event_id):
+                self._drain()  # it may be in a commit still queued
+                if not self.storage.contains(event_id):
+                    raise EventNotFound(event_id, self.session_id)
+            commit = Commit((), event_id, self._tip)
+            submitted = ([], commit, self._submit(commit))
+        self.run(submitted)
+
+    def import_events(self, events: Sequence[Event], source: SessionStorage | None = None) -> list[Event]:
+        """Append events keeping their ids, parents and times, as one batch;
+        HEAD moves to the last. Parents must be stored or come earlier."""
+        self._check_writable()
+        if not events:
+            return []
+        with self._lock:
+            self._drain()  # parents may be in commits still queued
+            staged, blobs = stage_existing(events, source, self.blob_threshold, self._ids.last())
+            known: set[str] = set()
+            for event in staged:
+                if (event.parent_id != NIL_ID and event.parent_id not in known
+                        and not self.storage.contains(event.parent_id)):
+                    raise EventNotFound(event.parent_id, self.session_id)
+                known.add(event.id)
+            commit = Commit(tuple(staged), staged[-1].id, self._tip, blobs)
+            for event in staged:
+                self._ids.observe(event.id)
+            submitted = (list(events), commit, self._submit(commit))
+        return self.run(submitted)
+
+    def close(self) -> None:
+        self.storage.close()
