@@ -134,10 +134,10 @@ def test_a_failed_fork_leaves_no_session(tmp_path, monkeypatch):
     with store.create() as s:
         s.append("message", {"content": "x"}, role="user")
 
-        def fail(self, events, source=None):
+        def fail(self, *args):
             raise StorageError("write", "chunk", 28, "No space left on device")
 
-        monkeypatch.setattr(FileSessionStorage, "append_existing", fail)
+        monkeypatch.setattr(FileSessionStorage, "_write_lines", fail)
         with pytest.raises(StorageError):
             s.fork(session_id="doomed")
     assert [r.id for r in store.list()] == [s.id]

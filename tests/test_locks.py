@@ -52,7 +52,7 @@ def test_management_writes_are_refused_while_another_process_writes(file_store, 
     with pytest.raises(SessionLocked):
         file_store.delete(SID)
     with pytest.raises(SessionLocked):
-        file_store.backend.write_meta(SID, {"id": SID})
+        file_store.update_meta(SID, title="refused")
     assert file_store.exists(SID)
 
 
@@ -123,9 +123,9 @@ def test_lock_file_is_never_deleted(file_store, holder):
 def test_nested_acquisition_in_one_process_reuses_the_lease(file_store):
     with file_store.create(session_id=SID) as s:
         s.append("message", {"content": "x"})
-        # write_meta takes the lease again: in this process it nests rather
-        # than failing on its own flock.
-        file_store.backend.write_meta(SID, {**file_store.meta(SID), "title": "nested"})
+        # A management write opens the session again: in this process it
+        # joins the open writer rather than failing on its own lease.
+        file_store.update_meta(SID, title="nested")
         assert file_store.meta(SID)["title"] == "nested"
         # ...and releasing the nested hold must not release the writer's.
         proc = spawn("racer", file_store.home, SID)

@@ -18,6 +18,7 @@ import pytest
 from agentlog import NIL_ID, CorruptionError, FileBackend, RecoveryWarning, StorageError, Store
 from agentlog._fs import OsFs
 from agentlog.lifecycle import DEFAULT_META
+from agentlog.backends.base import DEFAULT_BLOB_THRESHOLD
 from helpers import BLOB_THRESHOLD, errors_of, session_dir
 
 SID = "legacy-session"
@@ -43,7 +44,7 @@ WITH_IDS = [
     {"id": B_ID, "parent_id": ROOT_ID, "branch_from": ROOT_ID, "kind": "message", "role": "user",
      "record": {"content": "Try approach B instead."}, "timestamp": "2026-08-25T17:22:00Z"},
     {"id": C_ID, "parent_id": B_ID, "branch_from": None, "kind": "tool_result", "role": "tool",
-     "record": {"tool_call_id": "c1", "name": "cat", "content": "L" * (BLOB_THRESHOLD * 2),
+     "record": {"tool_call_id": "c1", "name": "cat", "content": "L" * (DEFAULT_BLOB_THRESHOLD * 2),
                 "is_error": False}, "timestamp": "2026-08-25T17:22:01Z"},
 ]
 

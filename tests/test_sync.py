@@ -36,7 +36,7 @@ BASE = [
 
 
 def state_of(store, s):
-    data = [p.read_bytes() for p in chunk_paths(store, s.id)] if store.backend.home.startswith("/") else None
+    data = [p.read_bytes() for p in chunk_paths(store, s.id)] if store.backend.home else None
     return len(s), s.head, data
 
 

@@ -22,7 +22,15 @@ from typing import Any
 
 import orjson
 
-from .backends.base import DEFAULT_BLOB_THRESHOLD, BlobCopy, Commit, SessionStorage, StagedEvent, Ticket
+from .backends.base import (
+    DEFAULT_BLOB_THRESHOLD,
+    BlobCopy,
+    Commit,
+    SessionStorage,
+    StagedEvent,
+    Ticket,
+    split_payload,
+)
 from .errors import AgentlogError, EventNotFound, InvalidEvent, ReadOnlySession
 from .event import (
     NIL_ID,
@@ -32,7 +40,6 @@ from .event import (
     check_kind,
     check_record,
     check_role,
-    digest_of,
     format_timestamp,
     stored_record_problem,
 )
@@ -75,15 +82,6 @@ def _encode(record: Any) -> bytes:
         raise InvalidEvent(f"record is not JSON-serializable: {exc}") from None
 
 
-def _split(payload: bytes, threshold: int, blobs: dict[str, bytes | BlobCopy]) -> tuple[bytes | None, str | None]:
-    """(inline payload, digest): a payload above ``threshold`` goes to a blob."""
-    if len(payload) <= threshold:
-        return payload, None
-    digest = digest_of(payload)
-    blobs[digest] = payload
-    return None, digest
-
-
 def stage_existing(events: Iterable[Event], source: SessionStorage | None, threshold: int,
                    floor: str = "") -> tuple[list[StagedEvent], dict[str, bytes | BlobCopy]]:
     """Frame events that keep their ids, parents and times (imports, forks,
@@ -102,7 +100,7 @@ def stage_existing(events: Iterable[Event], source: SessionStorage | None, thres
             raise InvalidEvent(f"event {event.id} does not sort after {floor or 'the start'}")
         floor = event.id
         if event.loaded:
-            payload, digest = _split(_encode(event.record), threshold, blobs)
+            payload, digest = split_payload(_encode(event.record), threshold, blobs)
         else:
             if source is None:
                 raise InvalidEvent(f"blob {event.digest} is not here and no source session was given")
@@ -193,7 +191,7 @@ class Timeline:
             events: list[Event] = []
             for i, (draft, payload) in enumerate(zip(drafts, payloads, strict=True)):
                 event_id = self._ids.next()
-                inline, digest = _split(payload, self.blob_threshold, blobs)
+                inline, digest = split_payload(payload, self.blob_threshold, blobs)
                 first = branch_from if i == 0 else None
                 staged.append(StagedEvent(event_id, current, draft.kind, draft.role, stamp, inline, digest, first))
                 events.append(Event(event_id, current, draft.kind, draft.role, stamp,

@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from ..errors import CorruptionError
-from ..event import NIL_ID, Event
+from ..event import NIL_ID, Event, digest_of
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
@@ -47,6 +47,7 @@ __all__ = [
     "SessionStorage",
     "StagedEvent",
     "Ticket",
+    "split_payload",
 ]
 
 DEFAULT_BLOB_THRESHOLD = 16 * 1024
@@ -118,6 +119,19 @@ class Ticket:
     def wait(self) -> None:
         if self._error is not None:
             raise self._error
+
+
+def split_payload(payload: bytes, threshold: int,
+                  blobs: dict[str, bytes | BlobCopy]) -> tuple[bytes | None, str | None]:
+    """(inline payload, digest): a payload above ``threshold`` goes to ``blobs``.
+
+    The core calls this with the store's threshold; the file backend's
+    legacy upgrade, which runs below the core, with the default one."""
+    if len(payload) <= threshold:
+        return payload, None
+    digest = digest_of(payload)
+    blobs[digest] = payload
+    return None, digest
 
 
 @dataclass(frozen=True, slots=True)

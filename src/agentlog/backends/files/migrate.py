@@ -32,7 +32,7 @@ from ...event import (
     is_event_id,
     parse_timestamp,
 )
-from ..base import Commit, SessionStorage, StagedEvent
+from ..base import DEFAULT_BLOB_THRESHOLD, BlobCopy, Commit, SessionStorage, StagedEvent, split_payload
 from .layout import Layout, chunk_name
 from .meta import encode_meta
 
@@ -143,11 +143,12 @@ def _time(value: Any, fallback: int) -> tuple[str, int]:
     return format_timestamp(fallback), fallback
 
 
-def _events(lines: list[dict[str, Any]], base_ns: int) -> tuple[list[StagedEvent], dict[str, str]]:
+def _events(lines: list[dict[str, Any]], base_ns: int,
+            blobs: dict[str, bytes | BlobCopy]) -> tuple[list[StagedEvent], dict[str, str]]:
     """Legacy lines as events: ids kept when they are increasing UUIDs,
     otherwise new time-ordered ids; missing parents chain to the previous.
     A kind or role outside our grammar becomes a ``custom`` event that keeps
-    them; payloads stay inline, as the legacy file had them."""
+    them. Payloads above the default blob threshold go to blobs."""
     ids = IdGenerator()
     mapping: dict[str, str] = {}
     events: list[StagedEvent] = []
@@ -179,7 +180,8 @@ def _events(lines: list[dict[str, Any]], base_ns: int) -> tuple[list[StagedEvent
         if not (isinstance(kind, str) and KIND_PATTERN.match(kind)) or not (
                 role is None or (isinstance(role, str) and ROLE_PATTERN.match(role))):
             kind, role, record = "custom", None, {"legacy_kind": kind, "legacy_role": role, "record": record}
-        events.append(StagedEvent(new, parent, kind, role, stamp, orjson.dumps(record), None, branch_from))
+        payload, digest = split_payload(orjson.dumps(record), DEFAULT_BLOB_THRESHOLD, blobs)
+        events.append(StagedEvent(new, parent, kind, role, stamp, payload, digest, branch_from))
         previous = new
     return events, mapping
 
@@ -200,7 +202,8 @@ def migrate_legacy(fs: OsFs, layout: Layout, session_id: str,
     meta = _convert_meta(session_id, lines[0])
     created = meta.get("created_at")
     base = parse_timestamp(created) if isinstance(created, str) else fs.stat(legacy).st_mtime_ns
-    events, mapping = _events(lines, base)
+    blobs: dict[str, bytes | BlobCopy] = {}
+    events, mapping = _events(lines, base, blobs)
     # The new storage rewrites HEAD; move the legacy one aside first so
     # an interrupted attempt cannot replace it before the retry reads it.
     head_path = os.path.join(directory, "HEAD")
@@ -227,7 +230,7 @@ def migrate_legacy(fs: OsFs, layout: Layout, session_id: str,
         if old_head and mapping.get(old_head):
             head = mapping[old_head]
         if events or head != NIL_ID:
-            storage.commit(Commit(tuple(events), head, NIL_ID)).wait()
+            storage.commit(Commit(tuple(events), head, NIL_ID, blobs)).wait()
     finally:
         storage.close()
     meta["migrations"] = [MIGRATION_NAME]
