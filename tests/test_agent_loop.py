@@ -34,11 +34,10 @@ from stub_openai import StubOpenAI, Stream, chunk, text_events, usage_chunk
 SELF = Path(__file__).resolve()
 
 
-@pytest.fixture(params=["files", "memory"])
-def store(request, tmp_path):
-    if request.param == "files":
-        return Store(tmp_path / "home", blob_threshold=2048)
-    return Store.memory(blob_threshold=2048)
+@pytest.fixture
+def store(make_store):
+    """Each backend of conftest.BACKENDS, with a larger blob threshold."""
+    return make_store(blob_threshold=2048)
 
 
 def kinds(session) -> list[str]:

@@ -16,12 +16,6 @@ from agentlog.summarize import empty_structured
 from helpers import BLOB_THRESHOLD
 
 
-@pytest.fixture(params=["files", "memory"])
-def store(request, tmp_path):
-    if request.param == "files":
-        return Store(tmp_path / "home", blob_threshold=BLOB_THRESHOLD)
-    return Store.memory(blob_threshold=BLOB_THRESHOLD)
-
 
 def history(s):
     q = s.append("message", {"content": "Make the build faster."}, role="user")

@@ -22,12 +22,28 @@ BIG = 20_000  # over the default 16 KiB blob threshold
 
 @pytest.fixture
 def cli_home(tmp_path):
+    """A file store's home: for the tests about files."""
     return tmp_path / "home"
 
 
+@pytest.fixture(params=["file", "memory", "sqlite"])
+def cli_store(request, tmp_path):
+    """The store on each backend: a home directory, or a URL given with --store
+    (``memory:NAME`` is shared by the in-process invocations of one test)."""
+    return {"file": tmp_path / "home", "memory": f"memory:cli-{id(tmp_path):x}",
+            "sqlite": f"sqlite://{tmp_path}/agentlog.db"}[request.param]
+
+
+@pytest.fixture(params=["file", "sqlite"])
+def cli_shared_store(request, tmp_path):
+    """A store that separate processes share (a memory store cannot be)."""
+    return {"file": tmp_path / "home", "sqlite": f"sqlite://{tmp_path}/agentlog.db"}[request.param]
+
+
 def run(home, *args, input=None, env=None):
-    runner = CliRunner(env={"AGENTLOG_HOME": None, **(env or {})})
-    prefix = [] if home is None else ["--home", str(home)]
+    runner = CliRunner(env={"AGENTLOG_HOME": None, "AGENTLOG_STORE": None, **(env or {})})
+    option = "--store" if isinstance(home, str) else "--home"
+    prefix = [] if home is None else [option, str(home)]
     return runner.invoke(main, [*prefix, *args], input=input)
 
 
@@ -69,29 +85,29 @@ def chat(home, n=3):
 
 
 # --- new, append, log -------------------------------------------------------------
-def test_new_prints_an_id_that_ls_lists(cli_home, tmp_path):
-    meta = ok_json(cli_home, "new", "--name", "demo", "--working-dir", str(tmp_path),
+def test_new_prints_an_id_that_ls_lists(cli_store, tmp_path):
+    meta = ok_json(cli_store, "new", "--name", "demo", "--working-dir", str(tmp_path),
                    "--model", "m-1", "--id", "demo-1")
     assert (meta["id"], meta["name"], meta["working_dir"], meta["model"]) == (
         "demo-1", "demo", str(tmp_path), "m-1")
-    rows = ok_json(cli_home, "ls")
+    rows = ok_json(cli_store, "ls")
     assert [(r["id"], r["title"], r["working_dir"], r["event_count"]) for r in rows] == [
         ("demo-1", "demo", str(tmp_path), 0)]
 
 
-def test_new_defaults_working_dir_to_cwd(cli_home, tmp_path, monkeypatch):
+def test_new_defaults_working_dir_to_cwd(cli_store, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    meta = ok_json(cli_home, "new")
+    meta = ok_json(cli_store, "new")
     assert meta["working_dir"] == str(tmp_path)
 
 
-def test_append_then_log_json_is_the_active_path(cli_home):
-    sid = new_session(cli_home)
-    first = append(cli_home, sid, "message", {"content": "hi"}, "user")
-    second = ok(cli_home, "append", sid, "message", "-", "--role", "assistant",
+def test_append_then_log_json_is_the_active_path(cli_store):
+    sid = new_session(cli_store)
+    first = append(cli_store, sid, "message", {"content": "hi"}, "user")
+    second = ok(cli_store, "append", sid, "message", "-", "--role", "assistant",
                 input='{"content": "hello"}').strip()
-    third = ok(cli_home, "append", sid, "custom", input='{"n": 3}').strip()
-    events = ok_json(cli_home, "log", sid)
+    third = ok(cli_store, "append", sid, "custom", input='{"n": 3}').strip()
+    events = ok_json(cli_store, "log", sid)
     assert [e["id"] for e in events] == [first, second, third]
     assert [e["parent_id"] for e in events[1:]] == [first, second]
     assert [(e["kind"], e["role"], e["record"]) for e in events] == [
@@ -99,24 +115,24 @@ def test_append_then_log_json_is_the_active_path(cli_home):
         ("message", "assistant", {"content": "hello"}),
         ("custom", None, {"n": 3}),
     ]
-    with Store(cli_home).open(sid, readonly=True) as s:
+    with Store(cli_store).open(sid, readonly=True) as s:
         assert s.head == third
 
 
-def test_append_json_describes_the_stored_event(cli_home):
-    sid = new_session(cli_home)
-    doc = ok_json(cli_home, "append", sid, "message", '{"content": "x"}', "--role", "user")
-    with Store(cli_home).open(sid, readonly=True) as s:
+def test_append_json_describes_the_stored_event(cli_store):
+    sid = new_session(cli_store)
+    doc = ok_json(cli_store, "append", sid, "message", '{"content": "x"}', "--role", "user")
+    with Store(cli_store).open(sid, readonly=True) as s:
         stored = s.event(doc["id"])
     assert doc == {k: v for k, v in stored.to_dict().items() if k != "record"}
 
 
-def test_log_human_lines_show_short_id_kind_role_and_preview(cli_home):
-    sid = new_session(cli_home)
-    append(cli_home, sid, "message", {"content": "first line\nsecond [bold]line[/bold]"}, "user")
-    call = append(cli_home, sid, "tool_call", {"id": "c1", "name": "bash", "arguments": '{"cmd":"ls"}'},
+def test_log_human_lines_show_short_id_kind_role_and_preview(cli_store):
+    sid = new_session(cli_store)
+    append(cli_store, sid, "message", {"content": "first line\nsecond [bold]line[/bold]"}, "user")
+    call = append(cli_store, sid, "tool_call", {"id": "c1", "name": "bash", "arguments": '{"cmd":"ls"}'},
                   "assistant")
-    lines = ok(cli_home, "log", sid).splitlines()
+    lines = ok(cli_store, "log", sid).splitlines()
     assert len(lines) == 2
     short, *_ = lines[1].split()
     assert call.startswith(short) and len(short) >= 8
@@ -125,9 +141,9 @@ def test_log_human_lines_show_short_id_kind_role_and_preview(cli_home):
     assert 'bash({"cmd":"ls"})' in lines[1] and "◀ HEAD" in lines[1]
 
 
-def test_log_limit_keeps_the_last_events(cli_home):
-    sid, ids = chat(cli_home, 4)
-    assert [e["id"] for e in ok_json(cli_home, "log", sid, "-n", "2")] == ids[2:]
+def test_log_limit_keeps_the_last_events(cli_store):
+    sid, ids = chat(cli_store, 4)
+    assert [e["id"] for e in ok_json(cli_store, "log", sid, "-n", "2")] == ids[2:]
 
 
 # --- blobs stay unloaded unless asked ------------------------------------------------
@@ -152,39 +168,39 @@ def test_log_does_not_load_blobs_unless_full(cli_home):
 
 
 # --- prefixes -----------------------------------------------------------------------
-def test_session_and_event_prefixes_resolve(cli_home):
-    sid, ids = chat(cli_home, 3)
-    shorts = [line.split()[0] for line in ok(cli_home, "log", sid).splitlines()]
+def test_session_and_event_prefixes_resolve(cli_store):
+    sid, ids = chat(cli_store, 3)
+    shorts = [line.split()[0] for line in ok(cli_store, "log", sid).splitlines()]
     assert [ids[i].startswith(shorts[i]) for i in range(3)] == [True] * 3
     for short, full in zip(shorts, ids):
-        assert ok_json(cli_home, "show", sid[:10], short)["id"] == full
+        assert ok_json(cli_store, "show", sid[:10], short)["id"] == full
         hyphenless = short.replace("-", "")
-        assert ok_json(cli_home, "show", sid, hyphenless)["id"] == full
-    assert ok_json(cli_home, "show", sid, ids[1].upper())["id"] == ids[1]
-    assert ok_json(cli_home, "show", sid, "HEAD")["id"] == ids[-1]
+        assert ok_json(cli_store, "show", sid, hyphenless)["id"] == full
+    assert ok_json(cli_store, "show", sid, ids[1].upper())["id"] == ids[1]
+    assert ok_json(cli_store, "show", sid, "HEAD")["id"] == ids[-1]
 
 
-def test_ambiguous_and_unknown_event_prefixes_are_one_line_errors(cli_home):
-    sid, ids = chat(cli_home, 2)
+def test_ambiguous_and_unknown_event_prefixes_are_one_line_errors(cli_store):
+    sid, ids = chat(cli_store, 2)
     shared = os.path.commonprefix(ids).rstrip("-")
     assert len(shared.replace("-", "")) >= 4  # UUIDv7s made a moment apart share their time
-    line = one_line_error(run(cli_home, "show", sid, shared))
+    line = one_line_error(run(cli_store, "show", sid, shared))
     assert "ambiguous" in line and ids[0] in line and ids[1] in line
     unknown = "ffff" if not any(i.startswith("ffff") for i in ids) else "eeee"
-    assert "no event" in one_line_error(run(cli_home, "show", sid, unknown))
-    assert "4 hex digits" in one_line_error(run(cli_home, "show", sid, "abc"), code=2)
-    assert "4 hex digits" in one_line_error(run(cli_home, "show", sid, "zzzzzz"), code=2)
+    assert "no event" in one_line_error(run(cli_store, "show", sid, unknown))
+    assert "4 hex digits" in one_line_error(run(cli_store, "show", sid, "abc"), code=2)
+    assert "4 hex digits" in one_line_error(run(cli_store, "show", sid, "zzzzzz"), code=2)
 
 
-def test_session_prefixes(cli_home):
+def test_session_prefixes(cli_store):
     for name in ("proj-a", "proj-b", "ab", "abc"):
-        new_session(cli_home, "--id", name)
-    append(cli_home, "proj-b", "custom", {"n": 1})
-    assert ok_json(cli_home, "log", "proj-b")[0]["record"] == {"n": 1}
-    assert ok_json(cli_home, "log", "ab") == []  # an exact id beats a longer match
-    line = one_line_error(run(cli_home, "log", "proj"))
+        new_session(cli_store, "--id", name)
+    append(cli_store, "proj-b", "custom", {"n": 1})
+    assert ok_json(cli_store, "log", "proj-b")[0]["record"] == {"n": 1}
+    assert ok_json(cli_store, "log", "ab") == []  # an exact id beats a longer match
+    line = one_line_error(run(cli_store, "log", "proj"))
     assert "ambiguous" in line and "proj-a" in line and "proj-b" in line
-    assert "no session 'zz'" in one_line_error(run(cli_home, "log", "zz"))
+    assert "no session 'zz'" in one_line_error(run(cli_store, "log", "zz"))
 
 
 # --- branching: checkout, tree, show ----------------------------------------------------
@@ -199,33 +215,33 @@ def branched(home):
     return sid, a, b, c, d
 
 
-def test_checkout_moves_head_and_the_next_append_branches(cli_home):
-    sid, a, b, c, d = branched(cli_home)
-    assert [e["id"] for e in ok_json(cli_home, "log", sid)] == [a, b, d]
-    doc = ok_json(cli_home, "checkout", sid, c)
+def test_checkout_moves_head_and_the_next_append_branches(cli_store):
+    sid, a, b, c, d = branched(cli_store)
+    assert [e["id"] for e in ok_json(cli_store, "log", sid)] == [a, b, d]
+    doc = ok_json(cli_store, "checkout", sid, c)
     assert doc == {"session": sid, "head": c, "previous": d}
-    assert [e["id"] for e in ok_json(cli_home, "log", sid)] == [a, b, c]
+    assert [e["id"] for e in ok_json(cli_store, "log", sid)] == [a, b, c]
 
 
-def test_checkout_root_starts_a_new_root(cli_home):
-    sid, ids = chat(cli_home, 2)
-    ok(cli_home, "checkout", sid, "root")
-    new_root = append(cli_home, sid, "message", {"content": "fresh"}, "user")
-    assert [e["id"] for e in ok_json(cli_home, "log", sid)] == [new_root]
-    assert ok_json(cli_home, "tree", sid)["roots"] == [ids[0], new_root]
+def test_checkout_root_starts_a_new_root(cli_store):
+    sid, ids = chat(cli_store, 2)
+    ok(cli_store, "checkout", sid, "root")
+    new_root = append(cli_store, sid, "message", {"content": "fresh"}, "user")
+    assert [e["id"] for e in ok_json(cli_store, "log", sid)] == [new_root]
+    assert ok_json(cli_store, "tree", sid)["roots"] == [ids[0], new_root]
 
 
-def test_tree_json_has_every_node_and_its_children(cli_home):
-    sid, a, b, c, d = branched(cli_home)
-    doc = ok_json(cli_home, "tree", sid)
+def test_tree_json_has_every_node_and_its_children(cli_store):
+    sid, a, b, c, d = branched(cli_store)
+    doc = ok_json(cli_store, "tree", sid)
     assert doc["head"] == d and doc["roots"] == [a]
     children = {n["id"]: n["children"] for n in doc["nodes"]}
     assert children == {a: [b], b: [c, d], c: [], d: []}
 
 
-def test_tree_text_shows_branches_and_head(cli_home):
-    sid, a, b, c, d = branched(cli_home)
-    text = ok(cli_home, "tree", sid)
+def test_tree_text_shows_branches_and_head(cli_store):
+    sid, a, b, c, d = branched(cli_store)
+    text = ok(cli_store, "tree", sid)
     lines = text.splitlines()
     assert sid in lines[0] and "branchy" in lines[0]
     (branch_point,) = [ln for ln in lines if "2 branches" in ln]
@@ -243,46 +259,46 @@ def test_tree_text_shows_branches_and_head(cli_home):
     assert depth("approach A fails") == depth("try approach B") > depth("2 branches")
 
 
-def test_show_human_and_json(cli_home):
-    sid, a, b, c, d = branched(cli_home)
-    doc = ok_json(cli_home, "show", sid, b)
+def test_show_human_and_json(cli_store):
+    sid, a, b, c, d = branched(cli_store)
+    doc = ok_json(cli_store, "show", sid, b)
     assert doc["record"] == {"content": "ok"} and doc["children"] == [c, d]
     assert doc["head"] is False and doc["parent_id"] == a
-    text = ok(cli_home, "show", sid, d)
+    text = ok(cli_store, "show", sid, d)
     assert d in text and "◀ HEAD" in text and '"try approach B"' in text
 
 
 # --- context -----------------------------------------------------------------------
-def test_context_starts_at_the_latest_compaction(cli_home):
-    sid, ids = chat(cli_home, 4)
-    comp = append(cli_home, sid, "compaction",
+def test_context_starts_at_the_latest_compaction(cli_store):
+    sid, ids = chat(cli_store, 4)
+    comp = append(cli_store, sid, "compaction",
                   {"summary": "the user said four things", "first_kept_event_id": ids[3]}, "system")
-    last = append(cli_home, sid, "message", {"content": "after"}, "user")
-    events = ok_json(cli_home, "context", sid)
+    last = append(cli_store, sid, "message", {"content": "after"}, "user")
+    events = ok_json(cli_store, "context", sid)
     assert [e["id"] for e in events] == [comp, ids[3], last]
-    text = ok(cli_home, "context", sid)
+    text = ok(cli_store, "context", sid)
     assert "the user said four things" in text and "turn 0" not in text
 
 
-def test_context_resolve_loads_blobs(cli_home):
-    sid = new_session(cli_home)
-    append(cli_home, sid, "tool_result", {"content": "y" * BIG}, "tool")
-    assert ok_json(cli_home, "context", sid)[0]["record"] is None
-    assert ok_json(cli_home, "context", sid, "--resolve")[0]["record"] == {"content": "y" * BIG}
+def test_context_resolve_loads_blobs(cli_store):
+    sid = new_session(cli_store)
+    append(cli_store, sid, "tool_result", {"content": "y" * BIG}, "tool")
+    assert ok_json(cli_store, "context", sid)[0]["record"] is None
+    assert ok_json(cli_store, "context", sid, "--resolve")[0]["record"] == {"content": "y" * BIG}
 
 
 # --- ls -----------------------------------------------------------------------------
-def test_ls_orders_by_last_update_and_hides_archived(cli_home):
-    old = new_session(cli_home, "--id", "old")
-    new_session(cli_home, "--id", "newer")
-    append(cli_home, old, "custom", {"touch": 1})
-    assert [r["id"] for r in ok_json(cli_home, "ls")] == ["old", "newer"]
-    with Store(cli_home).open("newer") as s:
+def test_ls_orders_by_last_update_and_hides_archived(cli_store):
+    old = new_session(cli_store, "--id", "old")
+    new_session(cli_store, "--id", "newer")
+    append(cli_store, old, "custom", {"touch": 1})
+    assert [r["id"] for r in ok_json(cli_store, "ls")] == ["old", "newer"]
+    with Store(cli_store).open("newer") as s:
         s.archive()
-    assert [r["id"] for r in ok_json(cli_home, "ls")] == ["old"]
-    rows = ok_json(cli_home, "ls", "--archived")
+    assert [r["id"] for r in ok_json(cli_store, "ls")] == ["old"]
+    rows = ok_json(cli_store, "ls", "--archived")
     assert {r["id"]: r["archived"] for r in rows} == {"old": False, "newer": True}
-    text = ok(cli_home, "ls")
+    text = ok(cli_store, "ls")
     assert "old" in text and "newer" not in text
 
 
@@ -298,9 +314,9 @@ def test_ls_all_shows_broken_sessions_with_the_reason(cli_home):
     assert "broken" in ok(cli_home, "ls", "--all")
 
 
-def test_ls_on_an_empty_home(cli_home):
-    assert ok_json(cli_home, "ls") == []
-    assert "no sessions" in ok(cli_home, "ls")
+def test_ls_on_an_empty_home(cli_store):
+    assert ok_json(cli_store, "ls") == []
+    assert "no sessions" in ok(cli_store, "ls")
 
 
 # --- global options ----------------------------------------------------------------
@@ -316,16 +332,16 @@ def test_home_comes_from_option_then_env_then_xdg(tmp_path):
     assert (xdg / "agentlog" / "sessions" / "via-xdg").is_dir()
 
 
-def test_durability_off_still_stores(cli_home):
-    sid = ok(cli_home, "--durability", "off", "new").strip()
-    event_id = ok(cli_home, "--durability", "off", "append", sid, "custom", "{}").strip()
-    assert ok_json(cli_home, "show", sid, event_id)["record"] == {}
+def test_durability_off_still_stores(cli_store):
+    sid = ok(cli_store, "--durability", "off", "new").strip()
+    event_id = ok(cli_store, "--durability", "off", "append", sid, "custom", "{}").strip()
+    assert ok_json(cli_store, "show", sid, event_id)["record"] == {}
 
 
-def test_bare_command_prints_help_but_a_missing_command_is_a_usage_error(cli_home):
+def test_bare_command_prints_help_but_a_missing_command_is_a_usage_error(cli_store):
     result = run(None)
     assert result.exit_code == 0 and "Commands:" in result.stdout
-    assert "Missing command" in one_line_error(run(cli_home), code=2)
+    assert "Missing command" in one_line_error(run(cli_store), code=2)
 
 
 # --- errors ----------------------------------------------------------------------------
@@ -339,33 +355,33 @@ def test_bare_command_prints_help_but_a_missing_command_is_a_usage_error(cli_hom
     (["new", "--id", "a/b"], 1, "invalid session id"),
     (["ls", "--bogus"], 2, "No such option"),
 ])
-def test_errors_are_one_line(cli_home, args, code, words):
-    assert words in one_line_error(run(cli_home, *args), code)
+def test_errors_are_one_line(cli_store, args, code, words):
+    assert words in one_line_error(run(cli_store, *args), code)
 
 
-def test_bad_records_are_one_line_errors(cli_home):
-    sid = new_session(cli_home)
-    assert "not valid JSON" in one_line_error(run(cli_home, "append", sid, "message", "{bad"))
+def test_bad_records_are_one_line_errors(cli_store):
+    sid = new_session(cli_store)
+    assert "not valid JSON" in one_line_error(run(cli_store, "append", sid, "message", "{bad"))
     assert "stdin is not valid JSON" in one_line_error(
-        run(cli_home, "append", sid, "message", input=""))
-    assert "invalid event kind" in one_line_error(run(cli_home, "append", sid, "Bad Kind", "{}"))
-    assert "delta" in one_line_error(run(cli_home, "append", sid, "message_delta", "{}"))
-    assert ok_json(cli_home, "log", sid) == []
+        run(cli_store, "append", sid, "message", input=""))
+    assert "invalid event kind" in one_line_error(run(cli_store, "append", sid, "Bad Kind", "{}"))
+    assert "delta" in one_line_error(run(cli_store, "append", sid, "message_delta", "{}"))
+    assert ok_json(cli_store, "log", sid) == []
 
 
-def test_existing_session_id_is_refused(cli_home):
-    new_session(cli_home, "--id", "taken")
-    assert "already exists" in one_line_error(run(cli_home, "new", "--id", "taken"))
+def test_existing_session_id_is_refused(cli_store):
+    new_session(cli_store, "--id", "taken")
+    assert "already exists" in one_line_error(run(cli_store, "new", "--id", "taken"))
 
 
-def test_an_unexpected_failure_is_one_line_unless_debugging(cli_home, monkeypatch):
+def test_an_unexpected_failure_is_one_line_unless_debugging(cli_store, monkeypatch):
     def broken_scan(self):
         raise ZeroDivisionError("a bug")
 
     monkeypatch.setattr(Store, "scan", broken_scan)
-    line = one_line_error(run(cli_home, "ls"))
+    line = one_line_error(run(cli_store, "ls"))
     assert "internal error: ZeroDivisionError: a bug" in line and "AGENTLOG_DEBUG" in line
-    debugging = run(cli_home, "ls", env={"AGENTLOG_DEBUG": "1"})
+    debugging = run(cli_store, "ls", env={"AGENTLOG_DEBUG": "1"})
     assert isinstance(debugging.exception, ZeroDivisionError)
 
 
@@ -400,10 +416,10 @@ def flip_in_last_line(chunk: Path) -> int:
     return start
 
 
-def test_fsck_clean_store(cli_home):
-    chat(cli_home, 2)
-    assert "0 errors" in ok(cli_home, "fsck")
-    assert ok_json(cli_home, "fsck")["ok"] is True
+def test_fsck_clean_store(cli_store):
+    chat(cli_store, 2)
+    assert "0 errors" in ok(cli_store, "fsck")
+    assert ok_json(cli_store, "fsck")["ok"] is True
 
 
 def test_fsck_fails_on_a_flipped_byte_and_repair_quarantines_it(cli_home):
@@ -453,8 +469,8 @@ def test_tree_still_draws_events_whose_parent_was_quarantined(cli_home):
     assert text.count("◀ HEAD") == 1
 
 
-def test_fsck_of_a_missing_session(cli_home):
-    assert "no session" in one_line_error(run(cli_home, "fsck", "nope"))
+def test_fsck_of_a_missing_session(cli_store):
+    assert "no session" in one_line_error(run(cli_store, "fsck", "nope"))
 
 
 # --- real processes ---------------------------------------------------------------------
@@ -470,26 +486,27 @@ HOLDER = textwrap.dedent("""
 
 def agentlog(home, *args, input=None):
     assert AGENTLOG.exists(), f"{AGENTLOG} missing: install with `make` (pip install -e .)"
-    env = {k: v for k, v in os.environ.items() if k != "AGENTLOG_HOME"}
-    return subprocess.run([str(AGENTLOG), "--home", str(home), *args], input=input,
+    env = {k: v for k, v in os.environ.items() if k not in ("AGENTLOG_HOME", "AGENTLOG_STORE")}
+    option = "--store" if isinstance(home, str) else "--home"
+    return subprocess.run([str(AGENTLOG), option, str(home), *args], input=input,
                           capture_output=True, text=True, env=env, timeout=60)
 
 
-def test_entry_point_round_trip(cli_home):
-    created = agentlog(cli_home, "new", "--name", "proc")
+def test_entry_point_round_trip(cli_shared_store):
+    created = agentlog(cli_shared_store, "new", "--name", "proc")
     assert created.returncode == 0, created.stderr
     sid = created.stdout.strip()
-    appended = agentlog(cli_home, "append", sid[:12], "message", "--role", "user",
+    appended = agentlog(cli_shared_store, "append", sid[:12], "message", "--role", "user",
                         input='{"content": "from a pipe"}')
     assert appended.returncode == 0, appended.stderr
-    logged = agentlog(cli_home, "log", sid, "--json")
+    logged = agentlog(cli_shared_store, "log", sid, "--json")
     assert json.loads(logged.stdout)[0]["id"] == appended.stdout.strip()
     assert json.loads(logged.stdout)[0]["record"] == {"content": "from a pipe"}
 
 
-def test_entry_point_errors_are_one_line(cli_home):
+def test_entry_point_errors_are_one_line(cli_store):
     for args, code in ((["log", "../x"], 1), (["nope"], 2), (["log", "absent"], 1)):
-        result = agentlog(cli_home, *args)
+        result = agentlog(cli_store, *args)
         assert result.returncode == code
         assert result.stdout == ""
         assert len(result.stderr.splitlines()) == 1, result.stderr
@@ -508,21 +525,21 @@ def writer_in_another_process(home, session_id):
         holder.wait(timeout=30)
 
 
-def test_locked_session_says_who_holds_it_and_reads_still_work(cli_home):
-    sid, ids = chat(cli_home, 2)
-    with writer_in_another_process(cli_home, sid) as pid:
+def test_locked_session_says_who_holds_it_and_reads_still_work(cli_shared_store):
+    sid, ids = chat(cli_shared_store, 2)
+    with writer_in_another_process(cli_shared_store, sid) as pid:
         for args in (["append", sid, "custom", "{}"], ["checkout", sid, ids[0]]):
-            result = agentlog(cli_home, *args)
+            result = agentlog(cli_shared_store, *args)
             assert result.returncode == 1
             assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
             assert f"held by pid {pid} " in result.stderr
         # A bad record is refused before the lease is even asked for.
-        assert "not valid JSON" in one_line_error(run(cli_home, "append", sid, "custom", "{"))
+        assert "not valid JSON" in one_line_error(run(cli_shared_store, "append", sid, "custom", "{"))
         # Readers take no lease: they work while the other process writes.
         for args in (["ls"], ["log", sid], ["tree", sid], ["show", sid, "HEAD"],
                      ["context", sid], ["fsck", sid]):
-            ok(cli_home, *args)
-    assert ok_json(cli_home, "checkout", sid, ids[0])["head"] == ids[0]
+            ok(cli_shared_store, *args)
+    assert ok_json(cli_shared_store, "checkout", sid, ids[0])["head"] == ids[0]
 
 
 def test_repair_refuses_a_session_being_written(cli_home):

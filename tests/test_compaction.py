@@ -26,12 +26,6 @@ from agentlog.summarize import ExtractiveSummarizer, empty_structured
 from helpers import BLOB_THRESHOLD, RecordingFs, chunk_paths
 
 
-@pytest.fixture(params=["files", "memory"])
-def store(request, tmp_path):
-    if request.param == "files":
-        return Store(tmp_path / "home", blob_threshold=BLOB_THRESHOLD)
-    return Store.memory(blob_threshold=BLOB_THRESHOLD)
-
 
 def turn(s, n: int, *, calls: int = 1, big: bool = False, answer: bool = True):
     """One user turn: a question, a tool step with ``calls`` calls, an answer."""

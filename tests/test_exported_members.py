@@ -30,6 +30,7 @@ PUBLIC = [
     "IndexEntry",
     "InvalidEvent",
     "InvalidEventId",
+    "InvalidName",
     "InvalidSessionId",
     "KINDS",
     "MemoryBackend",

@@ -15,12 +15,6 @@ from agentlog import NIL_ID, EventNotFound, InvalidEventId, Store
 from helpers import BLOB_THRESHOLD, blob_path, session_dir
 
 
-@pytest.fixture(params=["files", "memory"])
-def store(request, tmp_path):
-    if request.param == "files":
-        return Store(tmp_path / "home", blob_threshold=BLOB_THRESHOLD)
-    return Store.memory(blob_threshold=BLOB_THRESHOLD)
-
 
 def branched(s):
     """root - a - b - c (HEAD), plus a branch a - x."""

@@ -18,17 +18,6 @@ from agentlog.lifecycle import DEFAULT_META, SUMMARY_CHARS
 from helpers import BLOB_THRESHOLD, session_dir
 
 
-def stores(tmp_path):
-    return {
-        "files": Store(tmp_path / "home", blob_threshold=BLOB_THRESHOLD),
-        "memory": Store.memory(blob_threshold=BLOB_THRESHOLD),
-    }
-
-
-@pytest.fixture(params=["files", "memory"])
-def store(request, tmp_path):
-    return stores(tmp_path)[request.param]
-
 
 # --- the lazy gate -----------------------------------------------------------------
 

@@ -16,12 +16,6 @@ from agentlog import ContextMismatch, Store
 from helpers import chunk_paths
 
 
-@pytest.fixture(params=["files", "memory"])
-def store(request, tmp_path):
-    if request.param == "files":
-        return Store(tmp_path / "home", blob_threshold=1024)
-    return Store.memory(blob_threshold=1024)
-
 
 BASE = [
     {"role": "system", "content": "You are terse."},

@@ -6,6 +6,7 @@
      +-- InvalidSessionId          an id that could escape the store's home
      +-- InvalidEventId            an event id that is not a canonical UUID
      +-- InvalidEvent              a kind, role or record the store refuses
+     +-- InvalidName               a sidecar name that is not one safe path component
      |    `-- StreamedDeltaError   a live streaming delta sent to durable storage
      +-- SessionNotFound
      +-- NothingToContinue         no session to --continue in a directory
@@ -42,6 +43,7 @@ __all__ = [
     "HeadConflict",
     "InvalidEvent",
     "InvalidEventId",
+    "InvalidName",
     "InvalidSessionId",
     "ModelError",
     "NothingToContinue",
@@ -83,6 +85,10 @@ class InvalidEventId(AgentlogError, ValueError):
 
 class InvalidEvent(AgentlogError, ValueError):
     """The event itself is not acceptable (kind, role, record)."""
+
+
+class InvalidName(AgentlogError, ValueError):
+    """A sidecar name that is not one safe path component (invariant 8)."""
 
 
 class StreamedDeltaError(InvalidEvent):

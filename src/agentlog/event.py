@@ -12,7 +12,7 @@ from typing import Any
 
 import uuid_utils
 
-from .errors import InvalidEvent, InvalidEventId, InvalidSessionId, StreamedDeltaError
+from .errors import InvalidEvent, InvalidEventId, InvalidName, InvalidSessionId, StreamedDeltaError
 
 __all__ = [
     "KINDS",
@@ -94,7 +94,7 @@ def check_new_session_id(value: object) -> str:
 def check_sidecar_name(value: object) -> str:
     """A sidecar (artifact) name: one safe path component (invariant 8)."""
     if not isinstance(value, str) or not _SIDECAR.match(value) or value.endswith(".tmp"):
-        raise InvalidEvent(f"invalid sidecar name {value!r}: use A-Z a-z 0-9 _ . - (max 128), "
+        raise InvalidName(f"invalid sidecar name {value!r}: use A-Z a-z 0-9 _ . - (max 128), "
                            "not starting with '.' or '-', not ending in .tmp")
     return value
 

@@ -19,6 +19,9 @@ from .base import Backend, Commit, IndexEntry, Problem, SessionStats, SessionSto
 
 __all__ = ["MemoryBackend"]
 
+_NAMED: dict[str, MemoryBackend] = {}
+_NAMED_LOCK = threading.Lock()
+
 
 class _Data:
     def __init__(self, meta: dict[str, Any]) -> None:
@@ -128,8 +131,18 @@ class MemoryBackend(Backend):
 
     @classmethod
     def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> MemoryBackend:
-        """``memory:``: a new, empty store each time (nothing is shared by name)."""
-        return cls(durability=durability, **options)
+        """``memory:`` is a new, empty store each time; ``memory:NAME`` is the one
+        store of that name in this process (so separate ``Store`` objects, such
+        as successive in-process CLI calls, see the same sessions)."""
+        name = url.partition(":")[2]
+        if not name:
+            return cls(durability=durability, **options)
+        with _NAMED_LOCK:
+            backend = _NAMED.get(name)
+            if backend is None:
+                backend = _NAMED[name] = cls(durability=durability, **options)
+                backend.url = f"memory:{name}"
+            return backend
 
     def _data(self, session_id: str) -> _Data:
         data = self._sessions.get(check_session_id(session_id))

@@ -96,18 +96,33 @@ class AgentlogGroup(click.Group):
               show_envvar=True, metavar="DIR",
               help="The store's home directory. Default: $XDG_DATA_HOME/agentlog, "
                    "else ~/.local/share/agentlog.")
+@click.option("--store", "store_url", envvar="AGENTLOG_STORE", show_envvar=True, metavar="URL",
+              help="The store as a URL: file:///dir, sqlite:///file.db, memory:, or another "
+                   "installed backend's scheme. Wins over --home when both are set.")
 @click.option("--durability", type=click.Choice(["full", "off"]), default="full",
               show_default=True,
               help="'full' syncs every append to disk before acknowledging it; "
                    "'off' leaves that to the OS (faster, loses the tail on power loss).")
 @click.version_option(__version__, prog_name="agentlog")
 @click.pass_context
-def main(ctx: click.Context, home: str | None, durability: str) -> None:
+def main(ctx: click.Context, home: str | None, store_url: str | None, durability: str) -> None:
     """agentlog: a durable, navigable event timeline for AI agent sessions.
 
     Sessions and events can be named by a unique prefix of their id. Every
     command takes --json for one JSON document on stdout."""
-    ctx.obj = App(home, durability)
+    ctx.obj = App(_location(ctx, home, store_url), durability)
+
+
+def _location(ctx: click.Context, home: str | None, store_url: str | None) -> str | None:
+    """--store or --home: one typed on the command line wins over one from
+    the environment; both typed is a mistake."""
+    if home is None or store_url is None:
+        return store_url or home
+    typed = {name for name in ("home", "store_url")
+             if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
+    if typed == {"home", "store_url"}:
+        raise click.UsageError("give --store or --home, not both")
+    return home if typed == {"home"} else store_url
 
 
 for _group in GROUPS:
