@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno as _errno
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 from .errors import StorageError
 
@@ -123,7 +123,7 @@ class OsFs:
     def read_file(self, path: str) -> bytes:
         fd = self.open(path, os.O_RDONLY)
         try:
-            chunks = []
+            chunks: list[bytes] = []
             offset = 0
             while True:
                 data = self.pread(fd, 1 << 20, offset, path)
@@ -146,7 +146,7 @@ class OsFs:
         except OSError as exc:
             raise _wrap("listdir", path, exc) from exc
 
-    def scandir(self, path: str) -> Iterator[os.DirEntry]:
+    def scandir(self, path: str) -> Iterator[os.DirEntry[str]]:
         try:
             with os.scandir(path) as it:
                 yield from it
@@ -163,8 +163,7 @@ class OsFs:
             raise _wrap("stat", path, exc) from exc
 
     # --- composites ------------------------------------------------------
-    def write_atomic(self, path: str, data: bytes, *, durable: bool,
-                     tmp: str | None = None) -> None:
+    def write_atomic(self, path: str, data: bytes, *, durable: bool, tmp: str | None = None) -> None:
         """Replace ``path`` with ``data``: temp file, (sync), rename, (dir sync).
 
         A reader sees the old bytes or the new ones, never a mix; after a

@@ -20,7 +20,7 @@ from .errors import SessionLocked, StorageError
 __all__ = ["Lease", "acquire"]
 
 _registry_lock = threading.Lock()
-_held: dict[str, "Lease"] = {}
+_held: dict[str, Lease] = {}
 
 
 class Lease:
@@ -41,7 +41,7 @@ class Lease:
             # Closing the descriptor releases the flock; the file stays.
             os.close(self._fd)
 
-    def __enter__(self) -> "Lease":
+    def __enter__(self) -> Lease:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -85,7 +85,8 @@ def acquire(lock_dir: str, session_id: str) -> Lease:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise SessionLocked(session_id, _holder(path)) from None
             raise StorageError("lock", path, exc.errno, exc.strerror or str(exc)) from exc
-        note = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n"
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        note = f"pid {os.getpid()} on {socket.gethostname()} since {since}\n"
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, note.encode(), 0)

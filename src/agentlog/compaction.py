@@ -8,6 +8,7 @@ from typing import Any
 from .cutpoints import choose_cut
 from .errors import AgentlogError, SummarizerError
 from .event import NIL_ID, Event
+from .summarize import Summarizer, Summary
 from .tokens import count_tokens, event_tokens
 from .view import SessionView
 
@@ -27,11 +28,10 @@ class CompactionPolicy:
     enabled: bool = True
 
     def due(self, used_tokens: int, context_window: int) -> bool:
-        return (self.enabled and context_window > 0
-                and used_tokens >= self.threshold * context_window)
+        return self.enabled and context_window > 0 and used_tokens >= self.threshold * context_window
 
 
-def _summarize(summarizer: Any, events: list[Event], previous: dict | None):
+def _summarize(summarizer: Summarizer, events: list[Event], previous: dict[str, Any] | None) -> Summary:
     try:
         return summarizer.summarize(events, previous)
     except SummarizerError:
@@ -42,7 +42,7 @@ def _summarize(summarizer: Any, events: list[Event], previous: dict | None):
         raise SummarizerError(f"summarizer failed: {type(exc).__name__}: {exc}") from exc
 
 
-def compact(session: SessionView, *, summarizer: Any, keep_tokens: int) -> Event | None:
+def compact(session: SessionView, *, summarizer: Summarizer, keep_tokens: int) -> Event | None:
     """Summarize the context before a cut point into a ``compaction`` event.
 
     Returns the new event, or None when there is nothing worth compacting.
@@ -77,7 +77,7 @@ def _ancestors(session: SessionView, event_id: str) -> set[str]:
     return {e.id for e in session.walk(event_id)} | {NIL_ID}
 
 
-def summarize_branch(session: SessionView, *, summarizer: Any) -> Event | None:
+def summarize_branch(session: SessionView, *, summarizer: Summarizer) -> Event | None:
     """After ``select()``, record what the abandoned branch tried.
 
     The events from HEAD back to the common ancestor with the selected

@@ -105,8 +105,10 @@ class NothingToContinue(AgentlogError, LookupError):
     def __init__(self, working_dir: str, moved: list[str] | None = None) -> None:
         hint = ""
         if moved:
-            hint = (f"; session {moved[0]} was started in a directory of the same name "
-                    "that no longer exists: continue with reroot to adopt it")
+            hint = (
+                f"; session {moved[0]} was started in a directory of the same name "
+                "that no longer exists: continue with reroot to adopt it"
+            )
         super().__init__(f"no session to continue in {working_dir}{hint}")
         self.working_dir = working_dir
         self.moved = moved or []
@@ -207,9 +209,12 @@ class SessionPoisoned(StorageError):
     """An I/O failure could not be rolled back; reopen the session."""
 
     def __init__(self, session_id: str, cause: BaseException) -> None:
-        super().__init__("write", session_id, getattr(cause, "errno", None),
-                         f"an earlier failure left the session in an unknown state "
-                         f"({cause}); close and reopen it")
+        super().__init__(
+            "write",
+            session_id,
+            getattr(cause, "errno", None),
+            f"an earlier failure left the session in an unknown state ({cause}); close and reopen it",
+        )
 
 
 class RecoveryWarning(UserWarning):

@@ -7,7 +7,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import uuid_utils
@@ -38,14 +38,14 @@ NIL_ID = "00000000-0000-0000-0000-000000000000"
 #: The kinds agentlog knows. Any other name matching ``KIND_PATTERN`` is
 #: accepted as a custom kind; each line says whether it reaches the model.
 KINDS = (
-    "message",         # reaches the model: user / assistant / system text
-    "tool_call",       # reaches the model: the assistant's request to run a tool
-    "tool_result",     # reaches the model: the tool's output, paired by call id
-    "compaction",      # reaches the model as a summary; earlier events stay on disk
+    "message",  # reaches the model: user / assistant / system text
+    "tool_call",  # reaches the model: the assistant's request to run a tool
+    "tool_result",  # reaches the model: the tool's output, paired by call id
+    "compaction",  # reaches the model as a summary; earlier events stay on disk
     "branch_summary",  # reaches the model: what an abandoned branch tried
-    "state",           # never sent: checkpointed harness state (todos, usage...)
-    "label",           # never sent: a bookmark on the timeline
-    "custom",          # never sent: anything a harness wants to keep
+    "state",  # never sent: checkpointed harness state (todos, usage...)
+    "label",  # never sent: a bookmark on the timeline
+    "custom",  # never sent: anything a harness wants to keep
 )
 
 # The one definition of each identifier's grammar; every module imports these.
@@ -55,7 +55,7 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}\Z")
 _EVENT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
 # Printable ASCII without quote or backslash, bounded (older writers' forms are kept).
-_TIMESTAMP = re.compile(r'[ !#-\[\]-~]{1,40}\Z')
+_TIMESTAMP = re.compile(r"[ !#-\[\]-~]{1,40}\Z")
 # Sidecar names: one path component, no hidden or temporary names.
 _SIDECAR = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
 
@@ -94,8 +94,10 @@ def check_new_session_id(value: object) -> str:
 def check_sidecar_name(value: object) -> str:
     """A sidecar (artifact) name: one safe path component (invariant 8)."""
     if not isinstance(value, str) or not _SIDECAR.match(value) or value.endswith(".tmp"):
-        raise InvalidName(f"invalid sidecar name {value!r}: use A-Z a-z 0-9 _ . - (max 128), "
-                           "not starting with '.' or '-', not ending in .tmp")
+        raise InvalidName(
+            f"invalid sidecar name {value!r}: use A-Z a-z 0-9 _ . - (max 128), "
+            "not starting with '.' or '-', not ending in .tmp"
+        )
     return value
 
 
@@ -124,16 +126,16 @@ def check_role(role: object) -> str | None:
     return role
 
 
-def check_record(record: object) -> None:
+def check_record(record: Any) -> Any:
     """Refuse what is plainly a streamed chunk rather than a settled record."""
     if isinstance(record, dict):
         if record.get("object") == "chat.completion.chunk" or (
             isinstance(record.get("type"), str) and record["type"].endswith(".delta")
         ):
             raise StreamedDeltaError(
-                "this record is a streaming chunk: deltas are live-only; "
-                "append the settled message instead"
+                "this record is a streaming chunk: deltas are live-only; append the settled message instead"
             )
+    return record
 
 
 def stored_record_problem(rec: dict[str, Any]) -> str | None:
@@ -177,7 +179,7 @@ def format_timestamp(ns: int) -> str:
 def parse_timestamp(text: str) -> int:
     """Inverse of format_timestamp (nanoseconds since the epoch)."""
     main, _, frac = text.rstrip("Z").partition(".")
-    dt = datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    dt = datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
     return int(dt.timestamp()) * 1_000_000_000 + int((frac or "0").ljust(9, "0")[:9])
 
 
@@ -207,7 +209,7 @@ class Event:
     def loaded(self) -> bool:
         return self.digest is None or self.record is not None
 
-    def with_record(self, record: Any) -> "Event":
+    def with_record(self, record: Any) -> Event:
         return replace(self, record=record)
 
     def to_dict(self) -> dict[str, Any]:

@@ -57,22 +57,29 @@ def ensure_summary_text(session: SessionView) -> str:
     return "\n".join(picked)[:SUMMARY_CHARS]
 
 
-def render_summary(goal: str | None = None, completed: list[str] | str | None = None,
-                   decisions: list[str] | str | None = None,
-                   remaining: list[str] | str | None = None) -> tuple[str, dict[str, Any]]:
+def render_summary(
+    goal: str | None = None,
+    completed: list[str] | str | None = None,
+    decisions: list[str] | str | None = None,
+    remaining: list[str] | str | None = None,
+) -> tuple[str, dict[str, Any]]:
     """A session summary as text plus its structured form."""
+
     def as_list(value: list[str] | str | None) -> list[str]:
         if value is None:
             return []
         return [value] if isinstance(value, str) else [str(v) for v in value]
 
-    structured = {"goal": goal or "", "completed": as_list(completed),
-                  "decisions": as_list(decisions), "remaining": as_list(remaining)}
+    structured = {
+        "goal": goal or "",
+        "completed": as_list(completed),
+        "decisions": as_list(decisions),
+        "remaining": as_list(remaining),
+    }
     lines = []
     if structured["goal"]:
         lines.append(f"Goal: {structured['goal']}")
-    for key, label in (("completed", "Completed"), ("decisions", "Decisions"),
-                       ("remaining", "Remaining")):
+    for key, label in (("completed", "Completed"), ("decisions", "Decisions"), ("remaining", "Remaining")):
         if structured[key]:
             lines.append(f"{label}: " + "; ".join(structured[key]))
     return "\n".join(lines), structured
@@ -84,6 +91,9 @@ def fork_meta(session: SessionView, at: str, name: str | None) -> dict[str, Any]
         "name": name if name is not None else meta.get("name"),
         "working_dir": meta.get("working_dir"),
         "model": meta.get("model"),
-        "forked_from": {"session": session.id, "event": at if at != NIL_ID else None,
-                        "at": format_timestamp(time.time_ns())},
+        "forked_from": {
+            "session": session.id,
+            "event": at if at != NIL_ID else None,
+            "at": format_timestamp(time.time_ns()),
+        },
     }

@@ -33,6 +33,7 @@ __all__ = ["Session"]
 #: How many events a walk reads at first, and at most, per bulk read.
 _FIRST_PAGE, _LAST_PAGE = 16, 4096
 
+
 class Session:
     """One session's timeline, open for writing or read-only.
 
@@ -125,7 +126,9 @@ class Session:
                     self._pending = selected  # the selection still stands for a retry
             raise
 
-    def import_events(self, events: Sequence[Event], source: Session | SessionStorage | None = None) -> list[Event]:
+    def import_events(
+        self, events: Sequence[Event], source: Session | SessionStorage | None = None
+    ) -> list[Event]:
         """Append events that already have ids, parents and times (importers,
         bundles, copies between stores), as one all-or-nothing batch.
 
@@ -190,8 +193,7 @@ class Session:
             events = self.storage.ancestors(current, limit=page)
             if not events:
                 raise EventNotFound(current, self.id)
-            for event in events:
-                yield event
+            yield from events
             seen += len(events)
             if seen > bound:
                 raise CorruptionError(self.id, None, f"parent links loop at {current}")
@@ -311,9 +313,15 @@ class Session:
     def set_status(self, status: str) -> None:
         self.update_meta(status=status)
 
-    def set_summary(self, summary: str | None = None, *, goal: str | None = None,
-                    completed: list[str] | str | None = None, decisions: list[str] | str | None = None,
-                    remaining: list[str] | str | None = None) -> str:
+    def set_summary(
+        self,
+        summary: str | None = None,
+        *,
+        goal: str | None = None,
+        completed: list[str] | str | None = None,
+        decisions: list[str] | str | None = None,
+        remaining: list[str] | str | None = None,
+    ) -> str:
         """Replace the session summary (goal, completed work, decisions,
         remaining work); an agent tool can call this."""
         text, structured = render_summary(goal, completed, decisions, remaining)
@@ -332,16 +340,18 @@ class Session:
             self.update_meta(summary=text)
         return text
 
-    def fork(self, at: str | None = None, *, name: str | None = None,
-             session_id: str | None = None) -> Session:
+    def fork(
+        self, at: str | None = None, *, name: str | None = None, session_id: str | None = None
+    ) -> Session:
         """A new session holding the path to ``at`` (default HEAD).
 
         Records ``forked_from`` in its metadata; blobs are shared (hard
         links on files) or copied once, never decoded."""
         at = self.head if at is None else check_event_id(at)
         events = self.path(at) if at != NIL_ID else []
-        fork: Session = self._store.create(session_id=session_id, events=events, source=self.storage,
-                                           **fork_meta(self, at, name))
+        fork: Session = self._store.create(
+            session_id=session_id, events=events, source=self.storage, **fork_meta(self, at, name)
+        )
         return fork
 
     # --- drafts and sidecars -------------------------------------------------------
@@ -380,10 +390,15 @@ class Session:
     def summarizer(self, value: Summarizer | None) -> None:
         self._summarizer = value
 
-    def compact(self, summarizer: Summarizer | None = None, *, keep_tokens: int | None = None) -> Event | None:
+    def compact(
+        self, summarizer: Summarizer | None = None, *, keep_tokens: int | None = None
+    ) -> Event | None:
         """Summarize older context into a ``compaction`` event (nothing deleted)."""
-        return compact(self, summarizer=summarizer or self.summarizer,
-                       keep_tokens=self.compaction.keep_tokens if keep_tokens is None else keep_tokens)
+        return compact(
+            self,
+            summarizer=summarizer or self.summarizer,
+            keep_tokens=self.compaction.keep_tokens if keep_tokens is None else keep_tokens,
+        )
 
     def maybe_compact(self, used_tokens: int, context_window: int) -> Event | None:
         """Compact when the policy says usage is high enough."""
@@ -395,7 +410,9 @@ class Session:
         """After ``select()``, append a ``branch_summary`` of the abandoned branch."""
         return summarize_branch(self, summarizer=summarizer or self.summarizer)
 
-    def save_turn(self, items: Iterable[NewEventLike], state: Checkpoint | dict[str, Any] | None = None) -> list[Event]:
+    def save_turn(
+        self, items: Iterable[NewEventLike], state: Checkpoint | dict[str, Any] | None = None
+    ) -> list[Event]:
         """Append a turn's events and its checkpoint state in one atomic batch."""
         drafts = [as_new_event(item) for item in items]
         if state is not None:

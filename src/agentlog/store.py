@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._writers import WRITERS
@@ -82,8 +83,13 @@ class BrokenSession:
 
 def _canonical_time(value: Any) -> bool:
     """True for agentlog's own RFC 3339 form (nanoseconds, Z), 30 characters."""
-    return (isinstance(value, str) and len(value) == 30 and value[19] == "."
-            and value.endswith("Z") and value[:4].isdigit())
+    return (
+        isinstance(value, str)
+        and len(value) == 30
+        and value[19] == "."
+        and value.endswith("Z")
+        and value[:4].isdigit()
+    )
 
 
 def _now() -> str:
@@ -100,9 +106,15 @@ class Store:
     the size above which a payload is kept apart as a blob (core policy,
     the same on every backend); other keywords go to the backend."""
 
-    def __init__(self, home: str | os.PathLike[str] | None = None, durability: str = "full", *,
-                 backend: Backend | None = None, blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
-                 **backend_options: Any) -> None:
+    def __init__(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        durability: str = "full",
+        *,
+        backend: Backend | None = None,
+        blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
+        **backend_options: Any,
+    ) -> None:
         if backend is None:
             location = os.fspath(home) if home is not None else default_location()
             backend = open_backend(location, durability=durability, **backend_options)
@@ -128,10 +140,18 @@ class Store:
         return self.backend.durability
 
     # --- sessions ----------------------------------------------------------------
-    def create(self, name: str | None = None, working_dir: str | None = None,
-               model: str | None = None, session_id: str | None = None, *,
-               lazy: bool = False, events: Sequence[Event] = (), source: Session | SessionStorage | None = None,
-               **meta: Any) -> Session:
+    def create(
+        self,
+        name: str | None = None,
+        working_dir: str | None = None,
+        model: str | None = None,
+        session_id: str | None = None,
+        *,
+        lazy: bool = False,
+        events: Sequence[Event] = (),
+        source: Session | SessionStorage | None = None,
+        **meta: Any,
+    ) -> Session:
         """Create a session and return it open for writing.
 
         With ``lazy=True`` nothing is written until the first assistant
@@ -147,15 +167,17 @@ class Store:
         if lazy and self.backend.exists(sid):
             raise SessionExists(sid)
         now = _now()
-        record = meta_with_defaults({
-            "schema": SCHEMA_VERSION,
-            "id": sid,
-            "name": name,
-            "working_dir": os.path.abspath(working_dir) if working_dir else None,
-            "model": model,
-            "created_at": now,
-            "updated_at": now,
-        })
+        record = meta_with_defaults(
+            {
+                "schema": SCHEMA_VERSION,
+                "id": sid,
+                "name": name,
+                "working_dir": os.path.abspath(working_dir) if working_dir else None,
+                "model": model,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
         record.update(meta)
         storage = source.storage if isinstance(source, Session) else source
         if lazy:
@@ -163,8 +185,9 @@ class Store:
             return Session(self, Timeline(buffer, blob_threshold=self.blob_threshold), lazy=True)
         return Session(self, self.create_timeline(sid, record, events, storage))
 
-    def _initial(self, events: Sequence[Event], source: SessionStorage | None,
-                 head: str | None = None) -> Commit | None:
+    def _initial(
+        self, events: Sequence[Event], source: SessionStorage | None, head: str | None = None
+    ) -> Commit | None:
         if not events and head in (None, NIL_ID):
             return None
         staged, blobs = stage_existing(events, source, self.blob_threshold)
@@ -172,8 +195,14 @@ class Store:
             head = staged[-1].id
         return Commit(tuple(staged), head, NIL_ID, blobs)
 
-    def create_timeline(self, session_id: str, meta: dict[str, Any], events: Sequence[Event] = (),
-                        source: SessionStorage | None = None, head: str | None = None) -> Timeline:
+    def create_timeline(
+        self,
+        session_id: str,
+        meta: dict[str, Any],
+        events: Sequence[Event] = (),
+        source: SessionStorage | None = None,
+        head: str | None = None,
+    ) -> Timeline:
         """Create a session on the backend with its first events (kept
         verbatim, in one atomic commit), register its writer, and leave its
         working directory's breadcrumb. ``Store.create`` and the lazy gate
@@ -193,8 +222,13 @@ class Store:
         if readonly:
             storage = self.backend.open(session_id, readonly=True)
             return Session(self, Timeline(storage, blob_threshold=self.blob_threshold))
-        timeline = WRITERS.acquire(self.url, session_id, lambda: Timeline(
-            self.backend.open(session_id, readonly=False), blob_threshold=self.blob_threshold))
+        timeline = WRITERS.acquire(
+            self.url,
+            session_id,
+            lambda: Timeline(
+                self.backend.open(session_id, readonly=False), blob_threshold=self.blob_threshold
+            ),
+        )
         session = Session(self, timeline)
         try:
             self._leave_breadcrumb(session_id, session.meta.get("working_dir"))
@@ -235,9 +269,13 @@ class Store:
         """Sessions whose working directory no longer exists and whose last
         path component matches ``working_dir``'s: a project that was moved."""
         name = os.path.basename(os.path.abspath(working_dir))
-        return [row for row in self.list(archived=True)
-                if row.working_dir and not os.path.isdir(row.working_dir)
-                and os.path.basename(row.working_dir) == name]
+        return [
+            row
+            for row in self.list(archived=True)
+            if row.working_dir
+            and not os.path.isdir(row.working_dir)
+            and os.path.basename(row.working_dir) == name
+        ]
 
     def reroot(self, session_id: str, working_dir: str) -> None:
         """Point a session at its project's new location."""
@@ -245,8 +283,9 @@ class Store:
         self.update_meta(session_id, working_dir=working_dir)
         self._leave_breadcrumb(session_id, working_dir)
 
-    def continue_session(self, working_dir: str | None = None, *, reroot: bool = False,
-                         readonly: bool = False) -> Session:
+    def continue_session(
+        self, working_dir: str | None = None, *, reroot: bool = False, readonly: bool = False
+    ) -> Session:
         """Open the latest session of a working directory (``--continue``).
 
         If none is found but a session's directory was moved here (same
@@ -284,7 +323,7 @@ class Store:
         stats = self.backend.stats(session_id)
         updated = meta.get("updated_at")
         touched = format_timestamp(stats.updated_ns)
-        if _canonical_time(updated):
+        if isinstance(updated, str) and _canonical_time(updated):
             latest = max(updated, touched)  # same fixed format: strings order as times
         else:
             try:
@@ -307,7 +346,7 @@ class Store:
             meta=meta,
         )
 
-    def list(self, *, archived: bool = False) -> list[SessionInfo]:
+    def list(self, *, archived: bool = False) -> builtins.list[SessionInfo]:
         """Sessions, most recently updated first; archived ones only if asked.
 
         Reads session.json and one stat per session, never the event logs.
@@ -317,9 +356,9 @@ class Store:
             rows = [r for r in rows if not r.archived]
         return rows
 
-    def scan(self) -> tuple[list[SessionInfo], list[BrokenSession]]:
-        rows: list[SessionInfo] = []
-        broken: list[BrokenSession] = []
+    def scan(self) -> tuple[builtins.list[SessionInfo], builtins.list[BrokenSession]]:
+        rows: builtins.list[SessionInfo] = []
+        broken: builtins.list[BrokenSession] = []
         for sid in self.backend.session_ids():
             try:
                 rows.append(self.info(sid))
@@ -330,15 +369,14 @@ class Store:
         rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
         return rows, broken
 
-    def broken(self) -> list[BrokenSession]:
+    def broken(self) -> builtins.list[BrokenSession]:
         return self.scan()[1]
 
     # --- checking ----------------------------------------------------------------
-    def fsck(self, session_id: str | None = None) -> list[Problem]:
+    def fsck(self, session_id: str | None = None) -> builtins.list[Problem]:
         """Verify one session or all; returns every problem found (changes nothing)."""
-        ids = ([check_session_id(session_id)] if session_id is not None
-               else sorted(self.backend.session_ids()))
-        problems: list[Problem] = []
+        ids = [check_session_id(session_id)] if session_id is not None else sorted(self.backend.session_ids())
+        problems: builtins.list[Problem] = []
         for sid in ids:
             if not self.backend.exists(sid):
                 raise SessionNotFound(sid)
@@ -348,7 +386,7 @@ class Store:
                 problems.append(Problem(sid, exc.path, exc.offset, exc.reason))
         return problems
 
-    def repair(self, session_id: str) -> list[str]:
+    def repair(self, session_id: str) -> builtins.list[str]:
         """Quarantine damaged bytes and rebuild derived files (explicit; see fsck)."""
         self._not_open_here(session_id)
         if not self.backend.exists(session_id):

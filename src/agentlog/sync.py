@@ -14,7 +14,7 @@ from .view import SessionView
 __all__ = ["new_suffix"]
 
 
-def _as_events(drafts: list[tuple[str, Any, str | None]]) -> list[Event]:
+def _as_events(drafts: Sequence[tuple[str, Any, str | None]]) -> list[Event]:
     return [Event(NIL_ID, NIL_ID, kind, role, "", record) for kind, record, role in drafts]
 
 
@@ -36,15 +36,15 @@ def new_suffix(session: SessionView, messages: Sequence[Any]) -> list[NewEvent]:
     saved = events_to_chat_messages(session.context(at=session.pending, resolve=True))
     if len(incoming) < len(saved):
         raise ContextMismatch(
-            f"sync() got {len(incoming)} messages but {len(saved)} are saved; "
-            "a harness list may only grow"
+            f"sync() got {len(incoming)} messages but {len(saved)} are saved; a harness list may only grow"
         )
-    for i, (mine, theirs) in enumerate(zip(saved, incoming)):
+    for i, (mine, theirs) in enumerate(zip(saved, incoming, strict=False)):  # incoming may be longer
         if [mine] != theirs:
             raise ContextMismatch(
                 f"sync() message {i} differs from the saved one "
                 f"({mine.get('role')} vs {theirs[0].get('role') if theirs else None}); "
                 "nothing was written"
             )
-    return [NewEvent(kind, record, role) for drafts in per_message[len(saved):]
-            for kind, record, role in drafts]
+    return [
+        NewEvent(kind, record, role) for drafts in per_message[len(saved) :] for kind, record, role in drafts
+    ]

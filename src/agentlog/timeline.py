@@ -61,6 +61,8 @@ NewEventLike = NewEvent | tuple[Any, ...] | Mapping[str, Any]
 
 def as_new_event(item: NewEventLike) -> NewEvent:
     """A validated NewEvent from a NewEvent, a (kind, record[, role]) tuple or a mapping."""
+    kind: Any
+    role: Any
     if isinstance(item, NewEvent):
         kind, record, role = item.kind, item.record, item.role
     elif isinstance(item, tuple) and len(item) in (2, 3):
@@ -69,10 +71,7 @@ def as_new_event(item: NewEventLike) -> NewEvent:
         kind, record, role = item.get("kind"), item.get("record"), item.get("role")
     else:
         raise TypeError(f"cannot make an event of {type(item).__name__}")
-    check_kind(kind)
-    check_role(role)
-    check_record(record)
-    return NewEvent(kind, record, role)
+    return NewEvent(check_kind(kind), check_record(record), check_role(role))
 
 
 def _encode(record: Any) -> bytes:
@@ -82,8 +81,9 @@ def _encode(record: Any) -> bytes:
         raise InvalidEvent(f"record is not JSON-serializable: {exc}") from None
 
 
-def stage_existing(events: Iterable[Event], source: SessionStorage | None, threshold: int,
-                   floor: str = "") -> tuple[list[StagedEvent], dict[str, bytes | BlobCopy]]:
+def stage_existing(
+    events: Iterable[Event], source: SessionStorage | None, threshold: int, floor: str = ""
+) -> tuple[list[StagedEvent], dict[str, bytes | BlobCopy]]:
     """Frame events that keep their ids, parents and times (imports, forks,
     the lazy gate). Each must be a valid event whose id sorts after
     ``floor`` and after the one before it; a payload kept in a blob
@@ -91,9 +91,17 @@ def stage_existing(events: Iterable[Event], source: SessionStorage | None, thres
     staged: list[StagedEvent] = []
     blobs: dict[str, bytes | BlobCopy] = {}
     for event in events:
-        problem = stored_record_problem({
-            "id": event.id, "parent_id": event.parent_id, "branch_from": event.branch_from,
-            "kind": event.kind, "role": event.role, "timestamp": event.timestamp, "digest": event.digest})
+        problem = stored_record_problem(
+            {
+                "id": event.id,
+                "parent_id": event.parent_id,
+                "branch_from": event.branch_from,
+                "kind": event.kind,
+                "role": event.role,
+                "timestamp": event.timestamp,
+                "digest": event.digest,
+            }
+        )
         if problem:
             raise InvalidEvent(f"event {event.id!r}: {problem.removeprefix('event record has ')}")
         if event.id <= floor:
@@ -107,8 +115,18 @@ def stage_existing(events: Iterable[Event], source: SessionStorage | None, thres
             payload, digest = None, event.digest
             assert digest is not None  # an unloaded event names its blob
             blobs.setdefault(digest, BlobCopy(source))
-        staged.append(StagedEvent(event.id, event.parent_id, event.kind, event.role, event.timestamp,
-                                  payload, digest, event.branch_from))
+        staged.append(
+            StagedEvent(
+                event.id,
+                event.parent_id,
+                event.kind,
+                event.role,
+                event.timestamp,
+                payload,
+                digest,
+                event.branch_from,
+            )
+        )
     return staged, blobs
 
 
@@ -176,8 +194,12 @@ class Timeline:
             raise EventNotFound(parent, self.session_id)
         return parent, parent if self.storage.has_children(parent) else None
 
-    def submit(self, drafts: Sequence[NewEvent], *, parent: str | None = None,
-               ) -> tuple[list[Event], Commit, Ticket]:
+    def submit(
+        self,
+        drafts: Sequence[NewEvent],
+        *,
+        parent: str | None = None,
+    ) -> tuple[list[Event], Commit, Ticket]:
         """Frame ``drafts`` as one chain and submit it; ``run()`` waits for it
         (outside any lock) before it is acknowledged. ``parent`` None means
         HEAD as of this submission."""
@@ -193,9 +215,14 @@ class Timeline:
                 event_id = self._ids.next()
                 inline, digest = split_payload(payload, self.blob_threshold, blobs)
                 first = branch_from if i == 0 else None
-                staged.append(StagedEvent(event_id, current, draft.kind, draft.role, stamp, inline, digest, first))
-                events.append(Event(event_id, current, draft.kind, draft.role, stamp,
-                                    orjson.loads(payload), digest, first))
+                staged.append(
+                    StagedEvent(event_id, current, draft.kind, draft.role, stamp, inline, digest, first)
+                )
+                events.append(
+                    Event(
+                        event_id, current, draft.kind, draft.role, stamp, orjson.loads(payload), digest, first
+                    )
+                )
                 current = event_id
             commit = Commit(tuple(staged), current, self._tip, blobs)
             return events, commit, self._submit(commit)
@@ -232,7 +259,7 @@ class Timeline:
                 if not self.storage.contains(event_id):
                     raise EventNotFound(event_id, self.session_id)
             commit = Commit((), event_id, self._tip)
-            submitted = ([], commit, self._submit(commit))
+            submitted: tuple[list[Event], Commit, Ticket] = ([], commit, self._submit(commit))
         self.run(submitted)
 
     def import_events(self, events: Sequence[Event], source: SessionStorage | None = None) -> list[Event]:
@@ -246,8 +273,11 @@ class Timeline:
             staged, blobs = stage_existing(events, source, self.blob_threshold, self._ids.last())
             known: set[str] = set()
             for event in staged:
-                if (event.parent_id != NIL_ID and event.parent_id not in known
-                        and not self.storage.contains(event.parent_id)):
+                if (
+                    event.parent_id != NIL_ID
+                    and event.parent_id not in known
+                    and not self.storage.contains(event.parent_id)
+                ):
                     raise EventNotFound(event.parent_id, self.session_id)
                 known.add(event.id)
             commit = Commit(tuple(staged), staged[-1].id, self._tip, blobs)

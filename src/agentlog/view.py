@@ -16,8 +16,14 @@ __all__ = ["PathReader", "SessionView"]
 
 
 class PathReader(Protocol):
-    def ancestors(self, from_id: str, *, limit: int | None = None,
-                  until_kind: str | None = None, until_id: str | None = None) -> list[Event]: ...
+    def ancestors(
+        self,
+        from_id: str,
+        *,
+        limit: int | None = None,
+        until_kind: str | None = None,
+        until_id: str | None = None,
+    ) -> list[Event]: ...
 
 
 class SessionView(Protocol):

@@ -1,6 +1,16 @@
 """Storage backends behind one narrow seam (see base.py and docs/architecture.md)."""
 
-from .base import Backend, BlobCopy, Commit, IndexEntry, Problem, SessionStats, SessionStorage, StagedEvent, Ticket
+from .base import (
+    Backend,
+    BlobCopy,
+    Commit,
+    IndexEntry,
+    Problem,
+    SessionStats,
+    SessionStorage,
+    StagedEvent,
+    Ticket,
+)
 from .files import FileBackend
 from .memory import MemoryBackend
 from .registry import open_backend

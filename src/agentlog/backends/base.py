@@ -27,7 +27,7 @@ Primitives of a store (``Backend``): ``create``, ``open``, ``exists``,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,8 +72,16 @@ class StagedEvent:
     def to_event(self) -> Event:
         """The event as a read returns it (a blob payload stays unloaded)."""
         record = None if self.payload is None else orjson.loads(self.payload)
-        return Event(self.id, self.parent_id, self.kind, self.role, self.timestamp,
-                     record, self.digest, self.branch_from)
+        return Event(
+            self.id,
+            self.parent_id,
+            self.kind,
+            self.role,
+            self.timestamp,
+            record,
+            self.digest,
+            self.branch_from,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +129,9 @@ class Ticket:
             raise self._error
 
 
-def split_payload(payload: bytes, threshold: int,
-                  blobs: dict[str, bytes | BlobCopy]) -> tuple[bytes | None, str | None]:
+def split_payload(
+    payload: bytes, threshold: int, blobs: dict[str, bytes | BlobCopy]
+) -> tuple[bytes | None, str | None]:
     """(inline payload, digest): a payload above ``threshold`` goes to ``blobs``.
 
     The core calls this with the store's threshold; the file backend's
@@ -202,8 +211,14 @@ class SessionStorage(ABC):
     def get(self, event_id: str) -> Event:
         """The event (``record`` None when its payload is in a blob), or EventNotFound."""
 
-    def ancestors(self, from_id: str, *, limit: int | None = None,
-                  until_kind: str | None = None, until_id: str | None = None) -> list[Event]:
+    def ancestors(
+        self,
+        from_id: str,
+        *,
+        limit: int | None = None,
+        until_kind: str | None = None,
+        until_id: str | None = None,
+    ) -> list[Event]:
         """``from_id`` and its ancestors, newest first, in one read.
 
         Stops after ``limit`` events, or after the first event whose kind
@@ -335,6 +350,5 @@ class Backend(ABC):
         """Set damaged data aside (never deleting it) so the session opens;
         returns what was done."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: most backends hold nothing to release
         """Release what the backend holds (connections); sessions stay stored."""
-

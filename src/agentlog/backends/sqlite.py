@@ -52,7 +52,8 @@ CREATE INDEX IF NOT EXISTS events_in_order ON events (session_id, seq);
 CREATE INDEX IF NOT EXISTS events_by_parent ON events (session_id, parent_id);
 CREATE TABLE IF NOT EXISTS blobs (digest TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sidecars (
-  session_id TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (session_id, name)) WITHOUT ROWID;
+  session_id TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL,
+  PRIMARY KEY (session_id, name)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS breadcrumbs (working_dir TEXT PRIMARY KEY, session_id TEXT NOT NULL) WITHOUT ROWID;
 """
 _COLUMNS = "id, parent_id, kind, role, timestamp, record, digest, branch_from"
@@ -60,7 +61,7 @@ _ANCESTORS = f"""
 WITH RECURSIVE walk (depth, {_COLUMNS}) AS (
   SELECT 1, {_COLUMNS} FROM events WHERE session_id = :s AND id = :start
   UNION ALL
-  SELECT walk.depth + 1, {', '.join('e.' + c for c in _COLUMNS.split(', '))}
+  SELECT walk.depth + 1, {", ".join("e." + c for c in _COLUMNS.split(", "))}
   FROM walk JOIN events e ON e.session_id = :s AND e.id = walk.parent_id
   WHERE walk.depth < :limit AND walk.kind IS NOT :kind AND walk.id IS NOT :stop)
 SELECT {_COLUMNS} FROM walk ORDER BY depth"""
@@ -101,17 +102,34 @@ class SqliteSessionStorage(SessionStorage):
         return last
 
     def get(self, event_id: str) -> Event:
-        row = self._db.query(f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id = ?",
-                             (self.session_id, event_id), one=True)
+        row = self._db.query(
+            f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id = ?",
+            (self.session_id, event_id),
+            one=True,
+        )
         if row is None:
             raise EventNotFound(event_id, self.session_id)
         return _event(row)
 
-    def ancestors(self, from_id: str, *, limit: int | None = None,
-                  until_kind: str | None = None, until_id: str | None = None) -> list[Event]:
+    def ancestors(
+        self,
+        from_id: str,
+        *,
+        limit: int | None = None,
+        until_kind: str | None = None,
+        until_id: str | None = None,
+    ) -> list[Event]:
         bound = self.event_count() + 1
-        rows = self._db.query(_ANCESTORS, {"s": self.session_id, "start": from_id, "kind": until_kind,
-                                           "stop": until_id, "limit": min(limit or bound + 1, bound + 1)})
+        rows = self._db.query(
+            _ANCESTORS,
+            {
+                "s": self.session_id,
+                "start": from_id,
+                "kind": until_kind,
+                "stop": until_id,
+                "limit": min(limit or bound + 1, bound + 1),
+            },
+        )
         if len(rows) > bound:
             raise CorruptionError(self._db.path, None, f"parent links loop in session {self.session_id}")
         if not rows and from_id != NIL_ID:
@@ -122,12 +140,17 @@ class SqliteSessionStorage(SessionStorage):
         return self._one("SELECT 1 FROM events WHERE session_id = ? AND id = ?", event_id) is not None
 
     def has_children(self, event_id: str) -> bool:
-        return self._one("SELECT 1 FROM events WHERE session_id = ? AND parent_id = ? LIMIT 1",
-                         event_id) is not None
+        return (
+            self._one("SELECT 1 FROM events WHERE session_id = ? AND parent_id = ? LIMIT 1", event_id)
+            is not None
+        )
 
     def entries(self) -> Iterator[IndexEntry]:
-        rows = self._db.query("SELECT id, parent_id, branch_from, kind, role, timestamp, digest FROM events"
-                              " WHERE session_id = ? ORDER BY seq", (self.session_id,))
+        rows = self._db.query(
+            "SELECT id, parent_id, branch_from, kind, role, timestamp, digest FROM events"
+            " WHERE session_id = ? ORDER BY seq",
+            (self.session_id,),
+        )
         return iter([IndexEntry(*row) for row in rows])
 
     def event_count(self) -> int:
@@ -146,7 +169,9 @@ class SqliteSessionStorage(SessionStorage):
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         with self._db.transaction() as db:
-            db.execute("UPDATE sessions SET meta = ? WHERE id = ?", (orjson.dumps(meta).decode(), self.session_id))
+            db.execute(
+                "UPDATE sessions SET meta = ? WHERE id = ?", (orjson.dumps(meta).decode(), self.session_id)
+            )
 
     def read_sidecar(self, name: str) -> bytes | None:
         data: bytes | None = self._one("SELECT data FROM sidecars WHERE session_id = ? AND name = ?", name)
@@ -160,7 +185,9 @@ class SqliteSessionStorage(SessionStorage):
                 db.execute("INSERT OR REPLACE INTO sidecars VALUES (?, ?, ?)", (self.session_id, name, data))
 
     def sidecar_names(self) -> list[str]:
-        rows = self._db.query("SELECT name FROM sidecars WHERE session_id = ? ORDER BY name", (self.session_id,))
+        rows = self._db.query(
+            "SELECT name FROM sidecars WHERE session_id = ? ORDER BY name", (self.session_id,)
+        )
         return [row[0] for row in rows]
 
     def refresh(self) -> None:
@@ -199,7 +226,7 @@ class SqliteBackend(Backend):
     @classmethod
     def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> SqliteBackend:
         """``sqlite:///absolute/path.db`` or ``sqlite:relative/path.db``."""
-        path = unquote(urlsplit(url).path if url.startswith("sqlite://") else url[len("sqlite:"):])
+        path = unquote(urlsplit(url).path if url.startswith("sqlite://") else url[len("sqlite:") :])
         if not path:
             raise UnknownBackend(f"{url!r} names no database file")
         return cls(path, durability=durability, **options)
@@ -247,14 +274,30 @@ class SqliteBackend(Backend):
         if row[0] != commit.expected_head:
             raise HeadConflict(session_id, commit.expected_head, row[0])
         db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", blobs)
-        db.executemany(f"INSERT INTO events (session_id, seq, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-            (session_id, row[1] + i, e.id, e.parent_id, e.kind, e.role, e.timestamp,
-             None if e.payload is None else e.payload.decode(), e.digest, e.branch_from)
-            for i, e in enumerate(commit.events)])
+        db.executemany(
+            f"INSERT INTO events (session_id, seq, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    session_id,
+                    row[1] + i,
+                    e.id,
+                    e.parent_id,
+                    e.kind,
+                    e.role,
+                    e.timestamp,
+                    None if e.payload is None else e.payload.decode(),
+                    e.digest,
+                    e.branch_from,
+                )
+                for i, e in enumerate(commit.events)
+            ],
+        )
         last = commit.events[-1].id if commit.events else None
-        db.execute("UPDATE sessions SET head = ?, event_count = event_count + ?, updated_ns = ?,"
-                   " last_id = coalesce(?, last_id) WHERE id = ?",
-                   (commit.head, len(commit.events), time.time_ns(), last, session_id))
+        db.execute(
+            "UPDATE sessions SET head = ?, event_count = event_count + ?, updated_ns = ?,"
+            " last_id = coalesce(?, last_id) WHERE id = ?",
+            (commit.head, len(commit.events), time.time_ns(), last, session_id),
+        )
         return None
 
     def lease(self, session_id: str) -> Lease:
@@ -266,8 +309,10 @@ class SqliteBackend(Backend):
         try:
             with self.transaction() as db:
                 try:
-                    db.execute("INSERT INTO sessions VALUES (?, ?, ?, '', 0, ?)",
-                               (session_id, orjson.dumps(meta).decode(), NIL_ID, time.time_ns()))
+                    db.execute(
+                        "INSERT INTO sessions VALUES (?, ?, ?, '', 0, ?)",
+                        (session_id, orjson.dumps(meta).decode(), NIL_ID, time.time_ns()),
+                    )
                 except sqlite3.IntegrityError:
                     raise SessionExists(session_id) from None
                 if initial is not None:
@@ -283,7 +328,10 @@ class SqliteBackend(Backend):
         return SqliteSessionStorage(self, session_id, None if readonly else self.lease(session_id))
 
     def exists(self, session_id: str) -> bool:
-        return self.query("SELECT 1 FROM sessions WHERE id = ?", (check_session_id(session_id),), one=True) is not None
+        return (
+            self.query("SELECT 1 FROM sessions WHERE id = ?", (check_session_id(session_id),), one=True)
+            is not None
+        )
 
     def session_ids(self) -> Iterator[str]:
         return iter([row[0] for row in self.query("SELECT id FROM sessions")])
@@ -307,33 +355,47 @@ class SqliteBackend(Backend):
         if not self.exists(session_id):
             raise SessionNotFound(session_id)
         with self.lease(session_id), self.transaction() as db:
-            digests = db.execute("SELECT DISTINCT digest FROM events WHERE session_id = ? AND digest IS NOT NULL",
-                                 (session_id,)).fetchall()
+            digests = db.execute(
+                "SELECT DISTINCT digest FROM events WHERE session_id = ? AND digest IS NOT NULL",
+                (session_id,),
+            ).fetchall()
             for table, key in (("events", "session_id"), ("sidecars", "session_id"), ("sessions", "id")):
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
-            db.executemany("DELETE FROM blobs WHERE digest = ?1 AND NOT EXISTS"
-                           " (SELECT 1 FROM events WHERE digest = ?1)", digests)
+            db.executemany(
+                "DELETE FROM blobs WHERE digest = ?1 AND NOT EXISTS (SELECT 1 FROM events WHERE digest = ?1)",
+                digests,
+            )
 
     def put_breadcrumb(self, working_dir: str, session_id: str) -> None:
         with self.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO breadcrumbs VALUES (?, ?)",
-                       (os.path.abspath(working_dir), check_session_id(session_id)))
+            db.execute(
+                "INSERT OR REPLACE INTO breadcrumbs VALUES (?, ?)",
+                (os.path.abspath(working_dir), check_session_id(session_id)),
+            )
 
     def get_breadcrumb(self, working_dir: str) -> str | None:
-        row = self.query("SELECT session_id FROM breadcrumbs WHERE working_dir = ?",
-                         (os.path.abspath(working_dir),), one=True)
+        row = self.query(
+            "SELECT session_id FROM breadcrumbs WHERE working_dir = ?",
+            (os.path.abspath(working_dir),),
+            one=True,
+        )
         return None if row is None else str(row[0])
 
     def verify(self, session_id: str) -> list[Problem]:
-        problems = [Problem(session_id, self.path, None, f"integrity_check: {row[0]}")
-                    for row in self.query("PRAGMA quick_check") if row[0] != "ok"]
+        problems = [
+            Problem(session_id, self.path, None, f"integrity_check: {row[0]}")
+            for row in self.query("PRAGMA quick_check")
+            if row[0] != "ok"
+        ]
         storage = SqliteSessionStorage(self, session_id, None)
         head = storage.head()
         if head != NIL_ID and not storage.contains(head):
             problems.append(Problem(session_id, self.path, None, f"HEAD names a missing event {head}"))
         for entry in storage.entries():
             if entry.parent_id != NIL_ID and not storage.contains(entry.parent_id):
-                problems.append(Problem(session_id, self.path, None, f"event {entry.id} names a missing parent"))
+                problems.append(
+                    Problem(session_id, self.path, None, f"event {entry.id} names a missing parent")
+                )
             if entry.digest:
                 try:
                     storage.get_blob(entry.digest)

@@ -6,7 +6,6 @@ import errno
 import hashlib
 import os
 import secrets
-import threading
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -68,9 +67,14 @@ class FileBackend(Backend):
     ``fs`` is the I/O layer every file effect goes through; the default
     talks to the OS, and crash or fault tests pass a recording one."""
 
-    def __init__(self, home: str, *, durability: str = "full",
-                 chunk_size: int = DEFAULT_CHUNK_SIZE,
-                 fs: OsFs | None = None) -> None:
+    def __init__(
+        self,
+        home: str,
+        *,
+        durability: str = "full",
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        fs: OsFs | None = None,
+    ) -> None:
         if durability not in _DURABILITY:
             raise ValueError(f"durability must be one of {_DURABILITY}, not {durability!r}")
         self.fs = fs or OsFs()
@@ -78,6 +82,7 @@ class FileBackend(Backend):
         self.durability = durability
         self.durable = durability == "full"
         self.chunk_size = chunk_size
+        self.url = "file://" + self.layout.home
         self._mkdirs()
 
     @classmethod
@@ -87,7 +92,7 @@ class FileBackend(Backend):
         if url.startswith("file://"):
             path = unquote(urlsplit(url).path)
         elif url.startswith("file:"):
-            path = unquote(url[len("file:"):])
+            path = unquote(url[len("file:") :])
         if not path:
             raise UnknownBackend(f"{url!r} names no directory")
         return cls(path, durability=durability, **options)
@@ -95,10 +100,6 @@ class FileBackend(Backend):
     @property
     def home(self) -> str:
         return self.layout.home
-
-    @property
-    def url(self) -> str:
-        return "file://" + self.layout.home
 
     def _mkdirs(self) -> None:
         """Create the home's directories; in ``full`` mode each new entry is
@@ -125,14 +126,21 @@ class FileBackend(Backend):
         return acquire(self.layout.locks, check_session_id(session_id))
 
     # --- sessions ----------------------------------------------------------------
-    def storage(self, session_id: str, *, readonly: bool,
-                cls: type[FileSessionStorage] = FileSessionStorage) -> FileSessionStorage:
+    def storage(self, session_id: str, *, readonly: bool) -> FileSessionStorage:
         """A storage object without taking the lease: a writer's caller
-        (``open``, fsck's repair, migration) must already hold it."""
-        return cls(self.fs, self.layout, session_id, readonly=readonly, durable=self.durable,
-                   chunk_size=self.chunk_size)
+        (fsck's repair, migration) must already hold it."""
+        return FileSessionStorage(
+            self.fs,
+            self.layout,
+            session_id,
+            readonly=readonly,
+            durable=self.durable,
+            chunk_size=self.chunk_size,
+        )
 
-    def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> FileSessionStorage:
+    def create(
+        self, session_id: str, meta: dict[str, Any], initial: Commit | None = None
+    ) -> FileSessionStorage:
         check_session_id(session_id)
         lease = self.lease(session_id)
         try:
@@ -146,7 +154,14 @@ class FileBackend(Backend):
 
     def _leased(self, session_id: str, lease: Lease) -> FileSessionStorage:
         try:
-            storage = self.storage(session_id, readonly=False, cls=_LeasedStorage)
+            storage = _LeasedStorage(
+                self.fs,
+                self.layout,
+                session_id,
+                readonly=False,
+                durable=self.durable,
+                chunk_size=self.chunk_size,
+            )
         except BaseException:
             lease.release()
             raise
@@ -180,8 +195,14 @@ class FileBackend(Backend):
         if initial is not None:
             # Initial events (a fork, the lazy gate) go in before the rename,
             # so the new session appears with them or not at all.
-            staged = FileSessionStorage(fs, _StagedLayout(self.layout.home, tmp), session_id,
-                                        readonly=False, durable=durable, chunk_size=self.chunk_size)
+            staged = FileSessionStorage(
+                fs,
+                _StagedLayout(self.layout.home, tmp),
+                session_id,
+                readonly=False,
+                durable=durable,
+                chunk_size=self.chunk_size,
+            )
             try:
                 staged.commit(initial).wait()
             except BaseException:
@@ -209,8 +230,9 @@ class FileBackend(Backend):
             raise SessionNotFound(session_id)
         if needs_migration(self.fs, self.layout, session_id):
             with self.lease(session_id):
-                migrate_legacy(self.fs, self.layout, session_id,
-                               lambda: self.storage(session_id, readonly=False))
+                migrate_legacy(
+                    self.fs, self.layout, session_id, lambda: self.storage(session_id, readonly=False)
+                )
         if readonly:
             return self.storage(session_id, readonly=True)
         return self._leased(session_id, self.lease(session_id))
@@ -292,8 +314,9 @@ class FileBackend(Backend):
         path = self._breadcrumb_path(working_dir)
         # No lease guards a breadcrumb: a unique temp name keeps two
         # processes' replacements from writing into one temp file.
-        self.fs.write_atomic(path, data, durable=self.durable,
-                             tmp=f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        self.fs.write_atomic(
+            path, data, durable=self.durable, tmp=f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        )
 
     def get_breadcrumb(self, working_dir: str) -> str | None:
         path = self._breadcrumb_path(working_dir)
@@ -310,12 +333,24 @@ class FileBackend(Backend):
 
     def verify(self, session_id: str) -> list[Problem]:
         if needs_migration(self.fs, self.layout, check_session_id(session_id)):
-            return [Problem(session_id, self.layout.session_dir(session_id), None,
-                            "legacy single-file layout; the first open upgrades it", "warning")]
+            return [
+                Problem(
+                    session_id,
+                    self.layout.session_dir(session_id),
+                    None,
+                    "legacy single-file layout; the first open upgrades it",
+                    "warning",
+                )
+            ]
         return verify_session(self.fs, self.layout, session_id)
 
     def repair(self, session_id: str) -> list[str]:
         check_session_id(session_id)
         with self.lease(session_id):
-            return repair_session(self.fs, self.layout, session_id, self.chunk_size,
-                                  lambda: self.storage(session_id, readonly=False))
+            return repair_session(
+                self.fs,
+                self.layout,
+                session_id,
+                self.chunk_size,
+                lambda: self.storage(session_id, readonly=False),
+            )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..._fs import OsFs
 from ...errors import CorruptionError, StorageError
@@ -36,8 +36,7 @@ class ChunkLog:
     A record never spans two chunks, and a batch never does either, so a
     torn write can only be at the end of the last chunk."""
 
-    def __init__(self, fs: OsFs, directory: str, *, chunk_size: int,
-                 durable: bool, writable: bool) -> None:
+    def __init__(self, fs: OsFs, directory: str, *, chunk_size: int, durable: bool, writable: bool) -> None:
         self.fs = fs
         self.dir = directory
         self.chunk_size = chunk_size
@@ -60,8 +59,7 @@ class ChunkLog:
                 numbers.append(number)
         numbers.sort()
         if numbers != list(range(len(numbers))):
-            raise CorruptionError(self.dir, None,
-                                  f"chunk files are not numbered 0..n-1: {numbers[:10]}")
+            raise CorruptionError(self.dir, None, f"chunk files are not numbered 0..n-1: {numbers[:10]}")
         return numbers
 
     def path(self, number: int) -> str:
@@ -112,7 +110,7 @@ class ChunkLog:
                     nl = data.find(b"\n", line_start)
                     if nl < 0:
                         break
-                    yield Line(n, pos - len(data) + line_start, data[line_start:nl + 1], True)
+                    yield Line(n, pos - len(data) + line_start, data[line_start : nl + 1], True)
                     line_start = nl + 1
                 pending = data[line_start:]
             if pending:

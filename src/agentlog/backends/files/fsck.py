@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -44,11 +44,11 @@ class _Bad:
 class _Scan:
     """What a full read of the log found."""
 
-    events: dict[str, dict[str, Any]]   # id -> record (+ _loc)
+    events: dict[str, dict[str, Any]]  # id -> record (+ _loc)
     order: list[str]
     head: str
     bad: list[_Bad]
-    torn: _Bad | None                   # a torn tail the next writer open cuts off
+    torn: _Bad | None  # a torn tail the next writer open cuts off
 
 
 def _scan_log(log: ChunkLog) -> _Scan:
@@ -61,7 +61,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
     pending: list[tuple[dict[str, Any], Any]] = []
 
     def flush_pending(reason: str) -> None:
-        for rec, line in pending:
+        for _rec, line in pending:
             bad.append(_Bad(line.chunk, line.offset, line.length, reason))
         pending.clear()
 
@@ -72,8 +72,14 @@ def _scan_log(log: ChunkLog) -> _Scan:
             if rec.get("op") != "checkout" or not is_event_id(target):
                 bad.append(_Bad(line.chunk, line.offset, line.length, "unknown record"))
             elif target != NIL_ID and target not in events:
-                bad.append(_Bad(line.chunk, line.offset, line.length,
-                                f"checkout names an event not before it: {target}"))
+                bad.append(
+                    _Bad(
+                        line.chunk,
+                        line.offset,
+                        line.length,
+                        f"checkout names an event not before it: {target}",
+                    )
+                )
             else:
                 head = target
             return
@@ -82,8 +88,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
             bad.append(_Bad(line.chunk, line.offset, line.length, problem))
             return
         if order and rec["id"] <= order[-1]:
-            bad.append(_Bad(line.chunk, line.offset, line.length,
-                            f"event id {rec['id']} does not increase"))
+            bad.append(_Bad(line.chunk, line.offset, line.length, f"event id {rec['id']} does not increase"))
             return
         rec["_loc"] = (line.chunk, line.offset, line.length)
         events[rec["id"]] = rec
@@ -96,8 +101,14 @@ def _scan_log(log: ChunkLog) -> _Scan:
             if line.chunk == last:
                 torn = item
             else:
-                bad.append(_Bad(line.chunk, line.offset, line.length,
-                                "record cut short before the end of a non-final chunk"))
+                bad.append(
+                    _Bad(
+                        line.chunk,
+                        line.offset,
+                        line.length,
+                        "record cut short before the end of a non-final chunk",
+                    )
+                )
             continue
         try:
             rec = decode_line(line.data)
@@ -106,9 +117,13 @@ def _scan_log(log: ChunkLog) -> _Scan:
             bad.append(_Bad(line.chunk, line.offset, line.length, str(exc)))
             continue
         txn = rec.get("txn")
-        if txn is not None and not (isinstance(txn, list) and len(txn) == 2
-                                    and isinstance(txn[0], int) and isinstance(txn[1], int)
-                                    and 0 <= txn[0] < txn[1]):
+        if txn is not None and not (
+            isinstance(txn, list)
+            and len(txn) == 2
+            and isinstance(txn[0], int)
+            and isinstance(txn[1], int)
+            and 0 <= txn[0] < txn[1]
+        ):
             flush_pending("batch broken by a damaged member")
             bad.append(_Bad(line.chunk, line.offset, line.length, "malformed batch marker"))
             continue
@@ -145,8 +160,9 @@ def _scan_log(log: ChunkLog) -> _Scan:
     if pending:
         first = pending[0][1]
         span = sum(ln.length for _, ln in pending)
-        torn = _Bad(first.chunk, first.offset, span + (torn.length if torn else 0),
-                    "batch cut short by a crash")
+        torn = _Bad(
+            first.chunk, first.offset, span + (torn.length if torn else 0), "batch cut short by a crash"
+        )
         pending.clear()
     return _Scan(events, order, head, bad, torn)
 
@@ -172,9 +188,12 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
         for b in scan.bad:
             add(log.path(b.chunk), b.offset, b.reason)
         if scan.torn is not None:
-            add(log.path(scan.torn.chunk), scan.torn.offset,
+            add(
+                log.path(scan.torn.chunk),
+                scan.torn.offset,
                 f"{scan.torn.reason} ({scan.torn.length} bytes); the next writer cuts it off",
-                "warning")
+                "warning",
+            )
         quarantined = _quarantined_bytes(fs, log)
         for event_id in scan.order:
             rec = scan.events[event_id]
@@ -184,9 +203,14 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
                 if quarantined:
                     # Only repair removes a record whole; a damaged record's own
                     # id may be unreadable, so any quarantine explains the gap.
-                    add(log.path(chunk), offset, f"event {event_id} follows {parent}, which is "
+                    add(
+                        log.path(chunk),
+                        offset,
+                        f"event {event_id} follows {parent}, which is "
                         "not in the log: fsck --repair quarantined a record; this branch "
-                        "now starts here", "warning")
+                        "now starts here",
+                        "warning",
+                    )
                 else:
                     add(log.path(chunk), offset, f"event {event_id} names a missing parent {parent}")
         _verify_index(fs, layout.index(session_id), scan, add)
@@ -199,8 +223,11 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
 
 def _quarantined_bytes(fs: OsFs, log: ChunkLog) -> bytes:
     """Everything repair moved aside, to recognise parents it took away."""
-    return b"".join(fs.read_file(os.path.join(log.dir, name))
-                    for name in sorted(fs.listdir(log.dir)) if name.endswith(".quarantine"))
+    return b"".join(
+        fs.read_file(os.path.join(log.dir, name))
+        for name in sorted(fs.listdir(log.dir))
+        if name.endswith(".quarantine")
+    )
 
 
 def _intact_head(scan: _Scan) -> str:
@@ -224,13 +251,17 @@ def _verify_index(fs: OsFs, path: str, scan: _Scan, add: Report) -> None:
     if torn:
         add(path, count * INDEX_WIDTH, "torn final index line; the next writer cuts it off", "warning")
     for i in range(count):
-        line = data[i * INDEX_WIDTH:(i + 1) * INDEX_WIDTH]
+        line = data[i * INDEX_WIDTH : (i + 1) * INDEX_WIDTH]
         try:
             entry = decode_index_entry(line)
         except LineError as exc:
             if not line.strip(b"\0"):  # size reached the disk before the data: a crash
-                add(path, i * INDEX_WIDTH, f"index line {i} was never written (zeros); "
-                                           "the next open rebuilds the index", "warning")
+                add(
+                    path,
+                    i * INDEX_WIDTH,
+                    f"index line {i} was never written (zeros); the next open rebuilds the index",
+                    "warning",
+                )
             else:
                 add(path, i * INDEX_WIDTH, f"index line {i}: {exc}")
             continue
@@ -243,8 +274,12 @@ def _verify_index(fs: OsFs, path: str, scan: _Scan, add: Report) -> None:
         if (loc.get("chunk"), loc.get("offset"), loc.get("length")) != want:
             add(path, i * INDEX_WIDTH, f"index line {i} gives the wrong location for {entry['id']}")
     if count < len(scan.order):
-        add(path, None, f"index lags the log by {len(scan.order) - count} events; "
-                        "the next writer completes it", "warning")
+        add(
+            path,
+            None,
+            f"index lags the log by {len(scan.order) - count} events; the next writer completes it",
+            "warning",
+        )
 
 
 def _verify_head(fs: OsFs, path: str, scan: _Scan, add: Report) -> None:
@@ -254,8 +289,12 @@ def _verify_head(fs: OsFs, path: str, scan: _Scan, add: Report) -> None:
     except StorageError:
         text = None  # reported below as a HEAD file that disagrees (a cache)
     if text != scan.head:
-        add(path, None, f"HEAD file says {text!r}, the log says {scan.head}; "
-                        "the next writer corrects it", "warning")
+        add(
+            path,
+            None,
+            f"HEAD file says {text!r}, the log says {scan.head}; the next writer corrects it",
+            "warning",
+        )
     if fs.exists(path + ".tmp"):
         add(path + ".tmp", None, "interrupted HEAD update; the next writer removes it", "warning")
 
@@ -276,8 +315,9 @@ def _verify_blobs(fs: OsFs, blobs: BlobStore, scan: _Scan, add: Report) -> None:
             add(os.path.join(blobs.dir, name), None, "leftover temporary blob", "warning")
 
 
-def repair_session(fs: OsFs, layout: Layout, session_id: str, chunk_size: int,
-                   open_writer: Callable[[], SessionStorage]) -> list[str]:
+def repair_session(
+    fs: OsFs, layout: Layout, session_id: str, chunk_size: int, open_writer: Callable[[], SessionStorage]
+) -> list[str]:
     """Quarantine damaged records, then let a writer rebuild index and HEAD.
     The caller holds the session's lease; ``open_writer`` opens its storage."""
     actions: list[str] = []
@@ -292,8 +332,7 @@ def repair_session(fs: OsFs, layout: Layout, session_id: str, chunk_size: int,
         fs.write_atomic(meta_path, encode_meta(meta), durable=True)
         actions.append(f"wrote a fresh {meta_path} with defaults")
     actions += _restore_layout(fs, layout, session_id)
-    log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size,
-                   durable=True, writable=True)
+    log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=True, writable=True)
     try:
         scan = _scan_log(log)
         by_chunk: dict[int, list[_Bad]] = {}
@@ -327,8 +366,9 @@ def repair_session(fs: OsFs, layout: Layout, session_id: str, chunk_size: int,
     storage = open_writer()
     try:
         if actions:
-            log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size,
-                           durable=False, writable=False)
+            log = ChunkLog(
+                fs, layout.chunks(session_id), chunk_size=chunk_size, durable=False, writable=False
+            )
             try:
                 head = _intact_head(_scan_log(log))
             finally:
@@ -337,8 +377,9 @@ def repair_session(fs: OsFs, layout: Layout, session_id: str, chunk_size: int,
                 # A quarantined event cut HEAD's path; keep the newest whole
                 # path active. Nothing is rewritten: a checkout is appended.
                 storage.commit(Commit((), head, storage.head())).wait()
-                actions.append(f"moved HEAD to {head}: the path to the old HEAD "
-                               "ran through a quarantined record")
+                actions.append(
+                    f"moved HEAD to {head}: the path to the old HEAD ran through a quarantined record"
+                )
     finally:
         storage.close()
     return actions
@@ -372,11 +413,17 @@ def _quarantine(fs: OsFs, log: ChunkLog, chunk: int, bads: list[_Bad]) -> list[s
     try:
         pos = 0
         for b in sorted(bads, key=lambda b: b.offset):
-            keep += data[pos:b.offset]
-            damaged = data[b.offset:b.offset + b.length]
-            header = orjson.dumps({"quarantined_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                   "from": os.path.basename(path), "offset": b.offset,
-                                   "length": len(damaged), "reason": b.reason})
+            keep += data[pos : b.offset]
+            damaged = data[b.offset : b.offset + b.length]
+            header = orjson.dumps(
+                {
+                    "quarantined_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "from": os.path.basename(path),
+                    "offset": b.offset,
+                    "length": len(damaged),
+                    "reason": b.reason,
+                }
+            )
             fs.write(qfd, header + b"\n" + damaged + b"\n", qpath)
             actions.append(f"moved {len(damaged)} bytes at {path}@{b.offset} to {qpath}: {b.reason}")
             pos = b.offset + b.length
@@ -387,4 +434,3 @@ def _quarantine(fs: OsFs, log: ChunkLog, chunk: int, bads: list[_Bad]) -> list[s
     fs.fsync_dir(os.path.dirname(path))
     fs.write_atomic(path, bytes(keep), durable=True)
     return actions
-

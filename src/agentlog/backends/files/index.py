@@ -11,7 +11,8 @@ small in-memory tail.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..._codec import (
     INDEX_ID_SLICE,
@@ -125,10 +126,9 @@ class Index:
             usable = len(block) - len(block) % INDEX_WIDTH
             for start in range(0, usable, INDEX_WIDTH):
                 try:
-                    yield decode_index_entry(block[start:start + INDEX_WIDTH])
+                    yield decode_index_entry(block[start : start + INDEX_WIDTH])
                 except LineError as exc:
-                    raise IndexDamaged(
-                        f"{self.path} line {(pos + start) // INDEX_WIDTH}: {exc}") from None
+                    raise IndexDamaged(f"{self.path} line {(pos + start) // INDEX_WIDTH}: {exc}") from None
             pos += usable
         yield from list(self.tail.values())
 

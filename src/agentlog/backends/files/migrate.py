@@ -63,7 +63,7 @@ def _upgraded_but_not_renamed(fs: OsFs, directory: str) -> bool:
 
 def _read_legacy(fs: OsFs, path: str) -> list[dict[str, Any]]:
     data = fs.read_file(path)
-    lines = []
+    lines: list[dict[str, Any]] = []
     offset = 0
     pieces = data.split(b"\n")
     for number, raw in enumerate(pieces):
@@ -75,9 +75,13 @@ def _read_legacy(fs: OsFs, path: str) -> list[dict[str, Any]]:
                     # No newline after it: the legacy writer died mid-line. A torn
                     # tail, not corruption (invariant 3); its bytes stay in the
                     # kept legacy file.
-                    warnings.warn(RecoveryWarning(
-                        f"{path}: torn final legacy line of {len(raw)} bytes at byte "
-                        f"{offset} left out of the upgrade"), stacklevel=2)
+                    warnings.warn(
+                        RecoveryWarning(
+                            f"{path}: torn final legacy line of {len(raw)} bytes at byte "
+                            f"{offset} left out of the upgrade"
+                        ),
+                        stacklevel=2,
+                    )
                     break
                 # The old format had no checksums and its readers skipped bad
                 # lines; ours stops and says where, so nothing is lost silently.
@@ -120,7 +124,8 @@ def legacy_meta(fs: OsFs, layout: Layout, session_id: str) -> dict[str, Any]:
 
 
 def _convert_meta(session_id: str, line: dict[str, Any]) -> dict[str, Any]:
-    record = line.get("record") if isinstance(line.get("record"), dict) else {}
+    found = line.get("record")
+    record: dict[str, Any] = found if isinstance(found, dict) else {}
     return {
         "schema": 1,
         "id": session_id,
@@ -143,8 +148,9 @@ def _time(value: Any, fallback: int) -> tuple[str, int]:
     return format_timestamp(fallback), fallback
 
 
-def _events(lines: list[dict[str, Any]], base_ns: int,
-            blobs: dict[str, bytes | BlobCopy]) -> tuple[list[StagedEvent], dict[str, str]]:
+def _events(
+    lines: list[dict[str, Any]], base_ns: int, blobs: dict[str, bytes | BlobCopy]
+) -> tuple[list[StagedEvent], dict[str, str]]:
     """Legacy lines as events: ids kept when they are increasing UUIDs,
     otherwise new time-ordered ids; missing parents chain to the previous.
     A kind or role outside our grammar becomes a ``custom`` event that keeps
@@ -169,8 +175,9 @@ def _events(lines: list[dict[str, Any]], base_ns: int,
         if isinstance(parent, str) and parent != NIL_ID:
             parent = mapping.get(parent)
             if parent is None:
-                raise CorruptionError(LEGACY_FILE, line["_offset"],
-                                      f"parent {line.get('parent_id')} is not before this event")
+                raise CorruptionError(
+                    LEGACY_FILE, line["_offset"], f"parent {line.get('parent_id')} is not before this event"
+                )
         elif parent is None:
             parent = previous
         branch_from = line.get("branch_from")
@@ -178,7 +185,8 @@ def _events(lines: list[dict[str, Any]], base_ns: int,
         stamp, ns = _time(line.get("timestamp"), ns + 1)
         kind, role, record = line.get("kind"), line.get("role") or None, line.get("record")
         if not (isinstance(kind, str) and KIND_PATTERN.match(kind)) or not (
-                role is None or (isinstance(role, str) and ROLE_PATTERN.match(role))):
+            role is None or (isinstance(role, str) and ROLE_PATTERN.match(role))
+        ):
             kind, role, record = "custom", None, {"legacy_kind": kind, "legacy_role": role, "record": record}
         payload, digest = split_payload(orjson.dumps(record), DEFAULT_BLOB_THRESHOLD, blobs)
         events.append(StagedEvent(new, parent, kind, role, stamp, payload, digest, branch_from))
@@ -186,8 +194,9 @@ def _events(lines: list[dict[str, Any]], base_ns: int,
     return events, mapping
 
 
-def migrate_legacy(fs: OsFs, layout: Layout, session_id: str,
-                   open_writer: Callable[[], SessionStorage]) -> None:
+def migrate_legacy(
+    fs: OsFs, layout: Layout, session_id: str, open_writer: Callable[[], SessionStorage]
+) -> None:
     """Upgrade one legacy session (idempotent; safe to interrupt). The
     caller holds the session's lease; ``open_writer`` opens its storage."""
     directory = layout.session_dir(session_id)

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import collections
 import os
-import re
 import threading
 import time
 import warnings
-from dataclasses import replace
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
@@ -37,10 +36,10 @@ from ...errors import (
 from ...event import NIL_ID, Event, check_sidecar_name, format_timestamp, is_event_id, stored_record_problem
 from ..base import BlobCopy, Commit, IndexEntry, SessionStorage, Ticket
 from .blobs import BlobStore
-from .meta import read_meta_file
 from .chunklog import ChunkLog, Line
 from .index import Index, IndexDamaged
 from .layout import Layout
+from .meta import read_meta_file
 
 __all__ = ["FileSessionStorage"]
 
@@ -69,8 +68,15 @@ class _FileTicket(Ticket):
 
 
 def _entry_to_index(e: dict[str, Any]) -> IndexEntry:
-    return IndexEntry(e["id"], e["parent_id"], e.get("branch_from"), e["kind"],
-                      e.get("role"), e["timestamp"], e.get("digest"))
+    return IndexEntry(
+        e["id"],
+        e["parent_id"],
+        e.get("branch_from"),
+        e["kind"],
+        e.get("role"),
+        e["timestamp"],
+        e.get("digest"),
+    )
 
 
 def _index_entry(rec: dict[str, Any], chunk: int, offset: int, length: int) -> dict[str, Any]:
@@ -90,15 +96,30 @@ def _is_event(rec: dict[str, Any]) -> bool:
     return "op" not in rec
 
 
+def _close_quietly(part: ChunkLog | Index) -> None:
+    try:
+        part.close()
+    except StorageError:
+        pass  # closing a descriptor after its data is synced (or never written) loses nothing
+
+
 def _frame(commit: Commit) -> tuple[list[bytes], list[dict[str, Any] | None]]:
     """The log lines of one commit: its events, then a checkout record when
     HEAD does not end on the last of them; members of a commit of more than
     one line carry ``txn`` markers so a crash keeps all or none."""
     objs: list[dict[str, Any]] = [
-        {"id": e.id, "parent_id": e.parent_id, "branch_from": e.branch_from, "kind": e.kind,
-         "role": e.role, "timestamp": e.timestamp,
-         "record": None if e.payload is None else orjson.Fragment(e.payload), "digest": e.digest}
-        for e in commit.events]
+        {
+            "id": e.id,
+            "parent_id": e.parent_id,
+            "branch_from": e.branch_from,
+            "kind": e.kind,
+            "role": e.role,
+            "timestamp": e.timestamp,
+            "record": None if e.payload is None else orjson.Fragment(e.payload),
+            "digest": e.digest,
+        }
+        for e in commit.events
+    ]
     if not commit.events or commit.events[-1].id != commit.head:
         stamp = commit.events[-1].timestamp if commit.events else format_timestamp(time.time_ns())
         objs.append({"op": "checkout", "head": commit.head, "timestamp": stamp})
@@ -110,8 +131,9 @@ def _frame(commit: Commit) -> tuple[list[bytes], list[dict[str, Any] | None]]:
 
 
 class FileSessionStorage(SessionStorage):
-    def __init__(self, fs: OsFs, layout: Layout, session_id: str, *,
-                 readonly: bool, durable: bool, chunk_size: int) -> None:
+    def __init__(
+        self, fs: OsFs, layout: Layout, session_id: str, *, readonly: bool, durable: bool, chunk_size: int
+    ) -> None:
         self.fs = fs
         self.layout = layout
         self.session_id = session_id
@@ -129,8 +151,15 @@ class FileSessionStorage(SessionStorage):
         self._last_id = ""  # the newest event applied: ids must increase (invariant 11)
         self.warnings: list[str] = []
         self.blobs = BlobStore(fs, layout.blobs(session_id), durable=durable)
-        self.log: ChunkLog | None = None
-        self.index: Index | None = None
+        writable = not readonly
+        self.log = ChunkLog(
+            fs, layout.chunks(session_id), chunk_size=chunk_size, durable=durable, writable=writable
+        )
+        try:
+            self.index = Index(fs, layout.index(session_id), writable=writable)
+        except BaseException:
+            _close_quietly(self.log)
+            raise
         try:
             self._open()
         except BaseException:
@@ -144,10 +173,6 @@ class FileSessionStorage(SessionStorage):
 
     def _open(self) -> None:
         writable = not self.readonly
-        self.log = ChunkLog(self.fs, self.layout.chunks(self.session_id),
-                            chunk_size=self._chunk_size, durable=self.durable,
-                            writable=writable)
-        self.index = Index(self.fs, self.layout.index(self.session_id), writable=writable)
         if writable:
             self.index.truncate_torn()
         self._head = NIL_ID
@@ -173,8 +198,13 @@ class FileSessionStorage(SessionStorage):
         line boundary (a crash; a reader racing the writer) can end inside a
         batch: then the batch's entries are set aside and it is rescanned whole."""
         txn = rec.get("txn")
-        if not (isinstance(txn, list) and len(txn) == 2 and isinstance(txn[0], int)
-                and isinstance(txn[1], int) and txn[0] + 1 < txn[1]):
+        if not (
+            isinstance(txn, list)
+            and len(txn) == 2
+            and isinstance(txn[0], int)
+            and isinstance(txn[1], int)
+            and txn[0] + 1 < txn[1]
+        ):
             return last
         keep = self.index.count - 1 - txn[0]
         if keep < 0:
@@ -254,24 +284,31 @@ class FileSessionStorage(SessionStorage):
             path = self.log.path(line.chunk)
             if not line.complete:
                 if line.chunk != last_chunk:
-                    raise CorruptionError(path, line.offset,
-                                          "record cut short before the end of a non-final chunk")
-                self._cut_tail(line.chunk, line.offset, pending,
-                               f"torn final record of {line.length} bytes")
+                    raise CorruptionError(
+                        path, line.offset, "record cut short before the end of a non-final chunk"
+                    )
+                self._cut_tail(line.chunk, line.offset, pending, f"torn final record of {line.length} bytes")
                 return
             try:
                 rec = decode_line(line.data)
             except LineError as exc:
                 raise CorruptionError(path, line.offset, str(exc)) from None
             txn = rec.get("txn")
-            if txn is not None and not (isinstance(txn, list) and len(txn) == 2
-                                        and isinstance(txn[0], int) and isinstance(txn[1], int)
-                                        and 0 <= txn[0] < txn[1]):
+            if txn is not None and not (
+                isinstance(txn, list)
+                and len(txn) == 2
+                and isinstance(txn[0], int)
+                and isinstance(txn[1], int)
+                and 0 <= txn[0] < txn[1]
+            ):
                 raise CorruptionError(path, line.offset, f"malformed batch marker {str(txn)[:60]}")
             if pending and (txn is None or txn[0] != len(pending)):
                 first = pending[0][1]
-                raise CorruptionError(self.log.path(first.chunk), first.offset,
-                                      "batch is missing members before the next record")
+                raise CorruptionError(
+                    self.log.path(first.chunk),
+                    first.offset,
+                    "batch is missing members before the next record",
+                )
             if txn is not None:
                 if txn[0] != len(pending):
                     raise CorruptionError(path, line.offset, "batch member out of order")
@@ -284,10 +321,16 @@ class FileSessionStorage(SessionStorage):
             self._apply(group)
         if pending:
             first = pending[0][1]
-            self._cut_tail(first.chunk, first.offset, pending,
-                           f"batch cut short: {len(pending)} of {pending[0][0]['txn'][1]} records")
+            self._cut_tail(
+                first.chunk,
+                first.offset,
+                pending,
+                f"batch cut short: {len(pending)} of {pending[0][0]['txn'][1]} records",
+            )
 
-    def _cut_tail(self, chunk: int, offset: int, pending: list, why: str) -> None:
+    def _cut_tail(
+        self, chunk: int, offset: int, pending: list[tuple[dict[str, Any], Line]], why: str
+    ) -> None:
         if pending:
             first = pending[0][1]
             chunk, offset = first.chunk, first.offset
@@ -311,8 +354,9 @@ class FileSessionStorage(SessionStorage):
             elif rec.get("op") == "checkout" and is_event_id(rec.get("head")):
                 self._head = rec["head"]
             else:
-                raise CorruptionError(self.log.path(line.chunk), line.offset,
-                                      f"unknown record {str(rec)[:60]}")
+                raise CorruptionError(
+                    self.log.path(line.chunk), line.offset, f"unknown record {str(rec)[:60]}"
+                )
         last = group[-1][1]
         self._scan_from = (last.chunk, last.offset + last.length)
         if entries:
@@ -412,8 +456,13 @@ class FileSessionStorage(SessionStorage):
             for r in written:
                 r.error = exc
 
-    def _write_lines(self, lines: list[bytes], records: list[dict[str, Any] | None],
-                     blobs: dict[str, bytes | BlobCopy], head: str) -> None:
+    def _write_lines(
+        self,
+        lines: list[bytes],
+        records: list[dict[str, Any] | None],
+        blobs: dict[str, bytes | BlobCopy],
+        head: str,
+    ) -> None:
         total = sum(map(len, lines))
         if self.log.needs_rotation(total):
             self.log.rotate()
@@ -544,9 +593,16 @@ class FileSessionStorage(SessionStorage):
             except IndexDamaged as exc2:  # the rebuilt index read the log: it is the log
                 loc = entry["location"]
                 raise CorruptionError(self.log.path(loc["chunk"]), loc["offset"], str(exc2)) from None
-        return Event(rec["id"], rec["parent_id"], rec["kind"], rec.get("role"),
-                     rec["timestamp"], rec.get("record"), rec.get("digest"),
-                     rec.get("branch_from"))
+        return Event(
+            rec["id"],
+            rec["parent_id"],
+            rec["kind"],
+            rec.get("role"),
+            rec["timestamp"],
+            rec.get("record"),
+            rec.get("digest"),
+            rec.get("branch_from"),
+        )
 
     def has_children(self, event_id: str) -> bool:
         self._check_open()
@@ -582,17 +638,16 @@ class FileSessionStorage(SessionStorage):
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         self._check_writable()
-        self.fs.write_atomic(self.layout.meta(self.session_id), orjson.dumps(meta, option=orjson.OPT_INDENT_2),
-                             durable=self.durable)
+        self.fs.write_atomic(
+            self.layout.meta(self.session_id),
+            orjson.dumps(meta, option=orjson.OPT_INDENT_2),
+            durable=self.durable,
+        )
 
     # --- closing -------------------------------------------------------------
     def _close_files(self) -> None:
-        for part in (self.log, self.index):
-            if part is not None:
-                try:
-                    part.close()
-                except StorageError:
-                    pass  # closing a read descriptor cannot lose data
+        _close_quietly(self.log)
+        _close_quietly(self.index)
 
     def close(self) -> None:
         if self._closed:
