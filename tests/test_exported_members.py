@@ -33,6 +33,7 @@ PUBLIC = [
     "InvalidName",
     "InvalidSessionId",
     "KINDS",
+    "LeaseLost",
     "MemoryBackend",
     "ModelError",
     "NIL_ID",

@@ -25,6 +25,7 @@ from .errors import (
     InvalidEventId,
     InvalidName,
     InvalidSessionId,
+    LeaseLost,
     ModelError,
     NothingToContinue,
     ReadOnlySession,
@@ -49,8 +50,6 @@ from .timeline import NewEvent
 __version__ = "0.1.0"
 
 __all__ = [
-    "KINDS",
-    "NIL_ID",
     "AgentlogError",
     "Backend",
     "BlobCopy",
@@ -70,8 +69,11 @@ __all__ = [
     "InvalidEventId",
     "InvalidName",
     "InvalidSessionId",
+    "KINDS",
+    "LeaseLost",
     "MemoryBackend",
     "ModelError",
+    "NIL_ID",
     "NewEvent",
     "NothingToContinue",
     "Problem",
@@ -91,8 +93,8 @@ __all__ = [
     "Store",
     "StreamedDeltaError",
     "Summarizer",
-    "Summary",
     "SummarizerError",
+    "Summary",
     "Ticket",
     "Todo",
     "UnknownBackend",

@@ -13,6 +13,7 @@
      +-- SessionExists
      +-- EventNotFound
      +-- SessionLocked             another process holds the writer's lease
+     |    `-- LeaseLost            this writer's lease ended (connection lost, taken over)
      +-- HeadConflict              HEAD was not where a commit expected it
      +-- UnknownBackend            a store URL no installed backend serves
      +-- ReadOnlySession           a write through a session opened read-only
@@ -45,6 +46,7 @@ __all__ = [
     "InvalidEventId",
     "InvalidName",
     "InvalidSessionId",
+    "LeaseLost",
     "ModelError",
     "NothingToContinue",
     "ReadOnlySession",
@@ -134,6 +136,17 @@ class SessionLocked(AgentlogError):
         super().__init__(f"session {session_id!r} is open for writing elsewhere{who}")
         self.session_id = session_id
         self.holder = holder
+
+
+class LeaseLost(SessionLocked):
+    """This writer no longer holds the session's lease (its database
+    connection was lost, or the lease expired and another writer took it):
+    it can commit nothing more. Reopen the session to write again."""
+
+    def __init__(self, session_id: str, why: str) -> None:
+        AgentlogError.__init__(self, f"session {session_id!r}: the writer's lease was lost ({why}); reopen it")
+        self.session_id = session_id
+        self.holder = None
 
 
 class HeadConflict(AgentlogError):

@@ -20,7 +20,7 @@ from .backends.base import IndexEntry, SessionStorage
 from .compaction import CompactionPolicy, compact, summarize_branch
 from .context import assemble_context
 from .errors import AgentlogError, CorruptionError, EventNotFound, ReadOnlySession, SessionClosed
-from .event import NIL_ID, Event, check_event_id, check_sidecar_name, format_timestamp
+from .event import NIL_ID, Event, check_event_id, check_sidecar_name, format_timestamp, is_event_id
 from .lifecycle import ensure_summary_text, fork_meta, meta_with_defaults, render_summary
 from .providers import to_chat_messages, to_responses_input
 from .state import Checkpoint
@@ -170,7 +170,7 @@ class Session:
         return self.storage.get(check_event_id(event_id))
 
     def __contains__(self, event_id: object) -> bool:
-        return isinstance(event_id, str) and self.storage.contains(event_id)
+        return is_event_id(event_id) and self.storage.contains(str(event_id))
 
     def resolve(self, event: Event) -> Event:
         """The event with its blob payload loaded (and its digest verified)."""
@@ -220,7 +220,7 @@ class Session:
         the whole path. ``at`` is the path's last event (default HEAD).
         Blob payloads stay unloaded unless ``resolve``."""
         self._check_open()
-        events = assemble_context(self.storage, self.head if at is None else at, self.resolve)
+        events = assemble_context(self.storage, self.head if at is None else check_event_id(at), self.resolve)
         if resolve:
             events = [self.resolve(e) for e in events]
         return events

@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._writers import WRITERS
-from .backends.base import DEFAULT_BLOB_THRESHOLD, Backend, Commit, Problem, SessionStorage
+from .backends.base import DEFAULT_BLOB_THRESHOLD, Backend, Commit, Problem, SessionStats, SessionStorage
 from .backends.memory import MemoryBackend
 from .backends.registry import open_backend
 from .errors import (
-    AgentlogError,
     CorruptionError,
     NothingToContinue,
     RecoveryWarning,
@@ -94,6 +93,34 @@ def _canonical_time(value: Any) -> bool:
 
 def _now() -> str:
     return format_timestamp(time.time_ns())
+
+
+def _info(session_id: str, stored: dict[str, Any], stats: SessionStats) -> SessionInfo:
+    meta = meta_with_defaults(stored)
+    updated = meta.get("updated_at")
+    touched = format_timestamp(stats.updated_ns)
+    if isinstance(updated, str) and _canonical_time(updated):
+        latest = max(updated, touched)  # same fixed format: strings order as times
+    else:
+        try:
+            meta_ns = parse_timestamp(updated) if isinstance(updated, str) else 0
+        except ValueError:
+            meta_ns = 0
+        latest = format_timestamp(max(meta_ns, stats.updated_ns))
+    return SessionInfo(
+        id=session_id,
+        title=meta.get("title") or meta.get("name"),
+        name=meta.get("name"),
+        working_dir=meta.get("working_dir"),
+        model=meta.get("model"),
+        created_at=meta.get("created_at"),
+        updated_at=latest,
+        summary=meta.get("summary") or None,
+        status=meta.get("status") or "active",
+        archived=bool(meta.get("archived")),
+        event_count=stats.event_count,
+        meta=meta,
+    )
 
 
 class Store:
@@ -319,31 +346,9 @@ class Store:
 
     # --- listing -----------------------------------------------------------------
     def info(self, session_id: str) -> SessionInfo:
-        meta = meta_with_defaults(self.backend.read_meta(session_id))
-        stats = self.backend.stats(session_id)
-        updated = meta.get("updated_at")
-        touched = format_timestamp(stats.updated_ns)
-        if isinstance(updated, str) and _canonical_time(updated):
-            latest = max(updated, touched)  # same fixed format: strings order as times
-        else:
-            try:
-                meta_ns = parse_timestamp(updated) if isinstance(updated, str) else 0
-            except ValueError:
-                meta_ns = 0
-            latest = format_timestamp(max(meta_ns, stats.updated_ns))
-        return SessionInfo(
-            id=session_id,
-            title=meta.get("title") or meta.get("name"),
-            name=meta.get("name"),
-            working_dir=meta.get("working_dir"),
-            model=meta.get("model"),
-            created_at=meta.get("created_at"),
-            updated_at=latest,
-            summary=meta.get("summary") or None,
-            status=meta.get("status") or "active",
-            archived=bool(meta.get("archived")),
-            event_count=stats.event_count,
-            meta=meta,
+        """One listing row, without reading any event payload."""
+        return _info(
+            session_id, self.backend.read_meta(check_session_id(session_id)), self.backend.stats(session_id)
         )
 
     def list(self, *, archived: bool = False) -> builtins.list[SessionInfo]:
@@ -359,13 +364,11 @@ class Store:
     def scan(self) -> tuple[builtins.list[SessionInfo], builtins.list[BrokenSession]]:
         rows: builtins.list[SessionInfo] = []
         broken: builtins.list[BrokenSession] = []
-        for sid in self.backend.session_ids():
-            try:
-                rows.append(self.info(sid))
-            except SessionNotFound:
-                continue  # deleted between listing the directory and reading it
-            except AgentlogError as exc:
-                broken.append(BrokenSession(sid, str(exc)))
+        for row in self.backend.listing():
+            if row.error is not None or row.stats is None:
+                broken.append(BrokenSession(row.session_id, str(row.error)))
+            else:
+                rows.append(_info(row.session_id, row.meta, row.stats))
         rows.sort(key=lambda r: (r.updated_at, r.id), reverse=True)
         return rows, broken
 

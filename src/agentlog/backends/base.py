@@ -26,6 +26,7 @@ Primitives of a store (``Backend``): ``create``, ``open``, ``exists``,
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import CorruptionError
+from ..errors import AgentlogError, CorruptionError, SessionNotFound
 from ..event import NIL_ID, Event, digest_of
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "BlobCopy",
     "Commit",
     "IndexEntry",
+    "ListingRow",
     "Problem",
     "SessionStats",
     "SessionStorage",
@@ -165,6 +167,17 @@ class SessionStats:
 
 
 @dataclass(frozen=True, slots=True)
+class ListingRow:
+    """One session as listing sees it: its metadata and counts, or why it
+    could not be read (a damaged session is reported, never skipped)."""
+
+    session_id: str
+    meta: dict[str, Any]
+    stats: SessionStats | None
+    error: AgentlogError | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Problem:
     """One thing fsck found: where, and what."""
 
@@ -283,6 +296,23 @@ class SessionStorage(ABC):
     def refresh(self) -> None:
         """A reader catches up with what the writer committed since."""
 
+    def wait_for_commit(self, timeout: float) -> bool:
+        """Block until a writer commits to this session, or ``timeout``
+        seconds pass; True if something changed (then ``refresh``).
+
+        This default polls every 50 ms; a backend that can be told
+        (PostgreSQL's LISTEN) overrides it and never polls."""
+        before = (self.head(), self.event_count())
+        deadline = time.monotonic() + timeout
+        while True:
+            self.refresh()
+            if (self.head(), self.event_count()) != before:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            time.sleep(min(0.05, remaining))
+
     @abstractmethod
     def close(self) -> None:
         """Wait for queued commits, then release the writer's lease."""
@@ -328,6 +358,18 @@ class Backend(ABC):
     @abstractmethod
     def stats(self, session_id: str) -> SessionStats:
         """Event count and last update, without reading payloads."""
+
+    def listing(self) -> Iterator[ListingRow]:
+        """Every session's metadata and counts, without reading events.
+
+        This default asks per session; SQL backends answer in one query."""
+        for session_id in self.session_ids():
+            try:
+                yield ListingRow(session_id, self.read_meta(session_id), self.stats(session_id))
+            except SessionNotFound:
+                continue  # deleted between listing and reading it: not a session any more
+            except AgentlogError as exc:
+                yield ListingRow(session_id, {}, None, exc)
 
     @abstractmethod
     def delete(self, session_id: str) -> None:

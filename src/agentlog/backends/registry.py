@@ -27,7 +27,12 @@ _BUILT_IN = {
     "file": "agentlog.backends.files:FileBackend",
     "memory": "agentlog.backends.memory:MemoryBackend",
     "sqlite": "agentlog.backends.sqlite:SqliteBackend",
+    "postgresql": "agentlog.backends.postgres:PostgresBackend",
+    "postgres": "agentlog.backends.postgres:PostgresBackend",
 }
+
+
+_EXTRAS = {"postgresql": "postgres", "postgres": "postgres"}
 
 
 class BackendFactory(Protocol):
@@ -45,14 +50,22 @@ def scheme_of(location: str) -> str:
 def _load(scheme: str) -> BackendFactory:
     found = [ep for ep in entry_points(group=GROUP) if ep.name == scheme]
     if found:
-        factory: BackendFactory = found[0].load()
-        return factory
+        try:
+            return found[0].load()  # type: ignore[no-any-return]  # entry points are untyped
+        except ImportError as exc:  # an optional extra that is not installed
+            raise UnknownBackend(f"the {scheme}: backend needs a package that is not installed "
+                                 f"({exc.name}); pip install 'agentlog[{_EXTRAS.get(scheme, scheme)}]'") from None
     target = _BUILT_IN.get(scheme)
     if target is None:
         known = sorted({ep.name for ep in entry_points(group=GROUP)} | set(_BUILT_IN))
         raise UnknownBackend(f"no backend serves {scheme}: URLs (installed: {', '.join(known)})")
     module, _, name = target.partition(":")
-    factory = getattr(import_module(module), name)
+    try:
+        loaded = import_module(module)
+    except ImportError as exc:  # an optional extra that is not installed
+        raise UnknownBackend(f"the {scheme}: backend needs a package that is not installed ({exc.name}); "
+                             f"pip install 'agentlog[{_EXTRAS.get(scheme, scheme)}]'") from None
+    factory: BackendFactory = getattr(loaded, name)
     return factory
 
 

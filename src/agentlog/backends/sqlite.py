@@ -34,7 +34,7 @@ from ..errors import (
     UnknownBackend,
 )
 from ..event import NIL_ID, Event, check_session_id, digest_of
-from .base import Backend, Commit, IndexEntry, Problem, SessionStats, SessionStorage, Ticket
+from .base import Backend, Commit, IndexEntry, ListingRow, Problem, SessionStats, SessionStorage, Ticket
 
 __all__ = ["SqliteBackend"]
 
@@ -344,6 +344,10 @@ class SqliteBackend(Backend):
         if not isinstance(meta, dict):
             raise CorruptionError(self.path, None, f"metadata of session {session_id} is not an object")
         return meta
+
+    def listing(self) -> Iterator[ListingRow]:
+        rows = self.query("SELECT id, meta, event_count, updated_ns FROM sessions")
+        return iter([ListingRow(r[0], orjson.loads(r[1]), SessionStats(r[2], r[3])) for r in rows])
 
     def stats(self, session_id: str) -> SessionStats:
         row = self.query("SELECT event_count, updated_ns FROM sessions WHERE id = ?", (session_id,), one=True)

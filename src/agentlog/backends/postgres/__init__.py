@@ -1,0 +1,259 @@
+"""The PostgreSQL backend: the same timeline on a database many machines share.
+
+Written against the seam like the SQLite backend: a commit is one
+transaction that checks the writer's lease and moves HEAD by
+compare-and-swap (``UPDATE ... WHERE head = expected``); a path is one
+recursive query; listing reads the sessions table alone; every commit
+sends ``NOTIFY`` (ids only) so readers elsewhere follow without polling.
+
+URL: ``postgresql://user@host:port/db?schema=agentlog&lease=advisory&lease_ttl=15``
+(``schema``, ``lease`` and ``lease_ttl`` are ours; the rest goes to libpq).
+Needs the ``postgres`` extra (psycopg 3 and psycopg_pool).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from ...errors import CorruptionError, SessionExists, SessionNotFound, StorageError, UnknownBackend
+from ...event import NIL_ID, check_session_id
+from ..base import Backend, Commit, ListingRow, Problem, SessionStats, SessionStorage
+from .lease import LEASE_MODES, Lease
+from .schema import migrate
+from .storage import PostgresSessionStorage, channel_of, insert_commit
+
+__all__ = ["PostgresBackend"]
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+def _configure_for(schema: str, durability: str) -> Callable[[Conn], None]:
+    """Set up each new connection: our schema, and the durability asked for.
+    (A closure, not a method: the pool must not keep its backend alive.)"""
+
+    def configure(conn: Conn) -> None:
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        if durability == "off":
+            conn.execute("SET synchronous_commit TO off")
+
+    return configure
+
+
+class PostgresBackend(Backend):
+    """Sessions in a PostgreSQL schema (created and migrated on first use)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        durability: str = "full",
+        schema: str = "agentlog",
+        lease: str = "advisory",
+        lease_ttl: float = 15.0,
+        pool_size: int = 4,
+    ) -> None:
+        if durability not in ("full", "off"):
+            raise ValueError(f"durability must be 'full' or 'off', not {durability!r}")
+        if lease not in LEASE_MODES:
+            raise UnknownBackend(f"lease={lease!r}: use one of {', '.join(LEASE_MODES)}")
+        self.dsn = dsn
+        self.schema = schema
+        self.durability = durability
+        self.lease_mode = lease
+        self.lease_ttl = lease_ttl
+        parts = urlsplit(dsn)
+        shown = parts._replace(
+            netloc=parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
+        )
+        user = f"{parts.username}@" if parts.username else ""
+        self.url = urlunsplit(shown._replace(netloc=user + shown.netloc, query=urlencode({"schema": schema})))
+        with self.errors():
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                migrate(conn, schema)
+            self._pool: ConnectionPool[Conn] = ConnectionPool(
+                dsn,
+                min_size=1,
+                max_size=pool_size,
+                open=True,
+                configure=_configure_for(schema, durability),
+                kwargs={"autocommit": True, "application_name": f"agentlog:{schema}"},
+            )
+        # A Store dropped without close() must not keep its connections: the
+        # pool's own threads keep the pool alive, so close it with its owner.
+        weakref.finalize(self, self._pool.close)
+
+    @classmethod
+    def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> PostgresBackend:
+        parts = urlsplit(url)
+        ours = {"schema", "lease", "lease_ttl"}
+        query = parse_qsl(parts.query)
+        for key, value in query:
+            if key in ours:
+                options.setdefault(key, float(value) if key == "lease_ttl" else value)
+        dsn = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k not in ours])))
+        return cls(dsn, durability=durability, **options)
+
+
+    # --- one place where the driver's errors become ours ----------------------------
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        try:
+            yield
+        except (psycopg.errors.DataCorrupted, psycopg.errors.IndexCorrupted) as exc:
+            raise CorruptionError(self.url, None, str(exc).strip()) from None
+        except psycopg.Error as exc:
+            raise StorageError("postgresql", self.url, None, str(exc).strip() or type(exc).__name__) from None
+
+    @contextmanager
+    def connection(self) -> Iterator[Conn]:
+        with self.errors(), self._pool.connection() as conn:
+            yield conn
+
+    def query(self, statement: str, args: Any = (), *, one: bool = False) -> Any:
+        with self.connection() as conn:
+            cursor = conn.execute(statement, args)
+            return cursor.fetchone() if one else cursor.fetchall()
+
+    def writer_connection(self) -> Conn:
+        """A dedicated connection for one writer's lifetime (its lease lives on it)."""
+        with self.errors():
+            conn: Conn = psycopg.connect(self.dsn, autocommit=True, application_name=f"agentlog:{self.schema}")
+            _configure_for(self.schema, self.durability)(conn)
+            return conn
+
+    def _lease(self, session_id: str) -> Lease:
+        conn = self.writer_connection()
+        try:
+            with self.errors():
+                return Lease(conn, self.schema, session_id, self.lease_mode, self.lease_ttl)
+        except BaseException:
+            conn.close()
+            raise
+
+    # --- sessions ------------------------------------------------------------------
+    def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> SessionStorage:
+        if self.exists(session_id):  # before the lease: its holder may be this very process
+            raise SessionExists(session_id)
+        lease = self._lease(session_id)
+        try:
+            with self.errors(), lease.conn.transaction():
+                try:
+                    with lease.conn.transaction():
+                        lease.conn.execute(
+                            "INSERT INTO sessions (id, meta, head, updated_ns) VALUES (%s, %s, %s, %s)",
+                            (session_id, Jsonb(meta), NIL_ID, time.time_ns()),
+                        )
+                except psycopg.errors.UniqueViolation:
+                    raise SessionExists(session_id) from None
+                if initial is not None:
+                    insert_commit(lease.conn, session_id, initial, channel_of(self.schema, session_id))
+        except BaseException:
+            lease.release()
+            raise
+        return PostgresSessionStorage(self, session_id, lease)
+
+    def open(self, session_id: str, *, readonly: bool) -> SessionStorage:
+        if not self.exists(session_id):
+            raise SessionNotFound(session_id)
+        return PostgresSessionStorage(self, session_id, None if readonly else self._lease(session_id))
+
+    def exists(self, session_id: str) -> bool:
+        return (
+            self.query("SELECT 1 FROM sessions WHERE id = %s", (check_session_id(session_id),), one=True)
+            is not None
+        )
+
+    def session_ids(self) -> Iterator[str]:
+        return iter([str(row[0]) for row in self.query("SELECT id FROM sessions")])
+
+    def read_meta(self, session_id: str) -> dict[str, Any]:
+        row = self.query("SELECT meta FROM sessions WHERE id = %s", (check_session_id(session_id),), one=True)
+        if row is None:
+            raise SessionNotFound(session_id)
+        meta: dict[str, Any] = row[0]
+        return meta
+
+    def stats(self, session_id: str) -> SessionStats:
+        row = self.query(
+            "SELECT event_count, updated_ns FROM sessions WHERE id = %s", (session_id,), one=True
+        )
+        if row is None:
+            raise SessionNotFound(session_id)
+        return SessionStats(int(row[0]), int(row[1]))
+
+    def listing(self) -> Iterator[ListingRow]:
+        """Every session's metadata and counts in one query."""
+        rows = self.query("SELECT id, meta, event_count, updated_ns FROM sessions")
+        return iter([ListingRow(str(r[0]), r[1], SessionStats(int(r[2]), int(r[3]))) for r in rows])
+
+    def delete(self, session_id: str) -> None:
+        if not self.exists(session_id):
+            raise SessionNotFound(session_id)
+        lease = self._lease(session_id)
+        try:
+            with self.errors(), lease.conn.transaction():
+                lease.check(lease.conn)
+                digests = lease.conn.execute(
+                    "SELECT DISTINCT digest FROM events WHERE session_id = %s AND digest IS NOT NULL",
+                    (session_id,),
+                ).fetchall()
+                lease.conn.execute("DELETE FROM sessions WHERE id = %s", (session_id,))  # cascades
+                for (digest,) in digests:
+                    lease.conn.execute(
+                        "DELETE FROM blobs WHERE digest = %s AND NOT EXISTS"
+                        " (SELECT 1 FROM events WHERE digest = %s)",
+                        (digest, digest),
+                    )
+        finally:
+            lease.release()
+
+    def put_breadcrumb(self, working_dir: str, session_id: str) -> None:
+        self.query(
+            "INSERT INTO breadcrumbs VALUES (%s, %s, now()) ON CONFLICT (working_dir)"
+            " DO UPDATE SET session_id = EXCLUDED.session_id, updated_at = now() RETURNING 1",
+            (os.path.abspath(working_dir), check_session_id(session_id)),
+            one=True,
+        )
+
+    def get_breadcrumb(self, working_dir: str) -> str | None:
+        row = self.query(
+            "SELECT session_id FROM breadcrumbs WHERE working_dir = %s",
+            (os.path.abspath(working_dir),),
+            one=True,
+        )
+        return None if row is None else str(row[0])
+
+    def verify(self, session_id: str) -> list[Problem]:
+        storage = PostgresSessionStorage(self, session_id, None)
+        problems = []
+        head = storage.head()
+        if head != NIL_ID and not storage.contains(head):
+            problems.append(Problem(session_id, self.url, None, f"HEAD names a missing event {head}"))
+        for entry in storage.entries():
+            if entry.parent_id != NIL_ID and not storage.contains(entry.parent_id):
+                problems.append(
+                    Problem(session_id, self.url, None, f"event {entry.id} names a missing parent")
+                )
+            if entry.digest:
+                try:
+                    storage.get_blob(entry.digest)
+                except CorruptionError as exc:
+                    problems.append(Problem(session_id, self.url, None, f"{exc.reason} (event {entry.id})"))
+        return problems
+
+    def repair(self, session_id: str) -> list[str]:
+        return []  # the server's WAL recovers its own crashes; damage beyond is reported by verify
+
+    def close(self) -> None:
+        self._pool.close()

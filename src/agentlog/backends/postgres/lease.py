@@ -1,0 +1,144 @@
+"""The writer's lease on PostgreSQL: one writer per session across machines.
+
+Two modes (the URL's ``lease=`` parameter):
+
+- ``advisory`` (default): the writer holds a session-level advisory lock
+  on its own dedicated connection for its lifetime. The server drops it the
+  moment that connection ends, however the writer died, so a successor
+  never waits. Needs a direct connection (or PgBouncer in session mode).
+- ``row``: a lease row with an expiry that the writer renews every third
+  of ``lease_ttl``; a crashed writer's lease lapses after ``lease_ttl``.
+  Works behind a transaction-pooling proxy, where advisory locks do not
+  hold, at the price of that wait.
+
+In both, the lease row carries a fresh token, and every commit checks the
+token inside its own transaction: a writer whose lease ended (connection
+killed, lease expired and taken) commits nothing more (``LeaseLost``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+import time
+import uuid
+
+import psycopg
+
+from ...errors import LeaseLost, SessionLocked
+
+__all__ = ["LEASE_MODES", "Lease", "lock_key"]
+
+LEASE_MODES = ("advisory", "row")
+
+
+def lock_key(schema: str, session_id: str) -> int:
+    """A signed 64-bit advisory-lock key for one session of one schema."""
+    digest = hashlib.sha256(f"{schema}/{session_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _holder_note() -> str:
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return f"pid {os.getpid()} on {socket.gethostname()} since {since}"
+
+
+class Lease:
+    """A held lease; ``check`` runs inside each commit's transaction."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[tuple[object, ...]],
+        schema: str,
+        session_id: str,
+        mode: str,
+        ttl: float,
+    ) -> None:
+        self.conn = conn
+        self.session_id = session_id
+        self.token = str(uuid.uuid4())
+        self._mode = mode
+        self._ttl = ttl
+        self._key = lock_key(schema, session_id)
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+        self.lost: str | None = None
+        self._acquire()
+
+    def _holder(self) -> str | None:
+        row = self.conn.execute(
+            "SELECT holder FROM leases WHERE session_id = %s", (self.session_id,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _acquire(self) -> None:
+        note = _holder_note()
+        if self._mode == "advisory":
+            got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (self._key,)).fetchone()
+            if not (got and got[0]):
+                raise SessionLocked(self.session_id, self._holder())
+            # Holding the lock, any older row is a dead writer's: replace it.
+            self.conn.execute(
+                "INSERT INTO leases VALUES (%s, %s, %s, 'infinity') ON CONFLICT (session_id)"
+                " DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, expires_at = 'infinity'",
+                (self.session_id, self.token, note),
+            )
+            return
+        row = self.conn.execute(
+            "INSERT INTO leases VALUES (%s, %s, %s, now() + make_interval(secs => %s)) ON CONFLICT (session_id)"
+            " DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at"
+            " WHERE leases.expires_at < now() RETURNING token",
+            (self.session_id, self.token, note, self._ttl),
+        ).fetchone()
+        if row is None:
+            raise SessionLocked(self.session_id, self._holder())
+        self._renewer = threading.Thread(
+            target=self._renew, name=f"agentlog-lease-{self.session_id}", daemon=True
+        )
+        self._renewer.start()
+
+    def _renew(self) -> None:
+        """Row mode: push the expiry forward until released or lost."""
+        while not self._stop.wait(self._ttl / 3):
+            try:
+                with self.conn.transaction():
+                    cur = self.conn.execute(
+                        "UPDATE leases SET expires_at = now() + make_interval(secs => %s)"
+                        " WHERE session_id = %s AND token = %s",
+                        (self._ttl, self.session_id, self.token),
+                    )
+                if cur.rowcount != 1:
+                    self.lost = "it expired and another writer took it"
+                    return
+            except psycopg.Error as exc:
+                self.lost = f"renewal failed: {exc}"
+                return
+
+    def check(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        """Inside a commit's transaction: the lease is still ours, or LeaseLost."""
+        if self.lost:
+            raise LeaseLost(self.session_id, self.lost)
+        row = conn.execute(
+            "SELECT 1 FROM leases WHERE session_id = %s AND token = %s AND expires_at > now() FOR UPDATE",
+            (self.session_id, self.token),
+        ).fetchone()
+        if row is None:
+            self.lost = "another writer holds it now"
+            raise LeaseLost(self.session_id, self.lost)
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join(timeout=5)
+        try:
+            self.conn.execute(
+                "DELETE FROM leases WHERE session_id = %s AND token = %s", (self.session_id, self.token)
+            )
+            if self._mode == "advisory":
+                self.conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
+        except psycopg.Error:
+            pass  # the connection is gone: the server already dropped the lock; the row names a dead token
+        finally:
+            self.conn.close()

@@ -1,0 +1,111 @@
+"""The PostgreSQL schema, as named migrations applied in order.
+
+Each migration runs in one transaction together with the row that records
+it, under a transaction-level advisory lock, so concurrent first uses
+apply each migration exactly once and a failed one leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import psycopg
+from psycopg import sql
+
+__all__ = ["MIGRATIONS", "applied", "migrate", "pending"]
+
+# Advisory-lock key for schema changes ("agentlog" in ASCII, as an int8).
+_MIGRATION_LOCK = 0x6167656E746C6F67
+
+#: (name, statements). Never edit a released migration: add the next one.
+MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
+    (
+        "0001_timeline",
+        (
+            """CREATE TABLE sessions (
+             id text PRIMARY KEY,
+             meta jsonb NOT NULL,
+             head uuid NOT NULL,
+             last_id uuid,
+             event_count bigint NOT NULL DEFAULT 0,
+             created_at timestamptz NOT NULL DEFAULT now(),
+             updated_at timestamptz NOT NULL DEFAULT now(),
+             updated_ns bigint NOT NULL)""",
+            # record is json, not jsonb: it keeps the exact text (key order,
+            # duplicate-free but order-preserving objects, number spelling).
+            """CREATE TABLE events (
+             session_id text NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+             id uuid NOT NULL,
+             seq bigint NOT NULL,
+             parent_id uuid NOT NULL,
+             branch_from uuid,
+             kind text NOT NULL,
+             role text,
+             ts text NOT NULL,
+             record json,
+             digest text,
+             PRIMARY KEY (session_id, id))""",
+            "CREATE UNIQUE INDEX events_in_order ON events (session_id, seq)",
+            """CREATE TABLE blobs (
+             digest text PRIMARY KEY,
+             data bytea NOT NULL)""",
+            """CREATE TABLE sidecars (
+             session_id text NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+             name text NOT NULL,
+             data bytea NOT NULL,
+             PRIMARY KEY (session_id, name))""",
+            """CREATE TABLE breadcrumbs (
+             working_dir text PRIMARY KEY,
+             session_id text NOT NULL,
+             updated_at timestamptz NOT NULL DEFAULT now())""",
+        ),
+    ),
+    (
+        "0002_reads_and_leases",
+        (
+            # tree and branch checks ask "does X have children?"
+            "CREATE INDEX events_by_parent ON events (session_id, parent_id)",
+            # listing by recency reads the sessions table alone
+            "CREATE INDEX sessions_by_recency ON sessions (updated_ns DESC)",
+            """CREATE TABLE leases (
+             session_id text PRIMARY KEY,
+             token uuid NOT NULL,
+             holder text NOT NULL,
+             expires_at timestamptz NOT NULL)""",
+        ),
+    ),
+)
+
+
+def applied(conn: psycopg.Connection[tuple[object, ...]]) -> list[str]:
+    """Names of the migrations recorded in the current schema, in order."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    return [str(row[0]) for row in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+
+
+def pending(conn: psycopg.Connection[tuple[object, ...]]) -> list[str]:
+    done = set(applied(conn))
+    return [name for name, _ in MIGRATIONS if name not in done]
+
+
+def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> list[str]:
+    """Create ``schema`` if needed and apply every pending migration; the
+    names applied now (each in its own transaction, under the lock)."""
+    done_now: list[str] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+    conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+    for name, statements in MIGRATIONS:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            if name in applied(conn):
+                continue  # another process applied it while we waited
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
+            done_now.append(name)
+    return done_now

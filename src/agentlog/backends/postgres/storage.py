@@ -1,0 +1,268 @@
+"""One session on PostgreSQL: commits, reads, and waiting for a writer."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import psycopg
+from psycopg import sql
+
+from ...errors import (
+    BlobIntegrityError,
+    CorruptionError,
+    EventNotFound,
+    HeadConflict,
+    LeaseLost,
+    ReadOnlySession,
+    SessionNotFound,
+    StorageError,
+)
+from ...event import NIL_ID, Event, digest_of
+from ..base import Commit, IndexEntry, SessionStorage, Ticket
+from .lease import Lease
+
+if TYPE_CHECKING:  # the backend module imports this one; the name is for annotations only
+    from . import PostgresBackend
+
+__all__ = ["PostgresSessionStorage", "channel_of", "insert_commit"]
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+_COLUMNS = "id::text, parent_id::text, kind, role, ts, record::text, digest, branch_from::text"
+_ANCESTORS = f"""
+WITH RECURSIVE walk (depth, id, parent_id, kind) AS (
+  SELECT 1, id, parent_id, kind FROM events WHERE session_id = %(s)s AND id = %(start)s
+  UNION ALL
+  SELECT walk.depth + 1, e.id, e.parent_id, e.kind
+  FROM walk JOIN events e ON e.session_id = %(s)s AND e.id = walk.parent_id
+  WHERE walk.depth < %(limit)s AND walk.kind IS DISTINCT FROM %(kind)s
+    AND walk.id IS DISTINCT FROM %(stop)s::uuid)
+SELECT {", ".join("e." + c for c in _COLUMNS.split(", "))}
+FROM walk JOIN events e ON e.session_id = %(s)s AND e.id = walk.id ORDER BY walk.depth"""
+
+
+def channel_of(schema: str, session_id: str) -> str:
+    """The NOTIFY channel of one session (an identifier of at most 63 bytes)."""
+    return "agentlog_" + hashlib.sha256(f"{schema}/{session_id}".encode()).hexdigest()[:40]
+
+
+def _event(row: tuple[Any, ...]) -> Event:
+    record = None if row[5] is None else orjson.loads(row[5])
+    return Event(row[0], row[1], row[2], row[3], row[4], record, row[6], row[7])
+
+
+def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str) -> None:
+    """Apply one commit inside the caller's transaction: blobs, events, then
+    HEAD by compare-and-swap, then NOTIFY (delivered only if it commits)."""
+    row = conn.execute(
+        "SELECT head::text, event_count FROM sessions WHERE id = %s FOR UPDATE", (session_id,)
+    ).fetchone()
+    if row is None:
+        raise SessionNotFound(session_id)
+    if row[0] != commit.expected_head:
+        raise HeadConflict(session_id, commit.expected_head, row[0])
+    blobs = [(d, b if isinstance(b, bytes) else b.source.get_blob(d)) for d, b in commit.blobs.items()]
+    with conn.cursor() as cur:
+        if blobs:
+            cur.executemany("INSERT INTO blobs VALUES (%s, %s) ON CONFLICT (digest) DO NOTHING", blobs)
+        if commit.events:
+            cur.executemany(
+                "INSERT INTO events (session_id, seq, id, parent_id, kind, role, ts, record, digest, branch_from)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [
+                    (
+                        session_id,
+                        row[1] + i,
+                        e.id,
+                        e.parent_id,
+                        e.kind,
+                        e.role,
+                        e.timestamp,
+                        None if e.payload is None else e.payload.decode(),
+                        e.digest,
+                        e.branch_from,
+                    )
+                    for i, e in enumerate(commit.events)
+                ],
+            )
+    last = commit.events[-1].id if commit.events else None
+    conn.execute(
+        "UPDATE sessions SET head = %s, event_count = event_count + %s, updated_ns = %s,"
+        " updated_at = now(), last_id = coalesce(%s, last_id) WHERE id = %s",
+        (commit.head, len(commit.events), time.time_ns(), last, session_id),
+    )
+    conn.execute("SELECT pg_notify(%s, %s)", (channel, f"{last or ''} {commit.head}"))
+
+
+class PostgresSessionStorage(SessionStorage):
+    def __init__(self, backend: PostgresBackend, session_id: str, lease: Lease | None) -> None:
+        self.session_id = session_id
+        self.readonly = lease is None
+        self.warnings: list[str] = []
+        self._db = backend
+        self._lease = lease
+        self._commit_lock = threading.Lock()
+        self._listener: Conn | None = None
+
+    def commit(self, commit: Commit) -> Ticket:
+        if self._lease is None:
+            raise ReadOnlySession(self.session_id)
+        conn = self._lease.conn
+        try:
+            with self._commit_lock, conn.transaction():
+                self._lease.check(conn)
+                insert_commit(conn, self.session_id, commit, channel_of(self._db.schema, self.session_id))
+        except (HeadConflict, LeaseLost, SessionNotFound) as exc:
+            return Ticket(exc)
+        except psycopg.OperationalError as exc:
+            # The connection that holds the lease is gone: whatever the
+            # server did with this transaction, this writer may commit no more.
+            self._lease.lost = f"its connection ended: {str(exc).strip() or type(exc).__name__}"
+            return Ticket(LeaseLost(self.session_id, self._lease.lost))
+        except psycopg.Error as exc:
+            return Ticket(StorageError("commit", self._db.url, None, str(exc).strip()))
+        return Ticket.done()
+
+    def _one(self, statement: str, *args: Any) -> Any:
+        row = self._db.query(statement, (self.session_id, *args), one=True)
+        return None if row is None else row[0]
+
+    def head(self) -> str:
+        head: str | None = self._one("SELECT head::text FROM sessions WHERE id = %s")
+        return head or NIL_ID
+
+    def last_id(self) -> str:
+        last: str | None = self._one("SELECT last_id::text FROM sessions WHERE id = %s")
+        return last or ""
+
+    def get(self, event_id: str) -> Event:
+        row = self._db.query(
+            f"SELECT {_COLUMNS} FROM events WHERE session_id = %s AND id = %s",
+            (self.session_id, event_id),
+            one=True,
+        )
+        if row is None:
+            raise EventNotFound(event_id, self.session_id)
+        return _event(row)
+
+    def ancestors(
+        self,
+        from_id: str,
+        *,
+        limit: int | None = None,
+        until_kind: str | None = None,
+        until_id: str | None = None,
+    ) -> list[Event]:
+        bound = self.event_count() + 1
+        rows = self._db.query(
+            _ANCESTORS,
+            {
+                "s": self.session_id,
+                "start": from_id,
+                "kind": until_kind,
+                "stop": until_id,
+                "limit": min(limit or bound + 1, bound + 1),
+            },
+        )
+        if len(rows) > bound:
+            raise CorruptionError(self._db.url, None, f"parent links loop in session {self.session_id}")
+        if not rows and from_id != NIL_ID:
+            raise EventNotFound(from_id, self.session_id)
+        return [_event(row) for row in rows]
+
+    def contains(self, event_id: str) -> bool:
+        return self._one("SELECT 1 FROM events WHERE session_id = %s AND id = %s", event_id) is not None
+
+    def has_children(self, event_id: str) -> bool:
+        return (
+            self._one("SELECT 1 FROM events WHERE session_id = %s AND parent_id = %s LIMIT 1", event_id)
+            is not None
+        )
+
+    def entries(self) -> Iterator[IndexEntry]:
+        rows = self._db.query(
+            "SELECT id::text, parent_id::text, branch_from::text, kind, role, ts, digest"
+            " FROM events WHERE session_id = %s ORDER BY seq",
+            (self.session_id,),
+        )
+        return iter([IndexEntry(*row) for row in rows])
+
+    def event_count(self) -> int:
+        count: int | None = self._one("SELECT event_count FROM sessions WHERE id = %s")
+        return int(count or 0)
+
+    def get_blob(self, digest: str) -> bytes:
+        row = self._db.query("SELECT data FROM blobs WHERE digest = %s", (digest,), one=True)
+        data = None if row is None else bytes(row[0])
+        if data is None or digest_of(data) != digest:
+            raise BlobIntegrityError(self._db.url, None, f"blob {digest} is missing or damaged")
+        return data
+
+    def read_meta(self) -> dict[str, Any]:
+        return self._db.read_meta(self.session_id)
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        self._write(
+            "UPDATE sessions SET meta = %s WHERE id = %s", (orjson.dumps(meta).decode(), self.session_id)
+        )
+
+    def _write(self, statement: str, args: tuple[Any, ...]) -> None:
+        """A small write under the lease (metadata, sidecars)."""
+        if self._lease is None:
+            raise ReadOnlySession(self.session_id)
+        conn = self._lease.conn
+        try:
+            with self._commit_lock, conn.transaction():
+                self._lease.check(conn)
+                conn.execute(statement, args)
+        except psycopg.OperationalError as exc:
+            self._lease.lost = f"its connection ended: {str(exc).strip()}"
+            raise LeaseLost(self.session_id, self._lease.lost) from None
+        except psycopg.Error as exc:
+            raise StorageError("write", self._db.url, None, str(exc).strip()) from None
+
+    def read_sidecar(self, name: str) -> bytes | None:
+        data = self._one("SELECT data FROM sidecars WHERE session_id = %s AND name = %s", name)
+        return None if data is None else bytes(data)
+
+    def write_sidecar(self, name: str, data: bytes | None) -> None:
+        if data is None:
+            self._write("DELETE FROM sidecars WHERE session_id = %s AND name = %s", (self.session_id, name))
+        else:
+            self._write(
+                "INSERT INTO sidecars VALUES (%s, %s, %s) ON CONFLICT (session_id, name)"
+                " DO UPDATE SET data = EXCLUDED.data",
+                (self.session_id, name, data),
+            )
+
+    def sidecar_names(self) -> list[str]:
+        rows = self._db.query(
+            "SELECT name FROM sidecars WHERE session_id = %s ORDER BY name", (self.session_id,)
+        )
+        return [str(row[0]) for row in rows]
+
+    def refresh(self) -> None:
+        """Every read asks the database: there is nothing to catch up."""
+
+    def wait_for_commit(self, timeout: float) -> bool:
+        """Block until a commit to this session is announced (LISTEN), or
+        ``timeout`` seconds pass; True if one was. No polling."""
+        if self._listener is None:
+            self._listener = self._db.writer_connection()
+            self._listener.execute(
+                sql.SQL("LISTEN {}").format(sql.Identifier(channel_of(self._db.schema, self.session_id)))
+            )
+        with self._db.errors():
+            return any(True for _ in self._listener.notifies(timeout=timeout, stop_after=1))
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
