@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from agentlog import FileBackend, Store, SummarizerError
 from agentlog.agent.loop import Agent
-from agentlog.agent.models import Completion, Usage, check_messages
+from agentlog.agent.models import Completion, check_messages
+from agentlog.tokens import Usage
 from agentlog.compaction import CompactionPolicy
 from agentlog.errors import AgentlogError
 from agentlog.summarize import ExtractiveSummarizer, empty_structured

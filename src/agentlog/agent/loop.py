@@ -109,8 +109,7 @@ class Agent:
                 return result
             messages = self.session.to_chat_messages(system=self.system)
             completion = complete(self.model, messages, schemas, on_delta=self._publish)
-            self.state.usage.add(completion.usage.input_tokens, completion.usage.output_tokens,
-                                 completion.usage.cost_usd)
+            self.state.usage.add(completion.usage)
             self._save(completion.to_records(), result)
             result.text = completion.content
             if completion.tool_calls:

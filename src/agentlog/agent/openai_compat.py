@@ -27,7 +27,8 @@ from typing import Any, Iterator
 from urllib.parse import urlsplit
 
 from ..errors import ModelError
-from .models import Completion, Delta, StreamItem, ToolCall, ToolCallDelta, Usage
+from ..tokens import Usage
+from .models import Completion, Delta, StreamItem, ToolCall, ToolCallDelta
 
 __all__ = ["OpenAICompatModel"]
 

@@ -10,7 +10,7 @@ A script is a list of turns, consumed one per call to ``stream``:
 
 Text and reasoning stream word by word and tool arguments in fragments, so
 the streaming path is exercised. Usage is deterministic: input tokens are
-:func:`estimate_tokens` of the prompt, output tokens count words and
+:func:`estimate_request_tokens` of the prompt, output tokens count words and
 argument tokens.
 """
 
@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, Union
 
 from ..errors import ModelError
+from ..tokens import Usage
 from .models import (
     Completion,
     Delta,
     StreamItem,
     ToolCall,
     ToolCallDelta,
-    Usage,
     check_messages,
-    estimate_tokens,
+    estimate_request_tokens,
 )
 
 __all__ = ["ScriptedModel", "ToolUse", "Turn"]
@@ -118,7 +118,7 @@ class ScriptedModel:
             self._next += 1
             self.requests.append((copy.deepcopy(messages), copy.deepcopy(tools)))
         turn = self._resolve(step, messages, number)
-        return self._play(turn, number, estimate_tokens(messages, tools))
+        return self._play(turn, number, estimate_request_tokens(messages, tools))
 
     def _resolve(self, step: Any, messages: list[dict[str, Any]], number: int) -> Turn:
         if callable(step) and not isinstance(step, (ToolUse, Turn)):
