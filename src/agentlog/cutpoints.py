@@ -10,7 +10,7 @@ without its call, and the summary never ends on a call awaiting an answer.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from .event import Event
 from .tokens import event_tokens
@@ -42,8 +42,12 @@ def valid_cuts(events: Sequence[Event]) -> list[int]:
     cuts, depth = [], 0
     for i, event in enumerate(events):
         depth += blocked[i]
-        if (depth == 0 and not ends_with_call[i] and event.kind == "message"
-                and event.role in ("user", "assistant")):
+        if (
+            depth == 0
+            and not ends_with_call[i]
+            and event.kind == "message"
+            and event.role in ("user", "assistant")
+        ):
             cuts.append(i)
     return cuts
 

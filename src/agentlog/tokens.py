@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import math
-from functools import lru_cache
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .backends.base import DEFAULT_BLOB_THRESHOLD
@@ -133,7 +133,9 @@ def _message_tokens(message: Mapping[str, Any], model: str | None, exact: bool) 
     return total
 
 
-def count_tokens(value: str | Iterable[Mapping[str, Any]], model: str | None = None, *, exact: bool = True) -> int:
+def count_tokens(
+    value: str | Iterable[Mapping[str, Any]], model: str | None = None, *, exact: bool = True
+) -> int:
     """Tokens in a text, or in a list of chat messages (with overhead)."""
     if isinstance(value, str):
         return _text_tokens(value, model, exact)
@@ -154,7 +156,8 @@ def event_tokens(event: Event, model: str | None = None, *, exact: bool = True) 
         return MESSAGE_OVERHEAD + (BLOB_TOKENS if not event.loaded else 0)
     if kind == "tool_call":
         body = _content_tokens(rec.get("name"), model, exact) + _content_tokens(
-            rec.get("arguments"), model, exact)
+            rec.get("arguments"), model, exact
+        )
     elif kind in ("compaction", "branch_summary"):
         body = _content_tokens(rec.get("summary"), model, exact)
     else:
@@ -182,12 +185,17 @@ def usage_tokens(event: Event) -> Usage | None:
         return None
     total = _int(usage.get("total_tokens"))
     cost = usage.get("cost_usd")
-    return Usage(inp, out, total if total is not None else inp + out,
-                 float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
+    return Usage(
+        inp,
+        out,
+        total if total is not None else inp + out,
+        float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+    )
 
 
-def context_tokens(events: list[Event], model: str | None = None, *, system: str | None = None,
-                   exact: bool = True) -> int:
+def context_tokens(
+    events: list[Event], model: str | None = None, *, system: str | None = None, exact: bool = True
+) -> int:
     """How big the next request built from ``events`` is.
 
     The latest assistant message with usage gives input + output; the
@@ -202,7 +210,7 @@ def context_tokens(events: list[Event], model: str | None = None, *, system: str
     for i in range(len(events) - 1, -1, -1):
         usage = usage_tokens(events[i])
         if usage is not None and (floor is None or events[i].id > floor):
-            rest = sum(event_tokens(e, model, exact=exact) for e in events[i + 1:])
+            rest = sum(event_tokens(e, model, exact=exact) for e in events[i + 1 :])
             return usage.input_tokens + usage.output_tokens + rest
     total = sum(event_tokens(e, model, exact=exact) for e in events)
     if system:

@@ -192,9 +192,7 @@ def complete(
     return completion
 
 
-def estimate_request_tokens(
-    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-) -> int:
+def estimate_request_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
     """A deterministic, provider-free estimate of a whole request:
     ``tokens.estimate_tokens`` (four characters per token) of its canonical
     JSON. Good for budgets and tests, not for billing."""
@@ -225,8 +223,7 @@ def check_messages(messages: Any) -> None:
             raise ModelError(f"{where} has role {role!r}; expected one of {', '.join(_ROLES)}")
         if role != "tool" and pending:
             raise ModelError(
-                f"{where} ({role}) comes before the results of tool calls "
-                f"{', '.join(sorted(pending))}"
+                f"{where} ({role}) comes before the results of tool calls {', '.join(sorted(pending))}"
             )
         content = msg.get("content")
         calls = msg.get("tool_calls") if role == "assistant" else None
@@ -251,13 +248,10 @@ def check_messages(messages: Any) -> None:
                     or not isinstance(fn.get("arguments"), str)
                 ):
                     raise ModelError(
-                        f"{where} tool_calls[{j}] needs id, function.name and "
-                        "function.arguments (a string)"
+                        f"{where} tool_calls[{j}] needs id, function.name and function.arguments (a string)"
                     )
                 if call["id"] in pending:
                     raise ModelError(f"{where} repeats tool call id {call['id']!r}")
                 pending[call["id"]] = fn["name"]
     if pending:
-        raise ModelError(
-            f"invalid request: tool calls {', '.join(sorted(pending))} have no result"
-        )
+        raise ModelError(f"invalid request: tool calls {', '.join(sorted(pending))} have no result")

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import ssl
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ModelError
@@ -111,7 +111,9 @@ class OpenAICompatModel:
     def _connect(self) -> http.client.HTTPConnection:
         if self._scheme == "https":
             return http.client.HTTPSConnection(
-                self._host, self._port, timeout=self.timeout,
+                self._host,
+                self._port,
+                timeout=self.timeout,
                 context=ssl.create_default_context(),
             )
         return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
@@ -139,7 +141,7 @@ class OpenAICompatModel:
                     yield from self._read_json(resp)
             except ModelError:
                 raise
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 raise _error(
                     f"{self.name}: no response from {self._where} within {self.timeout:g}s"
                 ) from None
@@ -147,8 +149,7 @@ class OpenAICompatModel:
                 raise _error(f"{self.name}: cannot connect to {self._where}: connection refused") from None
             except (http.client.HTTPException, OSError) as exc:
                 raise _error(
-                    f"{self.name}: connection to {self._where} failed: "
-                    f"{type(exc).__name__}: {exc}"
+                    f"{self.name}: connection to {self._where} failed: {type(exc).__name__}: {exc}"
                 ) from None
         finally:
             # Also runs when the consumer abandons the stream. The response owns
@@ -349,11 +350,13 @@ class _Assembler:
             call = self.calls[index]
             if not call["name"]:
                 raise _error(f"{self.name}: tool call {index} arrived without a name")
-            calls.append(ToolCall(
-                id=call["id"] or f"call_{uuid.uuid4().hex[:24]}",
-                name=call["name"],
-                arguments="".join(call["arguments"]),
-            ))
+            calls.append(
+                ToolCall(
+                    id=call["id"] or f"call_{uuid.uuid4().hex[:24]}",
+                    name=call["name"],
+                    arguments="".join(call["arguments"]),
+                )
+            )
         content = "".join(self.content)
         reasoning = "".join(self.reasoning) if self.reasoning else None
         usage = _usage(self.usage)

@@ -20,8 +20,9 @@ import copy
 import json
 import re
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence, Union
+from typing import Any
 
 from ..errors import ModelError
 from ..tokens import Usage
@@ -62,7 +63,7 @@ class Turn:
     finish_reason: str | None = None
 
 
-Step = Union[str, ToolUse, Turn, Callable[[list[dict[str, Any]]], Any]]
+Step = str | ToolUse | Turn | Callable[[list[dict[str, Any]]], Any]
 
 _WORDS = re.compile(r"\S+\s*|\s+")
 _ARG_PIECE = 8  # characters of JSON per streamed argument fragment
@@ -128,8 +129,7 @@ class ScriptedModel:
                 raise
             except Exception as exc:
                 raise ModelError(
-                    f"scripted model {self.name!r}: turn {number + 1} raised "
-                    f"{type(exc).__name__}: {exc}"
+                    f"scripted model {self.name!r}: turn {number + 1} raised {type(exc).__name__}: {exc}"
                 ) from exc
         if isinstance(step, str):
             return Turn(text=step)
