@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conformance import BackendConformance
+from helpers import RecordingFs, chunk_path, head_path, line_spans, lock_path, session_dir, tree
 
 from agentlog import NIL_ID, FileBackend, Store
 from agentlog.backends.files.blobs import digest_of
-from conformance import BackendConformance
-from helpers import RecordingFs, chunk_path, head_path, line_spans, lock_path, session_dir, tree
 
 
 class TestFileBackend(BackendConformance):
@@ -78,7 +78,7 @@ def test_listing_reads_no_event_log(home):
     writer = Store(home)
     for i in range(3):
         with writer.create(session_id=f"s{i}", name=f"n{i}") as s:
-            for j in range(5):
+            for _ in range(5):
                 s.append("message", {"content": "x" * 100})
     fs = RecordingFs()
     rows = Store(backend=FileBackend(str(home), fs=fs)).list()

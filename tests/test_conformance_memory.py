@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from agentlog import Store
 from conformance import BackendConformance
+
+from agentlog import Store
 
 
 class TestMemoryBackend(BackendConformance):

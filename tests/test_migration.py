@@ -14,11 +14,11 @@ import warnings
 from pathlib import Path
 
 import pytest
+from helpers import BLOB_THRESHOLD, errors_of, session_dir
 
 from agentlog import NIL_ID, CorruptionError, FileBackend, RecoveryWarning, StorageError, Store
 from agentlog._fs import OsFs
 from agentlog.lifecycle import DEFAULT_META
-from helpers import BLOB_THRESHOLD, errors_of, session_dir
 
 SID = "legacy-session"
 ROOT_ID = "01a02f3f-a89d-7d25-b4ac-ac89a183258d"
@@ -128,7 +128,7 @@ def test_legacy_session_without_ids_is_chained_in_file_order(tmp_path):
         assert [e.record["content"] for e in path] == [
             "...", "Build the feature.", "I will inspect the repository first."]
         assert path[0].parent_id == NIL_ID
-        assert all(b.parent_id == a.id for a, b in zip(path, path[1:]))
+        assert all(b.parent_id == a.id for a, b in zip(path, path[1:], strict=False))
         assert [e.id for e in path] == sorted(e.id for e in path)
         assert [e.timestamp for e in path] == sorted(e.timestamp for e in path)
     assert_upgraded(store, directory, original)
