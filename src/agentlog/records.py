@@ -11,8 +11,9 @@ stored record through ``typing.cast`` after checking ``isinstance(record,
 dict)``; its values still come from JSON someone else may have written.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: on Python 3.11 it hides
+# ``NotRequired`` from TypedDict's ``__required_keys__``, which readers and
+# tests/test_records_doc.py rely on.
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
