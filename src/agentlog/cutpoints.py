@@ -35,7 +35,8 @@ def valid_cuts(events: Sequence[Event]) -> list[int]:
         if event.kind == "tool_call" and isinstance(rec.get("id"), str):
             where[rec["id"]] = i
         elif event.kind == "tool_result":
-            call = where.get(rec.get("tool_call_id"))  # type: ignore[arg-type]
+            call_id = rec.get("tool_call_id")
+            call = where.get(call_id) if isinstance(call_id, str) else None
             if call is not None:  # a cut in (call, result] would split them
                 blocked[call + 1] += 1
                 blocked[i + 1] -= 1
