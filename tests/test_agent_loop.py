@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import pytest
-from stub_openai import Stream, StubOpenAI, chunk, text_events, usage_chunk
 
 from agentlog import ModelError, Store
 from agentlog.agent import Completion, Delta, LiveHub, OpenAICompatModel
@@ -30,6 +29,7 @@ from agentlog.agent.loop import Agent, Limits, Tool
 from agentlog.agent.scripted import ScriptedModel, ToolUse, Turn
 from agentlog.event import Event
 from agentlog.state import Checkpoint
+from stub_openai import Stream, StubOpenAI, chunk, text_events, usage_chunk
 
 SELF = Path(__file__).resolve()
 

@@ -8,12 +8,12 @@ branch stays on disk, and the model sees the summary in its context.
 from __future__ import annotations
 
 import pytest
-from helpers import BLOB_THRESHOLD
 
 from agentlog import NIL_ID, Store, SummarizerError
 from agentlog.agent.models import check_messages
 from agentlog.providers import BRANCH_PREFIX, INTERRUPTED
 from agentlog.summarize import empty_structured
+from helpers import BLOB_THRESHOLD
 
 
 @pytest.fixture(params=["files", "memory"])

@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import BLOB_THRESHOLD, RecordingFs, chunk_paths
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +24,7 @@ from agentlog.compaction import CompactionPolicy
 from agentlog.errors import AgentlogError
 from agentlog.summarize import ExtractiveSummarizer, empty_structured
 from agentlog.tokens import Usage
+from helpers import BLOB_THRESHOLD, RecordingFs, chunk_paths
 
 
 @pytest.fixture(params=["files", "memory"])

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conformance import BackendConformance
-from helpers import RecordingFs, chunk_path, head_path, line_spans, lock_path, session_dir, tree
 
 from agentlog import NIL_ID, FileBackend, Store
 from agentlog.backends.files.blobs import digest_of
+from conformance import BackendConformance
+from helpers import RecordingFs, chunk_path, head_path, line_spans, lock_path, session_dir, tree
 
 
 class TestFileBackend(BackendConformance):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from conformance import BackendConformance
-
 from agentlog import Store
+from conformance import BackendConformance
 
 
 class TestMemoryBackend(BackendConformance):

@@ -12,6 +12,17 @@ from __future__ import annotations
 import os
 
 import pytest
+
+from agentlog import (
+    NIL_ID,
+    AgentlogError,
+    BlobIntegrityError,
+    CorruptionError,
+    FileBackend,
+    RecoveryWarning,
+    Store,
+)
+from agentlog._codec import INDEX_WIDTH, decode_index_entry, encode_index_entry
 from helpers import (
     BLOB_THRESHOLD,
     RecordingFs,
@@ -28,17 +39,6 @@ from helpers import (
     session_dir,
     truncate,
 )
-
-from agentlog import (
-    NIL_ID,
-    AgentlogError,
-    BlobIntegrityError,
-    CorruptionError,
-    FileBackend,
-    RecoveryWarning,
-    Store,
-)
-from agentlog._codec import INDEX_WIDTH, decode_index_entry, encode_index_entry
 
 SID = "s"
 

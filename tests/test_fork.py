@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from helpers import BLOB_THRESHOLD, blob_path, session_dir
 
 from agentlog import NIL_ID, EventNotFound, InvalidEventId, Store
+from helpers import BLOB_THRESHOLD, blob_path, session_dir
 
 
 @pytest.fixture(params=["files", "memory"])

@@ -18,9 +18,9 @@ import time
 import warnings
 
 import pytest
-from helpers import BLOB_THRESHOLD, errors_of, expect_line, head_path, spawn
 
 from agentlog import NIL_ID, RecoveryWarning, Store
+from helpers import BLOB_THRESHOLD, errors_of, expect_line, head_path, spawn
 
 ROUNDS = int(os.environ.get("AGENTLOG_KILL_ROUNDS", "20"))
 SID = "victim"

@@ -11,11 +11,11 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import BLOB_THRESHOLD, session_dir
 
 from agentlog import NIL_ID, FileBackend, StorageError, Store
 from agentlog._fs import OsFs
 from agentlog.lifecycle import DEFAULT_META, SUMMARY_CHARS
+from helpers import BLOB_THRESHOLD, session_dir
 
 
 def stores(tmp_path):

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import BLOB_THRESHOLD, errors_of, index_path, session_dir
 
 from agentlog import FileBackend, Store
 from agentlog._fs import OsFs
+from helpers import BLOB_THRESHOLD, errors_of, index_path, session_dir
 
 
 class CountingFs(OsFs):

@@ -11,9 +11,9 @@ import os
 import signal
 
 import pytest
-from helpers import errors_of, expect_line, lock_path, spawn
 
 from agentlog import SessionLocked
+from helpers import errors_of, expect_line, lock_path, spawn
 
 pytestmark = pytest.mark.timeout(60)  # a lock that blocks instead of failing hangs here
 

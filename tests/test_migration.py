@@ -14,11 +14,11 @@ import warnings
 from pathlib import Path
 
 import pytest
-from helpers import BLOB_THRESHOLD, errors_of, session_dir
 
 from agentlog import NIL_ID, CorruptionError, FileBackend, RecoveryWarning, StorageError, Store
 from agentlog._fs import OsFs
 from agentlog.lifecycle import DEFAULT_META
+from helpers import BLOB_THRESHOLD, errors_of, session_dir
 
 SID = "legacy-session"
 ROOT_ID = "01a02f3f-a89d-7d25-b4ac-ac89a183258d"

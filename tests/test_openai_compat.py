@@ -9,16 +9,6 @@ from __future__ import annotations
 import socket
 
 import pytest
-from stub_openai import (
-    Disconnect,
-    Hang,
-    Json,
-    Stream,
-    StubOpenAI,
-    chunk,
-    text_events,
-    usage_chunk,
-)
 
 from agentlog import ModelError, Store
 from agentlog.agent import (
@@ -28,6 +18,16 @@ from agentlog.agent import (
     OpenAICompatModel,
     ToolCallDelta,
     complete,
+)
+from stub_openai import (
+    Disconnect,
+    Hang,
+    Json,
+    Stream,
+    StubOpenAI,
+    chunk,
+    text_events,
+    usage_chunk,
 )
 
 MESSAGES = [

@@ -11,9 +11,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-from helpers import chunk_paths
 
 from agentlog import ContextMismatch, Store
+from helpers import chunk_paths
 
 
 @pytest.fixture(params=["files", "memory"])

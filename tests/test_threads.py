@@ -10,9 +10,9 @@ from __future__ import annotations
 import threading
 
 import pytest
-from helpers import BLOB_THRESHOLD, chunk_paths, line_spans
 
 from agentlog import NIL_ID, Store
+from helpers import BLOB_THRESHOLD, chunk_paths, line_spans
 
 THREADS = 8
 PER_THREAD = 30
