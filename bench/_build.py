@@ -17,7 +17,8 @@ import random
 import shutil
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 

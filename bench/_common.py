@@ -7,7 +7,7 @@ import platform
 import subprocess
 import sys
 import threading
-from typing import Iterable
+from collections.abc import Iterable
 
 from agentlog._fs import OsFs
 
@@ -112,7 +112,7 @@ class OsCalls:
         self.opens = 0
         self.stats = 0
 
-    def __enter__(self) -> "OsCalls":
+    def __enter__(self) -> OsCalls:
         import builtins
         import io
 

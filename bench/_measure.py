@@ -8,7 +8,8 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentlog import FileBackend, Store
 

@@ -11,7 +11,8 @@ import os
 import shutil
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentlog import FileBackend, Store
 from agentlog._codec import encode_line
@@ -59,10 +60,18 @@ def _paired(n: int, warmup: int, ours: Callable[[int], None],
     clock = time.perf_counter
     for i in range(warmup + n):
         if i % 2:
-            t0 = clock(); ours(i); t1 = clock(); raw(i); t2 = clock()
+            t0 = clock()
+            ours(i)
+            t1 = clock()
+            raw(i)
+            t2 = clock()
             ta, tb = t1 - t0, t2 - t1
         else:
-            t0 = clock(); raw(i); t1 = clock(); ours(i); t2 = clock()
+            t0 = clock()
+            raw(i)
+            t1 = clock()
+            ours(i)
+            t2 = clock()
             tb, ta = t1 - t0, t2 - t1
         if i >= warmup:
             a.append(ta)
@@ -71,7 +80,7 @@ def _paired(n: int, warmup: int, ours: Callable[[int], None],
 
 
 def _summary(ours: list[float], raw: list[float]) -> dict[str, float]:
-    pair = [x / y for x, y in zip(ours, raw) if y > 0]
+    pair = [x / y for x, y in zip(ours, raw, strict=True) if y > 0]
     return {
         "n": len(ours),
         "ours_median_s": median(ours),
@@ -287,16 +296,21 @@ def report(res: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
         ("append full, p90 / raw p90", f["ratio_p90"], None),
         ("append off, median / raw write", off["ratio_median"], None),
         ("append_many(10) / 10 raw write+fdatasync", many["vs_10_syncs"]["ratio_median"], None),
-        ("append_many(10) / 1 raw write+fdatasync, same bytes", many["vs_1_sync_same_bytes"]["ratio_median"], None),
+        ("append_many(10) / 1 raw write+fdatasync, same bytes",
+         many["vs_1_sync_same_bytes"]["ratio_median"], None),
         ("blob append 100 KB / raw write+fdatasync 100 KB", blob["vs_one_write_sync"]["ratio_median"], None),
-        ("blob append 100 KB / same 3-sync protocol by hand", blob["vs_same_protocol_by_hand"]["ratio_median"], None),
+        ("blob append 100 KB / same 3-sync protocol by hand",
+         blob["vs_same_protocol_by_hand"]["ratio_median"], None),
         ("4 threads (handle each) / 1 thread, events/s", gc["4 threads, a handle each"]["vs_1_thread"], None),
-        ("4 threads (shared Session) / 1 thread, events/s", gc["4 threads, one shared Session"]["vs_1_thread"], None),
+        ("4 threads (shared Session) / 1 thread, events/s",
+         gc["4 threads, one shared Session"]["vs_1_thread"], None),
     ]
     absolute = [
         ("append full median / p90", f"{f['ours_median_s'] * 1e6:.0f} / {f['ours_p90_s'] * 1e6:.0f} us"),
-        ("raw write+fdatasync median / p90", f"{f['raw_median_s'] * 1e6:.0f} / {f['raw_p90_s'] * 1e6:.0f} us"),
-        ("append off median; raw write median", f"{off['ours_median_s'] * 1e6:.1f} us; {off['raw_median_s'] * 1e6:.1f} us"),
+        ("raw write+fdatasync median / p90",
+         f"{f['raw_median_s'] * 1e6:.0f} / {f['raw_p90_s'] * 1e6:.0f} us"),
+        ("append off median; raw write median",
+         f"{off['ours_median_s'] * 1e6:.1f} us; {off['raw_median_s'] * 1e6:.1f} us"),
         ("append_many(10) median", f"{many['vs_10_syncs']['ours_median_s'] * 1e6:.0f} us"),
         ("blob append 100 KB median; syncs per append",
          f"{blob['vs_one_write_sync']['ours_median_s'] * 1e3:.2f} ms; {blob['syncs_per_append']:.2f}"),

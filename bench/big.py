@@ -92,9 +92,12 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
             "writer / naive chunks (warm)": warm["agentlog writer"]["median_s"] / base,
             "transcript / naive chunks (warm)": warm["agentlog transcript"]["median_s"] / base,
             "reader / naive inline (warm)": warm["agentlog reader"]["median_s"] / base_inline,
-            "reader / naive chunks (cold)": cold["agentlog reader"]["median_s"] / cold["naive chunks"]["median_s"],
-            "writer / naive chunks (cold)": cold["agentlog writer"]["median_s"] / cold["naive chunks"]["median_s"],
-            "reader / naive inline (cold)": cold["agentlog reader"]["median_s"] / cold["naive inline"]["median_s"],
+            "reader / naive chunks (cold)":
+                cold["agentlog reader"]["median_s"] / cold["naive chunks"]["median_s"],
+            "writer / naive chunks (cold)":
+                cold["agentlog writer"]["median_s"] / cold["naive chunks"]["median_s"],
+            "reader / naive inline (cold)":
+                cold["agentlog reader"]["median_s"] / cold["naive inline"]["median_s"],
             "reader heap / naive chunks heap": heap["agentlog reader"] / heap["naive chunks"],
             "reader peak RSS / naive chunks peak RSS":
                 _ratio(rss["agentlog reader"], rss["naive chunks"]),

@@ -53,7 +53,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
             "ratio_writer": t["agentlog writer"]["median_s"] / t["naive"]["median_s"],
             "io": {"agentlog reader": counted_agentlog(home, sid, readonly=True),
                    "agentlog writer": counted_agentlog(home, sid, readonly=False),
-                   "naive": counted_naive(lambda c: naive_op(sdir, c))},
+                   "naive": counted_naive(lambda c, sdir=sdir: naive_op(sdir, c))},
             "tracemalloc_peak": {"agentlog reader": traced_peak(ops["agentlog reader"]),
                                  "naive": traced_peak(ops["naive"])},
         }
@@ -71,7 +71,8 @@ def report(res: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
         t, io, mem = row["times"], row["io"], row["tracemalloc_peak"]
         absolute.append((
             f"{int(n):,} events ({row['branches']} branches, context {row['context_len']})",
-            f"reader {fmt_s(t['agentlog reader']['median_s'])}, writer {fmt_s(t['agentlog writer']['median_s'])}, "
+            f"reader {fmt_s(t['agentlog reader']['median_s'])}, "
+            f"writer {fmt_s(t['agentlog writer']['median_s'])}, "
             f"naive {fmt_s(t['naive']['median_s'])}; read {fmt_bytes(io['agentlog reader']['bytes_read'])} "
             f"vs {fmt_bytes(io['naive']['bytes_read'])}; heap {fmt_bytes(mem['agentlog reader'])} "
             f"vs {fmt_bytes(mem['naive'])}"))

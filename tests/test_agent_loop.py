@@ -29,7 +29,7 @@ from agentlog.agent.loop import Agent, Limits, Tool
 from agentlog.agent.scripted import ScriptedModel, ToolUse, Turn
 from agentlog.event import Event
 from agentlog.state import Checkpoint
-from stub_openai import StubOpenAI, Stream, chunk, text_events, usage_chunk
+from stub_openai import Stream, StubOpenAI, chunk, text_events, usage_chunk
 
 SELF = Path(__file__).resolve()
 

@@ -28,14 +28,14 @@ from agentlog import FileBackend, RecoveryWarning, Store
 from agentlog._fs import OsFs
 from agentlog.agent.loop import Agent, Tool
 from agentlog.agent.scripted import ScriptedModel, ToolUse, Turn
-from agentlog.state import Checkpoint, Todo, Usage
+from agentlog.state import Checkpoint, Todo, UsageTotals
 
 SELF = Path(__file__).resolve()
 
 
 def test_checkpoint_record_round_trip():
     cp = Checkpoint(scratchpad="notes", todos=[Todo("a", "done", 2), Todo("b")], tool_calls=7,
-                    usage=Usage(100, 20, 0.25, 3))
+                    usage=UsageTotals(100, 20, 0.25, 3))
     record = cp.to_record()
     assert record == {"scratchpad": "notes",
                       "todos": [{"text": "a", "status": "done", "retries": 2},
@@ -295,7 +295,7 @@ def test_a_torn_turn_batch_is_dropped_whole(file_store):
         s.save_turn([("message", {"content": "q"}, "user")], Checkpoint(tool_calls=0))
         s.save_turn([("message", {"content": "a"}, "assistant"),
                      ("tool_call", {"id": "c", "name": "t", "arguments": "{}"}, "assistant")],
-                    Checkpoint(tool_calls=0, usage=Usage(calls=1)))
+                    Checkpoint(tool_calls=0, usage=UsageTotals(calls=1)))
         sid = s.id
     chunk = Path(file_store.home) / "sessions" / sid / "chunks" / "000000.jsonl"
     data = chunk.read_bytes()

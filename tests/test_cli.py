@@ -172,7 +172,7 @@ def test_session_and_event_prefixes_resolve(cli_store):
     sid, ids = chat(cli_store, 3)
     shorts = [line.split()[0] for line in ok(cli_store, "log", sid).splitlines()]
     assert [ids[i].startswith(shorts[i]) for i in range(3)] == [True] * 3
-    for short, full in zip(shorts, ids):
+    for short, full in zip(shorts, ids, strict=False):
         assert ok_json(cli_store, "show", sid[:10], short)["id"] == full
         hyphenless = short.replace("-", "")
         assert ok_json(cli_store, "show", sid, hyphenless)["id"] == full

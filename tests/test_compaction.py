@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 
 from agentlog import FileBackend, Store, SummarizerError
 from agentlog.agent.loop import Agent
-from agentlog.agent.models import Completion, Usage, check_messages
+from agentlog.agent.models import Completion, check_messages
 from agentlog.compaction import CompactionPolicy
 from agentlog.errors import AgentlogError
 from agentlog.summarize import ExtractiveSummarizer, empty_structured
+from agentlog.tokens import Usage
 from helpers import BLOB_THRESHOLD, RecordingFs, chunk_paths
 
 
@@ -138,7 +139,7 @@ def test_compaction_never_rewrites_chunk_bytes(tmp_path):
         after = chunk_bytes(store, s.id)
         assert len(s) >= count + 1
     assert len(after) == len(before)
-    for old, new in zip(before, after):
+    for old, new in zip(before, after, strict=True):
         assert new[: len(old)] == old
     assert store.fsck() == []
 

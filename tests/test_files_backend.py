@@ -58,7 +58,7 @@ def test_listing_reads_no_event_log(home):
     writer = Store(home)
     for i in range(3):
         with writer.create(session_id=f"s{i}", name=f"n{i}") as s:
-            for j in range(5):
+            for _ in range(5):
                 s.append("message", {"content": "x" * 100})
     fs = RecordingFs()
     rows = Store(backend=FileBackend(str(home), fs=fs)).list()

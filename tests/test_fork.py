@@ -121,8 +121,8 @@ def test_fork_reads_no_blob_payload(tmp_path, monkeypatch):
 
 
 def test_a_failed_fork_leaves_no_session(tmp_path, monkeypatch):
-    from agentlog.backends.files.storage import FileSessionStorage
     from agentlog import StorageError
+    from agentlog.backends.files.storage import FileSessionStorage
 
     store = Store(tmp_path / "home")
     with store.create() as s:

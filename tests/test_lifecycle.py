@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentlog import FileBackend, NIL_ID, StorageError, Store
+from agentlog import NIL_ID, FileBackend, StorageError, Store
 from agentlog._fs import OsFs
 from agentlog.lifecycle import DEFAULT_META, SUMMARY_CHARS
 from helpers import BLOB_THRESHOLD, session_dir

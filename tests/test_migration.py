@@ -129,7 +129,7 @@ def test_legacy_session_without_ids_is_chained_in_file_order(tmp_path):
         assert [e.record["content"] for e in path] == [
             "...", "Build the feature.", "I will inspect the repository first."]
         assert path[0].parent_id == NIL_ID
-        assert all(b.parent_id == a.id for a, b in zip(path, path[1:]))
+        assert all(b.parent_id == a.id for a, b in zip(path, path[1:], strict=False))
         assert [e.id for e in path] == sorted(e.id for e in path)
         assert [e.timestamp for e in path] == sorted(e.timestamp for e in path)
     assert_upgraded(store, directory, original)

@@ -19,7 +19,7 @@ from agentlog.agent import (
     check_messages,
     checked_stream,
     complete,
-    estimate_tokens,
+    estimate_request_tokens,
 )
 
 USER = [{"role": "user", "content": "List the files, please."}]
@@ -51,7 +51,7 @@ def test_usage_is_deterministic():
     first = complete(ScriptedModel(["one two three"]), USER)
     second = complete(ScriptedModel(["one two three"]), USER)
     assert first.usage == second.usage
-    assert first.usage.input_tokens == estimate_tokens(USER) > 0
+    assert first.usage.input_tokens == estimate_request_tokens(USER) > 0
     assert first.usage.output_tokens == 3
     assert first.usage.total_tokens == first.usage.input_tokens + 3
     assert first.usage.cost_usd is None
@@ -299,7 +299,7 @@ def test_checked_stream_passes_model_errors_through():
     assert info.value is err
 
 
-def test_estimate_tokens_counts_tools():
+def test_estimate_request_tokens_counts_tools():
     tools = [{"type": "function", "function": {"name": "t" * 40}}]
-    assert estimate_tokens(USER, tools) > estimate_tokens(USER)
-    assert estimate_tokens(USER) == (len(json.dumps(USER, sort_keys=True)) + 3) // 4
+    assert estimate_request_tokens(USER, tools) > estimate_request_tokens(USER)
+    assert estimate_request_tokens(USER) == (len(json.dumps(USER, sort_keys=True)) + 3) // 4

@@ -23,8 +23,8 @@ from stub_openai import (
     Disconnect,
     Hang,
     Json,
-    StubOpenAI,
     Stream,
+    StubOpenAI,
     chunk,
     text_events,
     usage_chunk,
@@ -213,7 +213,8 @@ def test_framing_variants(chunked, newline):
 
 def test_multiline_data_event_is_joined():
     # SSE allows one event's data over several "data:" lines, joined by "\n".
-    event = 'data: {"id": "c", "model": "m",\ndata: "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}\n\n'
+    event = ('data: {"id": "c", "model": "m",\n'
+             'data: "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}\n\n')
     with StubOpenAI([Stream([event])]) as stub:
         _, done = drain(model_for(stub))
     assert done.content == "ok"

@@ -126,7 +126,7 @@ class SessionMachine(RuleBasedStateMachine):
         events = self.session.append_many(items)
         assert len(events) == len(items)
         assert (events[0].parent_id, events[0].branch_from) == (parent, branch_from)
-        for event, (_, record) in zip(events, items):
+        for event, (_, record) in zip(events, items, strict=True):
             assert event.parent_id == parent
             self.model.add(event, parent, record)
             parent = event.id

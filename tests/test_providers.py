@@ -68,15 +68,18 @@ def test_chat_view_maps_every_kind():
     ]
     msgs = to_chat_messages(events, system="be brief")
     assert msgs[0] == {"role": "system", "content": "be brief"}
-    assert msgs[1]["role"] == "user" and msgs[1]["content"].startswith("The conversation so far was summarized:\n")
+    assert msgs[1]["role"] == "user"
+    assert msgs[1]["content"].startswith("The conversation so far was summarized:\n")
     assert msgs[1]["content"].endswith("S1")
-    assert msgs[2]["role"] == "user" and "abandoned" in msgs[2]["content"] and msgs[2]["content"].endswith("tried B")
+    assert msgs[2]["role"] == "user" and "abandoned" in msgs[2]["content"]
+    assert msgs[2]["content"].endswith("tried B")
     assert msgs[3] == {"role": "user", "content": "hi"}
     # usage and reasoning stay in the record: the API would refuse them
     assert msgs[4] == {
         "role": "assistant", "content": "looking",
         "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}},
+            {"id": "c1", "type": "function",
+             "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}},
             {"id": "c2", "type": "function", "function": {"name": "grep", "arguments": '{"q": 1}'}},
         ],
     }
@@ -138,8 +141,9 @@ def test_unloaded_or_malformed_events_are_refused():
 def test_responses_view():
     events = [
         user("hi"),
-        ev("message", "user", {"content": [{"type": "text", "text": "see"},
-                                           {"type": "image_url", "image_url": {"url": "data:x", "detail": "low"}}]}),
+        ev("message", "user", {"content": [
+            {"type": "text", "text": "see"},
+            {"type": "image_url", "image_url": {"url": "data:x", "detail": "low"}}]}),
         assistant(None), call("c1", "f", "{}"), result("c1", [{"type": "text", "text": "r1"}]),
         assistant("thinking"), call("c2", "g", "{}"),
     ]
@@ -268,7 +272,8 @@ def test_drafts_follow_the_record_conventions():
         ("message", {"content": "hi"}, "user"),
         ("message", {"content": None, "refusal": None, "reasoning": "r"}, "assistant"),
         ("tool_call", {"id": "c1", "name": "grep", "arguments": "{}"}, "assistant"),
-        ("tool_result", {"tool_call_id": "c1", "name": "grep", "content": "found", "is_error": False}, "tool"),
+        ("tool_result", {"tool_call_id": "c1", "name": "grep", "content": "found", "is_error": False},
+         "tool"),
         ("message", {"content": "a mid-conversation note"}, "system"),
     ]
 
@@ -316,7 +321,8 @@ def test_through_a_real_file_session_with_a_blob(tmp_path):
         {"role": "system", "content": "sys"},
         {"role": "user", "content": "read it"},
         {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "big"}'}}]},
+            {"id": "c1", "type": "function",
+             "function": {"name": "read_file", "arguments": '{"path": "big"}'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "x" * 5000},  # over the blob threshold
         {"role": "assistant", "content": "it is big"},
     ]

@@ -36,7 +36,8 @@ def call(cid, name, **args):
 
 
 def result(cid, name, content, is_error=False):
-    return ev("tool_result", "tool", {"tool_call_id": cid, "name": name, "content": content, "is_error": is_error})
+    return ev("tool_result", "tool",
+              {"tool_call_id": cid, "name": name, "content": content, "is_error": is_error})
 
 
 CONVERSATION = [
@@ -67,7 +68,8 @@ def test_extractive_summary_of_a_fixed_conversation():
     assert s["progress"]["done"] == ["parse --json", "Added the flag to the parser.", "wire the flag"]
     assert s["progress"]["in_progress"] == ["document it"]
     assert s["progress"]["blocked"] == ["tool bash failed: 1 failed"]
-    assert s["files"] == {"read": ["tests/test_ls.py"], "modified": ["src/agentlog/cli/ls.py", "/tmp/out.log"]}
+    assert s["files"] == {"read": ["tests/test_ls.py"],
+                          "modified": ["src/agentlog/cli/ls.py", "/tmp/out.log"]}
     assert s["next_steps"] == ["Next I will fix `format_row` and update https://example.com/docs/cli.",
                                "write tests"]
     # first-seen order; `agentlog ls` has a space, so it is prose, not a name

@@ -69,7 +69,7 @@ def _check_one_chain(session, results) -> None:
     for g in groups:  # a batch is contiguous: no other thread's event inside it
         assert [position[e.id] for e in g] == list(range(position[g[0].id],
                                                          position[g[0].id] + len(g)))
-    for t, per_thread in enumerate(results):  # each thread's appends in its order
+    for per_thread in results:  # each thread's appends in its order
         order = [position[g[0].id] for g in per_thread]
         assert order == sorted(order)
     ids = [e.id for e in path]

@@ -57,8 +57,9 @@ def test_without_tiktoken_counts_are_the_estimate(no_tiktoken):
         {"role": "user", "content": "abcdefgh", "name": "bob"},
         {"role": "assistant", "content": None,
          "tool_calls": [{"id": "c", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c", "content": [{"type": "text", "text": "abcd"},
-                                                         {"type": "image_url", "image_url": {"url": "x" * 9999}}]},
+        {"role": "tool", "tool_call_id": "c",
+         "content": [{"type": "text", "text": "abcd"},
+                     {"type": "image_url", "image_url": {"url": "x" * 9999}}]},
     ]
     assert count_tokens(messages) == (MESSAGE_OVERHEAD + 2 + 1) + (MESSAGE_OVERHEAD + 1 + 1) + (
         MESSAGE_OVERHEAD + 1 + 1 + PART_TOKENS)
@@ -109,7 +110,8 @@ def test_event_tokens_per_kind():
     assert est(ev("message", "user", {"content": "abcdefgh"})) == MESSAGE_OVERHEAD + 2
     assert est(ev("tool_call", "assistant", {"id": "c", "name": "read", "arguments": "{\"p\":1}"})) == \
         MESSAGE_OVERHEAD + 1 + 2
-    assert est(ev("tool_result", "tool", {"tool_call_id": "c", "content": "x" * 400})) == MESSAGE_OVERHEAD + 100
+    result = ev("tool_result", "tool", {"tool_call_id": "c", "content": "x" * 400})
+    assert est(result) == MESSAGE_OVERHEAD + 100
     assert est(ev("compaction", "system", {"summary": "abcd"})) == MESSAGE_OVERHEAD + 1
     for kind in ("state", "label", "custom", "whatever"):
         assert est(ev(kind, "system", {"content": "x" * 1000})) == 0
@@ -139,7 +141,8 @@ def test_context_tokens_prefers_the_latest_usage():
 
 
 def test_context_tokens_ignores_usage_from_before_the_compaction():
-    kept = ev("message", "assistant", {"content": "abcd", "usage": {"input_tokens": 99999, "output_tokens": 1}})
+    kept = ev("message", "assistant",
+              {"content": "abcd", "usage": {"input_tokens": 99999, "output_tokens": 1}})
     compaction = ev("compaction", "system", {"summary": "x" * 40, "first_kept_event_id": kept.id})
     after = ev("message", "user", {"content": "abcd"})
     context = [compaction, kept, after]

@@ -10,7 +10,7 @@ without its call, and the summary never ends on a call awaiting an answer.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from .event import Event
 from .tokens import event_tokens
@@ -35,15 +35,20 @@ def valid_cuts(events: Sequence[Event]) -> list[int]:
         if event.kind == "tool_call" and isinstance(rec.get("id"), str):
             where[rec["id"]] = i
         elif event.kind == "tool_result":
-            call = where.get(rec.get("tool_call_id"))  # type: ignore[arg-type]
+            call_id = rec.get("tool_call_id")
+            call = where.get(call_id) if isinstance(call_id, str) else None
             if call is not None:  # a cut in (call, result] would split them
                 blocked[call + 1] += 1
                 blocked[i + 1] -= 1
     cuts, depth = [], 0
     for i, event in enumerate(events):
         depth += blocked[i]
-        if (depth == 0 and not ends_with_call[i] and event.kind == "message"
-                and event.role in ("user", "assistant")):
+        if (
+            depth == 0
+            and not ends_with_call[i]
+            and event.kind == "message"
+            and event.role in ("user", "assistant")
+        ):
             cuts.append(i)
     return cuts
 

@@ -49,9 +49,18 @@ def workspace_tools(files: dict[str, str]) -> list[Tool]:
         return "built"
 
     return [
-        Tool("read_file", read_file, "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
-        Tool("write_file", write_file, "Write a file", {"type": "object", "properties": {
-            "path": {"type": "string"}, "content": {"type": "string"}}}),
+        Tool(
+            "read_file",
+            read_file,
+            "Read a file",
+            {"type": "object", "properties": {"path": {"type": "string"}}},
+        ),
+        Tool(
+            "write_file",
+            write_file,
+            "Write a file",
+            {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
+        ),
         Tool("run_tests", run_tests, "Run the test suite"),
         Tool("slow_build", slow_build, "Build the release (slow)"),
     ]
@@ -78,8 +87,12 @@ def crash_child(home: str, session_id: str) -> None:
 
 
 def kill_mid_turn(session_id: str) -> None:
-    child = subprocess.Popen([sys.executable, "-m", "agentlog.demo", "--crash-child", HOME, session_id],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "agentlog.demo", "--crash-child", HOME, session_id],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None  # stdout=PIPE above
     try:
         line = child.stdout.readline()
         if line.strip() != "TOOL_STARTED":
@@ -105,20 +118,26 @@ def main() -> int:
     step("1. A session with tool calls (scripted model, offline)")
     files = dict(FILES)
     session = store.create(name="fix calc", working_dir=os.getcwd(), model="scripted", lazy=True)
-    model = ScriptedModel([
-        ToolUse("read_file", {"path": "calc.py"}),
-        ToolUse("run_tests", {}),
-        "add() subtracts instead of adding; the test fails with -1 == 5.",
-        ToolUse("write_file", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}),
-        ToolUse("run_tests", {}),
-        "Fixed: add() now returns a + b and the test passes.",
-    ], context_window=4_000)
+    model = ScriptedModel(
+        [
+            ToolUse("read_file", {"path": "calc.py"}),
+            ToolUse("run_tests", {}),
+            "add() subtracts instead of adding; the test fails with -1 == 5.",
+            ToolUse("write_file", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}),
+            ToolUse("run_tests", {}),
+            "Fixed: add() now returns a + b and the test passes.",
+        ],
+        context_window=4_000,
+    )
     agent = Agent(session, model, tools=workspace_tools(files), system="You fix bugs.")
     for prompt in ("Why does test_add fail? Don't change the test.", "Please fix it."):
         result = agent.run(prompt)
         console.print(f"[green]user:[/] {prompt}\n[magenta]agent:[/] {result.text}")
-    first_reply = next(e for e in session.path() if e.kind == "message" and e.role == "assistant"
-                       and (e.record or {}).get("content"))
+    first_reply = next(
+        e
+        for e in session.path()
+        if e.kind == "message" and e.role == "assistant" and (e.record or {}).get("content")
+    )
     sid = session.id
     session.close()
     console.print(f"session {sid}: {len(store.open(sid, readonly=True))} events on disk")
@@ -134,22 +153,32 @@ def main() -> int:
     step("3. Branch from an earlier event, with a branch summary")
     session.select(first_reply.id)
     summary = session.summarize_branch()
+    if summary is None:
+        raise SystemExit("demo: the abandoned branch gave no branch summary")
     console.print(f"branch_summary {summary.id[:13]}: {summary.record['summary'][:100]!r}...")
-    agent = Agent(session, ScriptedModel(["Approach B: keep add() and add a docstring instead."]),
-                  tools=workspace_tools(files))
+    agent = Agent(
+        session,
+        ScriptedModel(["Approach B: keep add() and add a docstring instead."]),
+        tools=workspace_tools(files),
+    )
     console.print(f"[magenta]agent:[/] {agent.run('Try a different approach: explain only.').text}")
 
     step("4. Compaction (nothing is deleted)")
     before = len(session.context())
     compaction = session.compact(keep_tokens=40)
-    console.print(f"context: {before} events -> {len(session.context())}; "
-                  f"tokens {compaction.record['tokens_before']} -> {compaction.record['tokens_after']}; "
-                  f"transcript still has {len(session.transcript())} events")
+    if compaction is None:
+        raise SystemExit("demo: the session was not long enough to compact")
+    console.print(
+        f"context: {before} events -> {len(session.context())}; "
+        f"tokens {compaction.record['tokens_before']} -> {compaction.record['tokens_after']}; "
+        f"transcript still has {len(session.transcript())} events"
+    )
 
     step("5. Fork")
     fork = session.fork(name="fix calc (fork)")
-    console.print(f"fork {fork.id} holds {len(fork)} events, forked_from "
-                  f"{fork.meta['forked_from']['session'][:13]}")
+    console.print(
+        f"fork {fork.id} holds {len(fork)} events, forked_from {fork.meta['forked_from']['session'][:13]}"
+    )
     fork.close()
     session.close()
 
@@ -163,8 +192,10 @@ def main() -> int:
         except SystemExit as exc:  # fsck's exit status: 0 when clean
             if exc.code:
                 raise
-    console.print(f"\n[bold]done in {time.perf_counter() - started:.1f} s.[/] Browse it: "
-                  f"agentlog --home {os.path.relpath(HOME)} ls")
+    console.print(
+        f"\n[bold]done in {time.perf_counter() - started:.1f} s.[/] Browse it: "
+        f"agentlog --home {os.path.relpath(HOME)} ls"
+    )
     return 0
 
 

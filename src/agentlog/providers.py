@@ -34,11 +34,13 @@ Only fields the APIs accept are sent; records keep everything else
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .errors import InvalidEvent
 from .event import Event
+from .records import RecordTuple
 
 __all__ = [
     "INTERRUPTED",
@@ -66,8 +68,9 @@ _CHAT_FIELDS = {
 }
 _RECORD_ONLY_RESULT_KEYS = ("role", "tool_call_id", "content", "name", "is_error")
 
-DraftTuple = tuple[str, dict, str]  # (kind, record, role), as Session.append_many takes
-
+#: A record as the views read it: JSON from the log, per docs/records.md but
+#: with any extra fields a provider sent, so read defensively.
+_Record = Mapping[str, Any]
 
 # --- the neutral form both views render --------------------------------------
 
@@ -75,31 +78,32 @@ DraftTuple = tuple[str, dict, str]  # (kind, record, role), as Session.append_ma
 @dataclass
 class _Msg:
     role: str
-    record: dict
-    calls: list[dict] = field(default_factory=list)
+    record: _Record
+    calls: list[_Record] = field(default_factory=list)
 
 
 @dataclass
 class _Result:
-    call_id: str
+    call_id: Any  # a str, except in the faithful view of a result with a bad id
     content: Any
 
 
-def _record(event: Event) -> dict:
+def _record(event: Event) -> dict[str, Any]:
     if not event.loaded:
         raise InvalidEvent(f"event {event.id} is not loaded: resolve it before rendering")
     if not isinstance(event.record, dict):
         raise InvalidEvent(f"{event.kind} event {event.id} has a non-object record")
-    return event.record
+    record: dict[str, Any] = event.record
+    return record
 
 
-def _triples(events: Iterable[Event]) -> Iterable[tuple[str, str | None, dict]]:
+def _triples(events: Iterable[Event]) -> Iterator[tuple[str, str | None, _Record]]:
     for event in events:
         if event.kind in ("message", "tool_call", "tool_result", "compaction", "branch_summary"):
             yield event.kind, event.role, _record(event)
 
 
-def _neutral(triples: Iterable[tuple[str, str | None, dict]], repair: bool) -> list[_Msg | _Result]:
+def _neutral(triples: Iterable[tuple[str, str | None, _Record]], repair: bool) -> list[_Msg | _Result]:
     out: list[_Msg | _Result] = []
     open_calls: list[str] = []  # ids of the latest call group still awaiting results
 
@@ -144,8 +148,8 @@ def _neutral(triples: Iterable[tuple[str, str | None, dict]], repair: bool) -> l
 # --- Chat Completions ------------------------------------------------------------
 
 
-def _render_chat(items: list[_Msg | _Result], system: Any) -> list[dict]:
-    messages: list[dict] = []
+def _render_chat(items: list[_Msg | _Result], system: Any) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
     if system is not None:
         messages.append({"role": "system", "content": system})
     for item in items:
@@ -155,28 +159,31 @@ def _render_chat(items: list[_Msg | _Result], system: Any) -> list[dict]:
         content = item.record.get("content")
         if content is None and item.role != "assistant":
             content = ""
-        msg: dict = {"role": item.role, "content": content}
+        msg: dict[str, Any] = {"role": item.role, "content": content}
         for key in _CHAT_FIELDS[item.role]:
             if item.record.get(key) is not None:
                 msg[key] = item.record[key]
         if item.calls:
             msg["tool_calls"] = [
-                {"id": c["id"], "type": "function",
-                 "function": {"name": c.get("name", ""), "arguments": c.get("arguments", "")}}
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c.get("name", ""), "arguments": c.get("arguments", "")},
+                }
                 for c in item.calls
             ]
         messages.append(msg)
     return messages
 
 
-def to_chat_messages(events: Iterable[Event], system: Any = None) -> list[dict]:
+def to_chat_messages(events: Iterable[Event], system: Any = None) -> list[dict[str, Any]]:
     """Chat Completions ``messages`` for a context, pairing repaired.
 
     ``system`` (the system prompt, not a durable event) comes first."""
     return _render_chat(_neutral(_triples(events), repair=True), system)
 
 
-def events_to_chat_messages(events: Iterable[Event], system: Any = None) -> list[dict]:
+def events_to_chat_messages(events: Iterable[Event], system: Any = None) -> list[dict[str, Any]]:
     """The faithful chat view (no pairing repair): the inverse of
     ``chat_messages_to_drafts`` for ``sync()`` comparisons."""
     return _render_chat(_neutral(_triples(events), repair=False), system)
@@ -201,7 +208,7 @@ def _responses_content(role: str, content: Any) -> Any:
     if not isinstance(content, list):
         return content if content is not None else ""
     text_type = "output_text" if role == "assistant" else "input_text"
-    parts = []
+    parts: list[Any] = []
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
@@ -209,7 +216,7 @@ def _responses_content(role: str, content: Any) -> Any:
         elif kind == "image_url":
             image = part.get("image_url") or {}
             url = image.get("url") if isinstance(image, dict) else image
-            new = {"type": "input_image", "image_url": url}
+            new: dict[str, Any] = {"type": "input_image", "image_url": url}
             if isinstance(image, dict) and image.get("detail"):
                 new["detail"] = image["detail"]
             parts.append(new)
@@ -218,42 +225,51 @@ def _responses_content(role: str, content: Any) -> Any:
     return parts
 
 
-def to_responses_input(events: Iterable[Event], system: Any = None) -> list[dict]:
+def to_responses_input(events: Iterable[Event], system: Any = None) -> list[dict[str, Any]]:
     """Responses API ``input`` items for a context, pairing repaired.
 
     An assistant message with no text and only tool calls becomes just its
     ``function_call`` items; tool output is sent as text."""
-    items: list[dict] = []
+    items: list[dict[str, Any]] = []
     if system is not None:
         items.append({"type": "message", "role": "system", "content": system})
     for item in _neutral(_triples(events), repair=True):
         if isinstance(item, _Result):
-            items.append({"type": "function_call_output", "call_id": item.call_id,
-                          "output": _text_of(item.content)})
+            items.append(
+                {"type": "function_call_output", "call_id": item.call_id, "output": _text_of(item.content)}
+            )
             continue
         content = item.record.get("content")
         if not (item.calls and content in (None, "", [])):
-            items.append({"type": "message", "role": item.role,
-                          "content": _responses_content(item.role, content)})
+            items.append(
+                {"type": "message", "role": item.role, "content": _responses_content(item.role, content)}
+            )
         for call in item.calls:
-            items.append({"type": "function_call", "call_id": call["id"],
-                          "name": call.get("name", ""), "arguments": call.get("arguments", "")})
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call["id"],
+                    "name": call.get("name", ""),
+                    "arguments": call.get("arguments", ""),
+                }
+            )
     return items
 
 
 # --- the inverse: chat messages -> drafts -------------------------------------------
 
 
-def _as_dict(message: Any) -> dict:
+def _as_dict(message: Any) -> dict[str, Any]:
     if isinstance(message, Mapping):
         return dict(message)
     dump = getattr(message, "model_dump", None)
-    if callable(dump):
-        return dump()
+    if callable(dump):  # a pydantic model, such as the openai SDK's message types
+        dumped: dict[str, Any] = dump()
+        return dumped
     raise InvalidEvent(f"cannot read a chat message from {type(message).__name__}")
 
 
-def _call_record(call: Any) -> dict:
+def _call_record(call: Any) -> dict[str, Any]:
     call = _as_dict(call)
     if call.get("type", "function") != "function" or not isinstance(call.get("function"), Mapping):
         raise InvalidEvent(f"unsupported tool call (only type 'function'): {call!r}")
@@ -265,8 +281,9 @@ def _call_record(call: Any) -> dict:
     return {"id": call.get("id"), "name": fn.get("name", ""), "arguments": arguments, **extra}
 
 
-def chat_messages_to_drafts(messages: Iterable[Any],
-                            call_names: dict[str, str] | None = None) -> tuple[list[DraftTuple], Any]:
+def chat_messages_to_drafts(
+    messages: Iterable[Any], call_names: dict[str, str] | None = None
+) -> tuple[list[RecordTuple], Any]:
     """Records (per docs/records.md) for a chat message list.
 
     Returns ``(drafts, system_prompt)``: drafts are ``(kind, record, role)``
@@ -281,9 +298,10 @@ def chat_messages_to_drafts(messages: Iterable[Any],
     ``call_names`` (call id -> tool name) supplies calls made in earlier
     messages when converting a list piece by piece; it is updated in place
     with the calls found here."""
-    drafts: list[DraftTuple] = []
+    drafts: list[RecordTuple] = []
     system: list[Any] = []
-    names = call_names if call_names is not None else {}
+    # Keyed by whatever id a call had: a call without one is keyed None.
+    names: dict[Any, str] = call_names if call_names is not None else {}
     for raw in messages:
         msg = _as_dict(raw)
         role = msg.get("role")
@@ -292,8 +310,13 @@ def chat_messages_to_drafts(messages: Iterable[Any],
         elif role == "tool":
             call_id = msg.get("tool_call_id")
             extra = {k: v for k, v in msg.items() if k not in _RECORD_ONLY_RESULT_KEYS}
-            record = {"tool_call_id": call_id, "name": names.get(call_id, msg.get("name") or ""),
-                      "content": msg.get("content"), "is_error": False, **extra}
+            record = {
+                "tool_call_id": call_id,
+                "name": names.get(call_id, msg.get("name") or ""),
+                "content": msg.get("content"),
+                "is_error": False,
+                **extra,
+            }
             drafts.append(("tool_result", record, "tool"))
         elif role in MESSAGE_ROLES:
             calls = msg.get("tool_calls") or []
@@ -315,7 +338,7 @@ def chat_messages_to_drafts(messages: Iterable[Any],
     return drafts, prompt
 
 
-def normalize_chat_messages(messages: Iterable[Any]) -> list[dict]:
+def normalize_chat_messages(messages: Iterable[Any]) -> list[dict[str, Any]]:
     """The canonical form of a chat message list: what storing it and
     reading it back with ``events_to_chat_messages`` gives."""
     drafts, system = chat_messages_to_drafts(messages)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from ._text import content_text
 from .errors import SummarizerError
 from .event import Event
+from .records import StructuredSummary
 
 __all__ = [
     "CompletionModel",
@@ -45,7 +47,7 @@ MAX_GOAL_CHARS = 600
 _KEEP_OLDEST = ("constraints",)
 
 
-def empty_structured() -> dict:
+def empty_structured() -> StructuredSummary:
     return {
         "goal": "",
         "constraints": [],
@@ -60,19 +62,35 @@ def empty_structured() -> dict:
 @dataclass(frozen=True)
 class Summary:
     text: str
-    structured: dict = field(default_factory=empty_structured)
+    structured: StructuredSummary = field(default_factory=empty_structured)
 
 
 @runtime_checkable
 class Summarizer(Protocol):
-    def summarize(self, events: list[Event], previous: dict | None) -> Summary: ...
+    """What compaction and branch summaries call (``Session.summarizer``).
+
+    ``previous`` is the ``structured`` value of the previous compaction
+    record, as stored: normally a StructuredSummary, but read from JSON, so
+    normalize it (``normalize_structured``) before trusting its shape. A
+    failure may raise anything; the caller turns it into SummarizerError
+    and writes nothing."""
+
+    def summarize(self, events: list[Event], previous: Mapping[str, Any] | None) -> Summary: ...
 
 
 # --- the structured form: normalize, merge, render ---------------------------------
 
-_LIST_PATHS = (("constraints",), ("progress", "done"), ("progress", "in_progress"),
-               ("progress", "blocked"), ("decisions",), ("files", "read"),
-               ("files", "modified"), ("next_steps",), ("identifiers",))
+_LIST_PATHS: tuple[tuple[str, ...], ...] = (
+    ("constraints",),
+    ("progress", "done"),
+    ("progress", "in_progress"),
+    ("progress", "blocked"),
+    ("decisions",),
+    ("files", "read"),
+    ("files", "modified"),
+    ("next_steps",),
+    ("identifiers",),
+)
 
 
 def _key(item: str) -> str:
@@ -98,50 +116,65 @@ def _get(d: Any, path: tuple[str, ...]) -> Any:
     return d
 
 
-def normalize_structured(data: Any, limit: int = MAX_ITEMS) -> dict:
+def _structured(goal: str, lists: Callable[[tuple[str, ...]], list[str]]) -> StructuredSummary:
+    """A summary with ``goal`` and, at each of ``_LIST_PATHS``, ``lists(path)``."""
+    return {
+        "goal": goal,
+        "constraints": lists(("constraints",)),
+        "progress": {
+            "done": lists(("progress", "done")),
+            "in_progress": lists(("progress", "in_progress")),
+            "blocked": lists(("progress", "blocked")),
+        },
+        "decisions": lists(("decisions",)),
+        "files": {"read": lists(("files", "read")), "modified": lists(("files", "modified"))},
+        "next_steps": lists(("next_steps",)),
+        "identifiers": lists(("identifiers",)),
+    }
+
+
+def normalize_structured(data: Any, limit: int = MAX_ITEMS) -> StructuredSummary:
     """Coerce a summary dict (possibly from a model) to the schema: every
     key present, lists of unique short strings, a string goal."""
-    out = empty_structured()
     if not isinstance(data, dict):
-        return out
+        return empty_structured()
     goal = data.get("goal")
-    out["goal"] = " ".join(str(goal).split())[:MAX_GOAL_CHARS] if goal else ""
-    for path in _LIST_PATHS:
+
+    def items(path: tuple[str, ...]) -> list[str]:
         value = _get(data, path)
         if isinstance(value, str):
             value = [value]
-        items = [v for v in value if v] if isinstance(value, list) else []
-        target = out
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = _bounded(items, path[0], limit)
-    return out
+        present = [v for v in value if v] if isinstance(value, list) else []
+        return _bounded(present, path[0], limit)
+
+    return _structured(" ".join(str(goal).split())[:MAX_GOAL_CHARS] if goal else "", items)
 
 
-def merge_structured(previous: dict | None, current: dict, goal_changed: bool = False,
-                     limit: int = MAX_ITEMS) -> dict:
+def merge_structured(
+    previous: Mapping[str, Any] | None,
+    current: Mapping[str, Any],
+    goal_changed: bool = False,
+    limit: int = MAX_ITEMS,
+) -> StructuredSummary:
     """Update ``previous`` with ``current``: lists unioned (old first, no
     duplicates, bounded); what is now done leaves in-progress and next
     steps; files modified leave files read; the goal stays unless changed."""
     prev, cur = normalize_structured(previous, limit), normalize_structured(current, limit)
-    out = empty_structured()
-    out["goal"] = cur["goal"] if (goal_changed or not prev["goal"]) else prev["goal"]
     done = {_key(x) for x in prev["progress"]["done"] + cur["progress"]["done"]}
     modified = {_key(x) for x in prev["files"]["modified"] + cur["files"]["modified"]}
-    for path in _LIST_PATHS:
-        items = _get(prev, path) + _get(cur, path)
+
+    def items(path: tuple[str, ...]) -> list[str]:
+        both: list[str] = _get(prev, path) + _get(cur, path)
         if path in (("progress", "in_progress"), ("next_steps",)):
-            items = [x for x in items if _key(x) not in done]
+            both = [x for x in both if _key(x) not in done]
         elif path == ("files", "read"):
-            items = [x for x in items if _key(x) not in modified]
-        target = out
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = _bounded(items, path[0], limit)
-    return out
+            both = [x for x in both if _key(x) not in modified]
+        return _bounded(both, path[0], limit)
+
+    return _structured(cur["goal"] if (goal_changed or not prev["goal"]) else prev["goal"], items)
 
 
-def render_markdown(structured: dict) -> str:
+def render_markdown(structured: Mapping[str, Any]) -> str:
     """The compact markdown the model reads; empty sections are left out."""
     s = normalize_structured(structured, limit=1 << 30)  # shape only; bounds are the caller's
     lines: list[str] = []
@@ -179,7 +212,7 @@ def render_markdown(structured: dict) -> str:
 _text = content_text
 
 
-def _rec(event: Event) -> dict:
+def _rec(event: Event) -> dict[str, Any]:
     return event.record if isinstance(event.record, dict) else {}
 
 
@@ -194,7 +227,7 @@ def _sentences(text: str) -> list[str]:
 
 def render_events(events: list[Event], max_result_chars: int = 2000) -> str:
     """Events as plain text for a summarizing model; long tool output is cut."""
-    lines = []
+    lines: list[str] = []
     for e in events:
         rec = _rec(e)
         if e.kind == "message":
@@ -214,24 +247,35 @@ def render_events(events: list[Event], max_result_chars: int = 2000) -> str:
 
 # --- the extractive summarizer ---------------------------------------------------------
 
-_CONSTRAINT = re.compile(r"\b(must|never|always|don't|do not|prefer|avoid|should not|shouldn't|"
-                         r"make sure|required?|only use)\b", re.I)
-_DECISION = re.compile(r"\b(decided|decide to|chose|choose to|will use|going with|instead|"
-                       r"opted|settled on|switch(?:ed)? to)\b", re.I)
+_CONSTRAINT = re.compile(
+    r"\b(must|never|always|don't|do not|prefer|avoid|should not|shouldn't|"
+    r"make sure|required?|only use)\b",
+    re.I,
+)
+_DECISION = re.compile(
+    r"\b(decided|decide to|chose|choose to|will use|going with|instead|"
+    r"opted|settled on|switch(?:ed)? to)\b",
+    re.I,
+)
 _DONE = re.compile(r"\b(done|finished|completed|implemented|fixed|added|created|now pass(?:es)?)\b", re.I)
 _BLOCKED = re.compile(r"\b(blocked|stuck|unable to|cannot|can't)\b", re.I)
 _NEXT = re.compile(r"\b(next|then|remaining|still need|need to|todo|will|plan to)\b", re.I)
-_GOAL_CHANGE = re.compile(r"\b(new (?:goal|task)|change of plans?|forget (?:that|about|the previous)|"
-                          r"instead,? (?:let's|please)|now let's)\b", re.I)
+_GOAL_CHANGE = re.compile(
+    r"\b(new (?:goal|task)|change of plans?|forget (?:that|about|the previous)|"
+    r"instead,? (?:let's|please)|now let's)\b",
+    re.I,
+)
 _CHECKBOX = re.compile(r"^\s*[-*]\s*\[([ xX])\]\s*(.+)$", re.M)
 _BOX = re.compile(r"\[[ xX]\]")  # a checkbox line, once _sentences took its bullet off
 
 _URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 _HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,64}\b")
-_PATH = re.compile(r"(?<![\w/.:-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+"
-                   r"|(?<![\w/.-])[\w-]+\.(?:py|md|rst|txt|json|jsonl|toml|ya?ml|cfg|ini|js|ts|tsx|"
-                   r"rs|go|c|h|cc|cpp|java|rb|sh|sql|html|css|lock)\b")
+_PATH = re.compile(
+    r"(?<![\w/.:-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+"
+    r"|(?<![\w/.-])[\w-]+\.(?:py|md|rst|txt|json|jsonl|toml|ya?ml|cfg|ini|js|ts|tsx|"
+    r"rs|go|c|h|cc|cpp|java|rb|sh|sql|html|css|lock)\b"
+)
 _BACKTICK = re.compile(r"`([^`\s]{2,80})`")
 
 _READ_TOOLS = re.compile(r"read|view|cat|open|grep|search|glob|find|list|ls", re.I)
@@ -240,16 +284,21 @@ _SHELL_TOOLS = re.compile(r"bash|shell|exec|run|terminal|command", re.I)
 _PATH_ARGS = ("path", "file", "file_path", "filepath", "filename", "target_file", "paths", "files")
 _ARG = r"([^\s;&|<>()]+)"
 _SHELL_WRITE = re.compile(
-    r">>?\s*" + _ARG                                         # redirection (not 2>&1)
-    + r"|\b(?:tee(?:\s+-a)?|touch|rm(?:\s+-\w+)*)\s+" + _ARG
-    + r"|\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+" + _ARG)  # in-place edit
+    r">>?\s*"
+    + _ARG  # redirection (not 2>&1)
+    + r"|\b(?:tee(?:\s+-a)?|touch|rm(?:\s+-\w+)*)\s+"
+    + _ARG
+    + r"|\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+"
+    + _ARG
+)  # in-place edit
 _SHELL_READ = re.compile(r"(?:^|[;&|]\s*)(?:cat|head|tail|less|more|wc|grep|rg|diff|ls)\b([^;&|>]*)")
 
 
 def _identifiers(texts: Iterable[str]) -> list[str]:
     """Names in first-seen order. A URL or UUID is blanked out once found
     (same length, so positions hold) so its parts are not found again."""
-    def blank(m: re.Match) -> str:
+
+    def blank(m: re.Match[str]) -> str:
         return " " * len(m.group())
 
     found: list[str] = []
@@ -275,8 +324,12 @@ def _call_files(name: str, arguments: Any) -> tuple[list[str], list[str]]:
     shell = args.get("command") or args.get("cmd")
     if _SHELL_TOOLS.search(name) and isinstance(shell, str):
         written = [next(g for g in m.groups() if g) for m in _SHELL_WRITE.finditer(shell)]
-        read = [tok for m in _SHELL_READ.finditer(shell) for tok in m.group(1).split()
-                if not tok.startswith("-") and _PATH.fullmatch(tok)]
+        read = [
+            tok
+            for m in _SHELL_READ.finditer(shell)
+            for tok in m.group(1).split()
+            if not tok.startswith("-") and _PATH.fullmatch(tok)
+        ]
         return read, [w for w in written if not w.startswith("/dev/")]
     paths: list[str] = []
     for key in _PATH_ARGS:
@@ -314,12 +367,12 @@ class ExtractiveSummarizer:
     def __init__(self, max_items: int = MAX_ITEMS) -> None:
         self.max_items = max_items
 
-    def summarize(self, events: list[Event], previous: dict | None) -> Summary:
+    def summarize(self, events: list[Event], previous: Mapping[str, Any] | None) -> Summary:
         current, goal_changed = self._extract(list(events))
         merged = merge_structured(previous, current, goal_changed, self.max_items)
         return Summary(render_markdown(merged), merged)
 
-    def _extract(self, events: list[Event]) -> tuple[dict, bool]:
+    def _extract(self, events: list[Event]) -> tuple[StructuredSummary, bool]:
         s = empty_structured()
         users = _messages(events, "user")
         assistants = [t for t in _messages(events, "assistant") if t.strip()]
@@ -333,7 +386,10 @@ class ExtractiveSummarizer:
         s["constraints"] = [x for t in rules for x in _sentences(t) if _CONSTRAINT.search(x)]
         s["decisions"] = [x for t in assistants + users for x in _sentences(t) if _DECISION.search(x)]
 
-        done, doing, blocked, todo = [], [], [], []
+        done: list[str] = []
+        doing: list[str] = []
+        blocked: list[str] = []
+        todo: list[str] = []
         for text in assistants:
             for mark, item in _CHECKBOX.findall(text):
                 (doing if mark == " " else done).append(item)
@@ -345,8 +401,14 @@ class ExtractiveSummarizer:
             if not isinstance(item, dict) or not item.get("text"):
                 continue
             status = str(item.get("status", "")).lower()
-            bucket = {"done": done, "completed": done, "in_progress": doing, "doing": doing,
-                      "blocked": blocked, "failed": blocked}.get(status, todo)
+            bucket = {
+                "done": done,
+                "completed": done,
+                "in_progress": doing,
+                "doing": doing,
+                "blocked": blocked,
+                "failed": blocked,
+            }.get(status, todo)
             bucket.append(str(item["text"]))
         results = [e for e in events if e.kind == "tool_result"]
         if results and _rec(results[-1]).get("is_error"):
@@ -358,7 +420,8 @@ class ExtractiveSummarizer:
         latest = assistants[-1] if assistants else ""
         s["next_steps"] = [x for x in _sentences(latest) if _NEXT.search(x)] + todo
 
-        read, modified = [], []
+        read: list[str] = []
+        modified: list[str] = []
         calls = [_rec(e) for e in events if e.kind == "tool_call"]
         for call in calls:
             r, m = _call_files(str(call.get("name", "")), call.get("arguments"))
@@ -373,13 +436,13 @@ class ExtractiveSummarizer:
 
 
 class CompletionModel(Protocol):
-    def complete(self, messages: list[dict]) -> str: ...
+    def complete(self, messages: list[dict[str, Any]]) -> str: ...
 
 
 class StreamingModel(Protocol):
     """The stream interface: the last item yielded carries ``.content``."""
 
-    def stream(self, messages: list[dict], tools: Any = None) -> Iterable[Any]: ...
+    def stream(self, messages: list[dict[str, Any]], tools: Any = None) -> Iterable[Any]: ...
 
 
 _PROMPT = """You maintain the working summary of an AI agent's session. Parts of the
@@ -395,13 +458,13 @@ Answer with one JSON object and nothing else, with exactly these keys:
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
-def parse_summary_json(text: str) -> dict:
+def parse_summary_json(text: str) -> StructuredSummary:
     """The JSON object in a model's answer (code fences and prose around it
     tolerated), normalized; SummarizerError if there is none."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
-        candidates.append(text[start:end + 1])
+        candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
             data = json.loads(candidate)
@@ -425,20 +488,24 @@ class LLMSummarizer:
         self.model = model
         self.max_result_chars = max_result_chars
 
-    def prompt(self, events: list[Event], previous: dict | None) -> list[dict]:
+    def prompt(self, events: list[Event], previous: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         prev = json.dumps(normalize_structured(previous), indent=1) if previous else "(none)"
-        body = (f"<previous-summary>\n{prev}\n</previous-summary>\n\n<conversation>\n"
-                f"{render_events(events, self.max_result_chars)}\n</conversation>")
+        body = (
+            f"<previous-summary>\n{prev}\n</previous-summary>\n\n<conversation>\n"
+            f"{render_events(events, self.max_result_chars)}\n</conversation>"
+        )
         return [{"role": "system", "content": _PROMPT}, {"role": "user", "content": body}]
 
-    def _ask(self, messages: list[dict]) -> str:
+    def _ask(self, messages: list[dict[str, Any]]) -> str:
+        answer: object
         try:
-            if callable(getattr(self.model, "complete", None)):
-                answer = self.model.complete(messages)
+            complete = getattr(self.model, "complete", None)
+            if callable(complete):
+                answer = complete(messages)
             else:
                 last = None
-                for last in self.model.stream(messages, tools=None):
-                    pass
+                for item in cast(StreamingModel, self.model).stream(messages, tools=None):
+                    last = item  # the last item yielded carries the answer
                 answer = getattr(last, "content", None)
         except Exception as exc:  # any backend failure means: no summary, nothing written
             raise SummarizerError(f"summarizer model failed: {exc}") from exc
@@ -446,6 +513,6 @@ class LLMSummarizer:
             raise SummarizerError(f"summarizer model gave no text (got {type(answer).__name__})")
         return answer
 
-    def summarize(self, events: list[Event], previous: dict | None) -> Summary:
+    def summarize(self, events: list[Event], previous: Mapping[str, Any] | None) -> Summary:
         structured = parse_summary_json(self._ask(self.prompt(list(events), previous)))
         return Summary(render_markdown(structured), structured)

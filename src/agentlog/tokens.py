@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, NamedTuple
+from typing import Any
 
 from .backends.base import DEFAULT_BLOB_THRESHOLD
 from .event import Event
+from .records import UsageRecord
 
 __all__ = [
     "BLOB_TOKENS",
@@ -44,10 +47,29 @@ BLOB_TOKENS = DEFAULT_BLOB_THRESHOLD // CHARS_PER_TOKEN
 _FALLBACK_ENCODINGS = ("o200k_base", "cl100k_base")
 
 
-class Usage(NamedTuple):
-    input_tokens: int
-    output_tokens: int
-    total_tokens: int
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens one model call consumed, as the provider reported them.
+
+    The one usage type: models return it (``Completion.usage``), assistant
+    message records store it (``to_dict``, docs/records.md) and
+    ``usage_tokens`` reads it back. A session's running totals are
+    ``state.UsageTotals``, a different thing."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cost_usd: float | None = None
+
+    def to_dict(self) -> UsageRecord:
+        out: UsageRecord = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+        }
+        if self.cost_usd is not None:
+            out["cost_usd"] = self.cost_usd
+        return out
 
 
 def estimate_tokens(text: str) -> int:
@@ -58,7 +80,7 @@ def estimate_tokens(text: str) -> int:
 @lru_cache(maxsize=32)
 def _encoding(model: str | None) -> Any:
     try:
-        import tiktoken
+        import tiktoken  # type: ignore[import-not-found, unused-ignore]  # optional extra
     except ImportError:
         return None
     if model:
@@ -99,7 +121,7 @@ def _content_tokens(content: Any, model: str | None, exact: bool) -> int:
     return _text_tokens(json.dumps(content, default=str), model, exact)
 
 
-def _message_tokens(message: dict, model: str | None, exact: bool) -> int:
+def _message_tokens(message: Mapping[str, Any], model: str | None, exact: bool) -> int:
     total = MESSAGE_OVERHEAD + _content_tokens(message.get("content"), model, exact)
     for key in ("name", "tool_call_id"):
         if isinstance(message.get(key), str):
@@ -111,7 +133,9 @@ def _message_tokens(message: dict, model: str | None, exact: bool) -> int:
     return total
 
 
-def count_tokens(value: str | Iterable[dict], model: str | None = None, *, exact: bool = True) -> int:
+def count_tokens(
+    value: str | Iterable[Mapping[str, Any]], model: str | None = None, *, exact: bool = True
+) -> int:
     """Tokens in a text, or in a list of chat messages (with overhead)."""
     if isinstance(value, str):
         return _text_tokens(value, model, exact)
@@ -132,7 +156,8 @@ def event_tokens(event: Event, model: str | None = None, *, exact: bool = True) 
         return MESSAGE_OVERHEAD + (BLOB_TOKENS if not event.loaded else 0)
     if kind == "tool_call":
         body = _content_tokens(rec.get("name"), model, exact) + _content_tokens(
-            rec.get("arguments"), model, exact)
+            rec.get("arguments"), model, exact
+        )
     elif kind in ("compaction", "branch_summary"):
         body = _content_tokens(rec.get("summary"), model, exact)
     else:
@@ -159,11 +184,18 @@ def usage_tokens(event: Event) -> Usage | None:
     if inp is None or out is None:
         return None
     total = _int(usage.get("total_tokens"))
-    return Usage(inp, out, total if total is not None else inp + out)
+    cost = usage.get("cost_usd")
+    return Usage(
+        inp,
+        out,
+        total if total is not None else inp + out,
+        float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+    )
 
 
-def context_tokens(events: list[Event], model: str | None = None, *, system: str | None = None,
-                   exact: bool = True) -> int:
+def context_tokens(
+    events: list[Event], model: str | None = None, *, system: str | None = None, exact: bool = True
+) -> int:
     """How big the next request built from ``events`` is.
 
     The latest assistant message with usage gives input + output; the
@@ -178,7 +210,7 @@ def context_tokens(events: list[Event], model: str | None = None, *, system: str
     for i in range(len(events) - 1, -1, -1):
         usage = usage_tokens(events[i])
         if usage is not None and (floor is None or events[i].id > floor):
-            rest = sum(event_tokens(e, model, exact=exact) for e in events[i + 1:])
+            rest = sum(event_tokens(e, model, exact=exact) for e in events[i + 1 :])
             return usage.input_tokens + usage.output_tokens + rest
     total = sum(event_tokens(e, model, exact=exact) for e in events)
     if system:

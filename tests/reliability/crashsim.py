@@ -31,8 +31,8 @@ import hashlib
 import os
 import random
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from agentlog._fs import OsFs
 
@@ -313,7 +313,7 @@ class FsModel:
             _apply_data(buf, f.pending[kept], cut)
         return bytes(buf)
 
-    def state(self, chooser) -> "CrashState":
+    def state(self, chooser) -> CrashState:
         """Walk the tree, asking ``chooser(kind, ino, options)`` for each choice."""
         files: dict[str, bytes] = {}
         dirs: list[str] = []
@@ -342,7 +342,7 @@ class FsModel:
         walk(self.ROOT, "", 0, False)
         return CrashState(self.applied, dirs, files)
 
-    def choices(self, exhaustive: bool) -> Iterator["CrashState"]:
+    def choices(self, exhaustive: bool) -> Iterator[CrashState]:
         """Every crash state at this prefix (a depth-first product)."""
         # Enumerate by re-walking with an odometer over the choices met so
         # far: the set of reachable objects depends on earlier choices.
@@ -374,7 +374,7 @@ class FsModel:
                 return
             trail[-1] -= 1
 
-    def sample(self, rng: random.Random, exhaustive: bool, *, mode: str) -> "CrashState":
+    def sample(self, rng: random.Random, exhaustive: bool, *, mode: str) -> CrashState:
         """One state: ``all`` (process crash), ``none`` (bare durable), or ``random``."""
 
         def chooser(kind, ino, options):

@@ -349,7 +349,7 @@ def _run(base: Base, rel: str, data: bytes, root: str) -> str:
         original = base.files[rel]
         with open(path, "wb") as f:
             f.write(data)
-        damage_at = next((i for i, (a, b) in enumerate(zip(original, data)) if a != b),
+        damage_at = next((i for i, (a, b) in enumerate(zip(original, data, strict=False)) if a != b),
                          min(len(original), len(data)))
         old = signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)

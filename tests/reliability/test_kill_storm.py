@@ -166,7 +166,7 @@ def test_kill_storm_of_crashing_writers(tmp_path):
             writers.append((newborn, ack, subprocess.Popen(
                 [sys.executable, "-c", WRITER, home, newborn, ack, str(rng.randrange(1 << 30))],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
-            for sid, ack, proc in writers[:-1]:
+            for _sid, ack, proc in writers[:-1]:
                 _wait_ready(ack, proc)
             # Each writer dies at its own random moment.
             deadlines = sorted((rng.uniform(0.0, 0.3), i) for i in range(len(writers)))
@@ -179,7 +179,7 @@ def test_kill_storm_of_crashing_writers(tmp_path):
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
                 kills += 1
-            for sid, ack, proc in writers:
+            for sid, ack, _proc in writers:
                 acked.setdefault(sid, []).extend(_acked(ack))
                 if sid == newborn and not Store(home).exists(sid):
                     assert not acked[sid], f"{sid}: acknowledged appends but no session"
@@ -199,7 +199,7 @@ def test_kill_storm_of_crashing_writers(tmp_path):
                 r.kill()
                 out, err = r.communicate()
             outputs.append((r.returncode, out.decode(), err.decode()))
-    for code, out, err in outputs:
+    for code, _out, err in outputs:
         assert code == 0, f"a reader failed: {err[-3000:]}"
     reads = sum(int(out.split()[0]) for _, out, _ in outputs)
     lists = sum(int(out.split()[1]) for _, out, _ in outputs)

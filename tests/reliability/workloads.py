@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import orjson
 

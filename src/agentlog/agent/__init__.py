@@ -1,5 +1,6 @@
 """The reference agent's parts: the model interface, models, and the live hub."""
 
+from ..tokens import Usage
 from .hub import Dropped, LiveHub, Subscription
 from .models import (
     Completion,
@@ -8,11 +9,10 @@ from .models import (
     StreamItem,
     ToolCall,
     ToolCallDelta,
-    Usage,
     check_messages,
     checked_stream,
     complete,
-    estimate_tokens,
+    estimate_request_tokens,
 )
 from .openai_compat import OpenAICompatModel
 from .scripted import ScriptedModel, ToolUse, Turn
@@ -35,5 +35,5 @@ __all__ = [
     "check_messages",
     "checked_stream",
     "complete",
-    "estimate_tokens",
+    "estimate_request_tokens",
 ]

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from ..event import check_session_id
 

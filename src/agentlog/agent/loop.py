@@ -17,10 +17,12 @@ Deltas go to the live hub only, never to disk.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..event import Event
+from ..records import RecordTuple, ToolResultRecord
 from ..session import Session
 from ..state import Checkpoint
 from .hub import LiveHub
@@ -40,8 +42,10 @@ class Tool:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
     def schema(self) -> dict[str, Any]:
-        return {"type": "function", "function": {
-            "name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ class Limits:
     """Bounds on a run. They come from the current options on every resume;
     the counts they bound (tool calls, spend) come from the checkpoint."""
 
-    max_iterations: int = 16          # model calls per user turn
+    max_iterations: int = 16  # model calls per user turn
     max_tool_calls: int | None = None  # over the whole session
     max_cost_usd: float | None = None  # over the whole session
 
@@ -57,7 +61,7 @@ class Limits:
 @dataclass
 class TurnResult:
     text: str
-    stopped: str                      # "done" | "max_iterations" | "budget"
+    stopped: str  # "done" | "max_iterations" | "budget"
     events: list[Event] = field(default_factory=list)
     compactions: int = 0
 
@@ -65,9 +69,16 @@ class TurnResult:
 class Agent:
     """Runs turns of a model with tools against a session."""
 
-    def __init__(self, session: Session, model: Model, *, tools: Sequence[Tool] = (),
-                 system: str | None = None, hub: LiveHub | None = None,
-                 limits: Limits = Limits()) -> None:
+    def __init__(
+        self,
+        session: Session,
+        model: Model,
+        *,
+        tools: Sequence[Tool] = (),
+        system: str | None = None,
+        hub: LiveHub | None = None,
+        limits: Limits = Limits(),
+    ) -> None:
         self.session = session
         self.model = model
         self.tools = {tool.name: tool for tool in tools}
@@ -82,7 +93,7 @@ class Agent:
         if self.hub is not None:
             self.hub.publish(self.session.id, item)
 
-    def _save(self, drafts: list[tuple[str, Any, str | None]], result: TurnResult) -> list[Event]:
+    def _save(self, drafts: Sequence[RecordTuple], result: TurnResult) -> list[Event]:
         events = self.session.save_turn(drafts, self.state)
         self._state_at = events[-1].id
         result.events.extend(events)
@@ -109,8 +120,7 @@ class Agent:
                 return result
             messages = self.session.to_chat_messages(system=self.system)
             completion = complete(self.model, messages, schemas, on_delta=self._publish)
-            self.state.usage.add(completion.usage.input_tokens, completion.usage.output_tokens,
-                                 completion.usage.cost_usd)
+            self.state.usage.add(completion.usage)
             self._save(completion.to_records(), result)
             result.text = completion.content
             if completion.tool_calls:
@@ -126,12 +136,17 @@ class Agent:
         limit = self.limits.max_cost_usd
         return limit is not None and self.state.usage.cost_usd >= limit
 
-    def _run_tools(self, calls: list[ToolCall]) -> list[tuple[str, Any, str | None]]:
-        drafts = []
+    def _run_tools(self, calls: list[ToolCall]) -> list[RecordTuple]:
+        drafts: list[RecordTuple] = []
         for call in calls:
             content, is_error = self._call(call)
-            drafts.append(("tool_result", {"tool_call_id": call.id, "name": call.name,
-                                           "content": content, "is_error": is_error}, "tool"))
+            record: ToolResultRecord = {
+                "tool_call_id": call.id,
+                "name": call.name,
+                "content": content,
+                "is_error": is_error,
+            }
+            drafts.append(("tool_result", record, "tool"))
         return drafts
 
     def _call(self, call: ToolCall) -> tuple[str, bool]:

@@ -19,10 +19,13 @@ implementation, including ones written outside agentlog.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ModelError
+from ..records import MessageRecord, RecordTuple, ToolCallRecord
+from ..tokens import Usage, estimate_tokens
 
 __all__ = [
     "Completion",
@@ -31,32 +34,11 @@ __all__ = [
     "StreamItem",
     "ToolCall",
     "ToolCallDelta",
-    "Usage",
     "check_messages",
     "checked_stream",
     "complete",
-    "estimate_tokens",
+    "estimate_request_tokens",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Tokens a call consumed, as the provider reported them."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    cost_usd: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "total_tokens": self.total_tokens,
-        }
-        if self.cost_usd is not None:
-            out["cost_usd"] = self.cost_usd
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +49,7 @@ class ToolCall:
     name: str
     arguments: str
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> ToolCallRecord:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
     def to_openai(self) -> dict[str, Any]:
@@ -121,11 +103,11 @@ class Completion:
     #: OpenAI-compatible servers). Kept in the record, never stripped.
     raw: dict[str, Any] | None = None
 
-    def to_records(self, *, raw: bool = True) -> list[tuple[str, dict[str, Any], str]]:
+    def to_records(self, *, raw: bool = True) -> list[RecordTuple]:
         """``(kind, record, role)`` drafts per docs/records.md: one assistant
         ``message`` then one ``tool_call`` per call, in order. Ready for
         ``Session.append_many`` (which keeps the turn all-or-nothing)."""
-        message: dict[str, Any] = {"content": self.content}
+        message: MessageRecord = {"content": self.content}
         if self.reasoning is not None:
             message["reasoning"] = self.reasoning
         message["usage"] = self.usage.to_dict()
@@ -133,7 +115,7 @@ class Completion:
         message["finish_reason"] = self.finish_reason
         if raw and self.raw is not None:
             message["provider"] = self.raw
-        out: list[tuple[str, dict[str, Any], str]] = [("message", message, "assistant")]
+        out: list[RecordTuple] = [("message", message, "assistant")]
         out.extend(("tool_call", call.to_record(), "assistant") for call in self.tool_calls)
         return out
 
@@ -149,7 +131,7 @@ class Completion:
         return message
 
 
-StreamItem = Union[Delta, Completion]
+StreamItem = Delta | Completion
 
 
 @runtime_checkable
@@ -210,13 +192,14 @@ def complete(
     return completion
 
 
-def estimate_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
-    """A deterministic, provider-free token estimate: about four characters of
-    canonical JSON per token. Good for budgets and tests, not for billing."""
+def estimate_request_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+    """A deterministic, provider-free estimate of a whole request:
+    ``tokens.estimate_tokens`` (four characters per token) of its canonical
+    JSON. Good for budgets and tests, not for billing."""
     text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
     if tools:
         text += json.dumps(tools, sort_keys=True, ensure_ascii=False)
-    return (len(text) + 3) // 4
+    return estimate_tokens(text)
 
 
 _ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -240,8 +223,7 @@ def check_messages(messages: Any) -> None:
             raise ModelError(f"{where} has role {role!r}; expected one of {', '.join(_ROLES)}")
         if role != "tool" and pending:
             raise ModelError(
-                f"{where} ({role}) comes before the results of tool calls "
-                f"{', '.join(sorted(pending))}"
+                f"{where} ({role}) comes before the results of tool calls {', '.join(sorted(pending))}"
             )
         content = msg.get("content")
         calls = msg.get("tool_calls") if role == "assistant" else None
@@ -266,13 +248,10 @@ def check_messages(messages: Any) -> None:
                     or not isinstance(fn.get("arguments"), str)
                 ):
                     raise ModelError(
-                        f"{where} tool_calls[{j}] needs id, function.name and "
-                        "function.arguments (a string)"
+                        f"{where} tool_calls[{j}] needs id, function.name and function.arguments (a string)"
                     )
                 if call["id"] in pending:
                     raise ModelError(f"{where} repeats tool call id {call['id']!r}")
                 pending[call["id"]] = fn["name"]
     if pending:
-        raise ModelError(
-            f"invalid request: tool calls {', '.join(sorted(pending))} have no result"
-        )
+        raise ModelError(f"invalid request: tool calls {', '.join(sorted(pending))} have no result")

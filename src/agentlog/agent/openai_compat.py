@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import ssl
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ModelError
-from .models import Completion, Delta, StreamItem, ToolCall, ToolCallDelta, Usage
+from ..tokens import Usage
+from .models import Completion, Delta, StreamItem, ToolCall, ToolCallDelta
 
 __all__ = ["OpenAICompatModel"]
 
@@ -42,6 +43,7 @@ def _error(message: str, status: int | None = None) -> ModelError:
     if len(line) > _MAX_MESSAGE:
         line = line[: _MAX_MESSAGE - 3] + "..."
     err = ModelError(line)
+    # ModelError declares no ``status`` yet (errors.py is the lead's to change).
     err.status = status  # type: ignore[attr-defined]
     return err
 
@@ -110,7 +112,9 @@ class OpenAICompatModel:
     def _connect(self) -> http.client.HTTPConnection:
         if self._scheme == "https":
             return http.client.HTTPSConnection(
-                self._host, self._port, timeout=self.timeout,
+                self._host,
+                self._port,
+                timeout=self.timeout,
                 context=ssl.create_default_context(),
             )
         return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
@@ -138,7 +142,7 @@ class OpenAICompatModel:
                     yield from self._read_json(resp)
             except ModelError:
                 raise
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 raise _error(
                     f"{self.name}: no response from {self._where} within {self.timeout:g}s"
                 ) from None
@@ -146,8 +150,7 @@ class OpenAICompatModel:
                 raise _error(f"{self.name}: cannot connect to {self._where}: connection refused") from None
             except (http.client.HTTPException, OSError) as exc:
                 raise _error(
-                    f"{self.name}: connection to {self._where} failed: "
-                    f"{type(exc).__name__}: {exc}"
+                    f"{self.name}: connection to {self._where} failed: {type(exc).__name__}: {exc}"
                 ) from None
         finally:
             # Also runs when the consumer abandons the stream. The response owns
@@ -348,11 +351,13 @@ class _Assembler:
             call = self.calls[index]
             if not call["name"]:
                 raise _error(f"{self.name}: tool call {index} arrived without a name")
-            calls.append(ToolCall(
-                id=call["id"] or f"call_{uuid.uuid4().hex[:24]}",
-                name=call["name"],
-                arguments="".join(call["arguments"]),
-            ))
+            calls.append(
+                ToolCall(
+                    id=call["id"] or f"call_{uuid.uuid4().hex[:24]}",
+                    name=call["name"],
+                    arguments="".join(call["arguments"]),
+                )
+            )
         content = "".join(self.content)
         reasoning = "".join(self.reasoning) if self.reasoning else None
         usage = _usage(self.usage)

@@ -10,7 +10,7 @@ A script is a list of turns, consumed one per call to ``stream``:
 
 Text and reasoning stream word by word and tool arguments in fragments, so
 the streaming path is exercised. Usage is deterministic: input tokens are
-:func:`estimate_tokens` of the prompt, output tokens count words and
+:func:`estimate_request_tokens` of the prompt, output tokens count words and
 argument tokens.
 """
 
@@ -20,19 +20,20 @@ import copy
 import json
 import re
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence, Union
+from typing import Any
 
 from ..errors import ModelError
+from ..tokens import Usage
 from .models import (
     Completion,
     Delta,
     StreamItem,
     ToolCall,
     ToolCallDelta,
-    Usage,
     check_messages,
-    estimate_tokens,
+    estimate_request_tokens,
 )
 
 __all__ = ["ScriptedModel", "ToolUse", "Turn"]
@@ -62,7 +63,7 @@ class Turn:
     finish_reason: str | None = None
 
 
-Step = Union[str, ToolUse, Turn, Callable[[list[dict[str, Any]]], Any]]
+Step = str | ToolUse | Turn | Callable[[list[dict[str, Any]]], Any]
 
 _WORDS = re.compile(r"\S+\s*|\s+")
 _ARG_PIECE = 8  # characters of JSON per streamed argument fragment
@@ -118,7 +119,7 @@ class ScriptedModel:
             self._next += 1
             self.requests.append((copy.deepcopy(messages), copy.deepcopy(tools)))
         turn = self._resolve(step, messages, number)
-        return self._play(turn, number, estimate_tokens(messages, tools))
+        return self._play(turn, number, estimate_request_tokens(messages, tools))
 
     def _resolve(self, step: Any, messages: list[dict[str, Any]], number: int) -> Turn:
         if callable(step) and not isinstance(step, (ToolUse, Turn)):
@@ -128,8 +129,7 @@ class ScriptedModel:
                 raise
             except Exception as exc:
                 raise ModelError(
-                    f"scripted model {self.name!r}: turn {number + 1} raised "
-                    f"{type(exc).__name__}: {exc}"
+                    f"scripted model {self.name!r}: turn {number + 1} raised {type(exc).__name__}: {exc}"
                 ) from exc
         if isinstance(step, str):
             return Turn(text=step)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 import orjson
@@ -117,24 +118,25 @@ def emit_json(document: Any) -> None:
     click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
 
 
-def json_option(f: Callable) -> Callable:
+def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "as_json", is_flag=True,
                         help="Print one JSON document on stdout instead of text.")(f)
 
 
-def session_command(*, write: bool = False) -> Callable[[Callable], Callable]:
+def session_command(*, write: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Add the SESSION argument and call ``f(app, session, ...)`` with it open.
 
     Read commands open read-only, so they work while a writer runs; the
     session is closed (and a writer's lease released) however ``f`` ends."""
 
-    def decorate(f: Callable) -> Callable:
-        @functools.wraps(f)
-        def run(app: App, session: str, **kwargs: Any) -> Any:
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        def run(app: App, /, session: str, **kwargs: Any) -> Any:
             with app.open(session, write=write) as opened:
                 return f(app, opened, **kwargs)
 
-        run = pass_app(run)
-        return click.argument("session", metavar="SESSION")(run)
+        # As functools.wraps, but run keeps its own type (wraps' result
+        # type hides the signature pass_app needs to see).
+        functools.update_wrapper(run, f)
+        return click.argument("session", metavar="SESSION")(pass_app(run))
 
     return decorate

@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import click
 import orjson
@@ -13,7 +14,7 @@ from rich.json import JSON
 from rich.text import Text
 
 from ..errors import EventNotFound, InvalidEvent
-from ..event import NIL_ID
+from ..event import NIL_ID, Event
 from ..session import Session
 from ..timeline import as_new_event
 from .common import (
@@ -100,7 +101,7 @@ def append(app: App, session: str, kind: str, record_json: str | None,
         click.echo(event.id)
 
 
-def _emit_or_shorts(session: Session, events: list, as_json: bool) -> dict[str, str] | None:
+def _emit_or_shorts(session: Session, events: list[Event], as_json: bool) -> dict[str, str] | None:
     """Print ``events`` as JSON, or say there are none; either way None.
     Otherwise the short ids to draw them with."""
     if as_json:
@@ -170,7 +171,8 @@ def tree(app: App, session: Session, as_json: bool) -> None:
 def show(app: App, session: Session, event: str, as_json: bool) -> None:
     """Show one event with its full record.
 
-    A payload kept in a blob is loaded and its digest verified. EVENT is a full id, a unique prefix of at least 4 hex digits, or HEAD."""
+    A payload kept in a blob is loaded and its digest verified. EVENT is a
+    full id, a unique prefix of at least 4 hex digits, or HEAD."""
     found = session.resolve(session.event(resolve_event(session, event)))
     children = session.children().get(found.id, [])
     if as_json:

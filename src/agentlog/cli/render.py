@@ -10,7 +10,8 @@ import os
 import sys
 import time
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import click
 import orjson
@@ -77,7 +78,7 @@ def columns(headers: Sequence[tuple[str, int, str]],
 
     rich's Table costs seconds per few thousand rows, and a listing of
     many sessions reaches tens of thousands."""
-    rows = [[(_cut(text, cap), style) for (text, style), (_, cap, _) in zip(row, headers)]
+    rows = [[(_cut(text, cap), style) for (text, style), (_, cap, _) in zip(row, headers, strict=True)]
             for row in rows]
     widths = [max([len(title)] + [len(row[i][0]) for row in rows])
               for i, (title, _, _) in enumerate(headers)]
@@ -85,7 +86,7 @@ def columns(headers: Sequence[tuple[str, int, str]],
 
     def line(cells: Sequence[tuple[str, str]]) -> Text:
         out = Text(no_wrap=True, overflow="ellipsis")
-        for i, ((text, style), (_, _, align), width) in enumerate(zip(cells, headers, widths)):
+        for i, ((text, style), (_, _, align), width) in enumerate(zip(cells, headers, widths, strict=True)):
             padded = text.rjust(width) if align == ">" else (text if i == last else text.ljust(width))
             out.append(padded, style=style)
             if i != last:
@@ -117,7 +118,7 @@ def abbreviate(ids: Iterable[str], min_len: int = MIN_SHORT) -> dict[str, str]:
         shared[i - 1] = max(shared[i - 1], n)
         shared[i] = max(shared[i], n)
     out = {}
-    for value, common in zip(ordered, shared):
+    for value, common in zip(ordered, shared, strict=True):
         need = max(min_len, common + 1)
         if need < len(value) and value[need - 1] == "-":
             need += 1
@@ -193,7 +194,7 @@ def full_text(kind: str, record: Any) -> str:
 def preview(event: Event, limit: int = PREVIEW_LIMIT) -> str:
     """One line saying what an event holds; a blob not loaded is named, not read."""
     if not event.loaded:
-        return f"<blob {event.digest[:19]}… not loaded>"
+        return f"<blob {(event.digest or '')[:19]}… not loaded>"
     return one_line(full_text(event.kind, event.record), limit)
 
 
@@ -238,7 +239,7 @@ class _Node:
         self.label = label
         self.children: list[_Node] = []
 
-    def add(self, label: Text) -> "_Node":
+    def add(self, label: Text) -> _Node:
         node = _Node(label)
         self.children.append(node)
         return node
