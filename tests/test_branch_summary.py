@@ -13,8 +13,6 @@ from agentlog import NIL_ID, Store, SummarizerError
 from agentlog.agent.models import check_messages
 from agentlog.providers import BRANCH_PREFIX, INTERRUPTED
 from agentlog.summarize import empty_structured
-from helpers import BLOB_THRESHOLD
-
 
 
 def history(s):

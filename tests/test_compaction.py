@@ -27,7 +27,6 @@ from agentlog.tokens import Usage
 from helpers import BLOB_THRESHOLD, RecordingFs, chunk_paths
 
 
-
 def turn(s, n: int, *, calls: int = 1, big: bool = False, answer: bool = True):
     """One user turn: a question, a tool step with ``calls`` calls, an answer."""
     out = [s.append("message", {"content": f"Question {n}: please look at file{n}.py"}, role="user")]

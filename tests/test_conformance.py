@@ -16,12 +16,12 @@ import pytest
 
 from agentlog import (
     NIL_ID,
-    NewEvent,
     Event,
     EventNotFound,
     InvalidEvent,
     InvalidEventId,
     InvalidSessionId,
+    NewEvent,
     ReadOnlySession,
     SessionClosed,
     SessionExists,
@@ -87,7 +87,8 @@ def _nested(depth: int) -> Any:
 ROUND_TRIP = {
     "message": {"content": "hello", "usage": {"input_tokens": 3, "output_tokens": 5}},
     "nested": {"a": [1, {"b": [None, True, False, 1.5, -0.0, {"c": {"d": []}}]}], "e": {}},
-    "unicode": {"text": "h\u00e9llo \u2014 \u65e5\u672c\u8a9e \U0001f389 \u2028\u2029 \u0000 \u0645\u0631\u062d\u0628\u0627",
+    "unicode": {"text": "h\u00e9llo \u2014 \u65e5\u672c\u8a9e \U0001f389 \u2028\u2029 \u0000 "
+                        "\u0645\u0631\u062d\u0628\u0627",
                 "\u043a\u043b\u044e\u0447": "\u0437\u043d\u0430\u0447\u0435\u043d\u0438\u0435",
                 "emoji\U0001f389": 1},
     "large_ints": {"i63": 2**63 - 1, "neg": -(2**63), "u64": 2**64 - 1, "zero": 0},
@@ -217,7 +218,7 @@ class TestConformance:
         events = self.chain(session, 5)
         assert events[0].parent_id == NIL_ID
         assert events[0].is_root
-        for prev, cur in zip(events, events[1:]):
+        for prev, cur in zip(events, events[1:], strict=False):
             assert cur.parent_id == prev.id
         assert session.head == events[-1].id
         assert len(session) == 5
@@ -253,7 +254,7 @@ class TestConformance:
         ])
         assert [e.kind for e in batch] == ["message", "tool_call", "tool_result", "state"]
         assert batch[0].parent_id == first.id
-        for prev, cur in zip(batch, batch[1:]):
+        for prev, cur in zip(batch, batch[1:], strict=False):
             assert cur.parent_id == prev.id
         assert session.head == batch[-1].id
         assert [e.id for e in session.path()] == [first.id] + [e.id for e in batch]

@@ -8,7 +8,7 @@ import pytest
 
 from agentlog import NIL_ID, FileBackend, Store
 from agentlog.backends.files.blobs import digest_of
-from helpers import RecordingFs, chunk_path, head_path, line_spans, lock_path, session_dir, tree
+from helpers import RecordingFs, chunk_path, head_path, line_spans, lock_path, session_dir
 
 
 def test_checkout_is_written_to_the_log_and_the_head_file(file_store):

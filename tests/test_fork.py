@@ -15,7 +15,6 @@ from agentlog import NIL_ID, EventNotFound, InvalidEventId, Store
 from helpers import BLOB_THRESHOLD, blob_path, session_dir
 
 
-
 def branched(s):
     """root - a - b - c (HEAD), plus a branch a - x."""
     root = s.append("message", {"content": "root"}, role="user")

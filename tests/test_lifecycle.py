@@ -17,8 +17,6 @@ from agentlog._fs import OsFs
 from agentlog.lifecycle import DEFAULT_META, SUMMARY_CHARS
 from helpers import BLOB_THRESHOLD, session_dir
 
-
-
 # --- the lazy gate -----------------------------------------------------------------
 
 

@@ -17,8 +17,8 @@ import pytest
 
 from agentlog import NIL_ID, CorruptionError, FileBackend, RecoveryWarning, StorageError, Store
 from agentlog._fs import OsFs
-from agentlog.lifecycle import DEFAULT_META
 from agentlog.backends.base import DEFAULT_BLOB_THRESHOLD
+from agentlog.lifecycle import DEFAULT_META
 from helpers import BLOB_THRESHOLD, errors_of, session_dir
 
 SID = "legacy-session"

@@ -12,10 +12,8 @@ import copy
 
 import pytest
 
-from agentlog import ContextMismatch, Store
+from agentlog import ContextMismatch
 from helpers import chunk_paths
-
-
 
 BASE = [
     {"role": "system", "content": "You are terse."},
