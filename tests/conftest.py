@@ -78,8 +78,8 @@ def drop_pg_schemas() -> None:
 
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         for schema in _pg_schemas:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-                         (f"agentlog:{schema}",))
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s",
+                         (f"agentlog:{schema}%",))
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     _pg_schemas.clear()
 

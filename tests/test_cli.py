@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def cli_home(tmp_path):
 def cli_store(request, tmp_path):
     """The store on each backend: a home directory, or a URL given with --store
     (``memory:NAME`` is shared by the in-process invocations of one test)."""
-    return {"file": tmp_path / "home", "memory": f"memory:cli-{id(tmp_path):x}",
+    return {"file": tmp_path / "home", "memory": f"memory:cli-{uuid.uuid4().hex}",
             "sqlite": f"sqlite://{tmp_path}/agentlog.db"}[request.param]
 
 

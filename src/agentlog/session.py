@@ -242,6 +242,17 @@ class Session:
         self._check_open()
         self.storage.refresh()
 
+    def wait_for_commit(self, timeout: float) -> bool:
+        """Block until a writer (in any process, on any machine the backend
+        reaches) commits to this session, or ``timeout`` seconds pass; True
+        if it did, and then this session has caught up. PostgreSQL is told
+        (LISTEN); the other backends look every 50 ms."""
+        self._check_open()
+        changed = self.storage.wait_for_commit(timeout)
+        if changed:
+            self.storage.refresh()
+        return changed
+
     # --- metadata ----------------------------------------------------------------
     @property
     def meta(self) -> dict[str, Any]:

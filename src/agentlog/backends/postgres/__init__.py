@@ -121,19 +121,32 @@ class PostgresBackend(Backend):
             yield conn
 
     def query(self, statement: str, args: Any = (), *, one: bool = False) -> Any:
-        with self.connection() as conn:
-            cursor = conn.execute(statement, args)
-            return cursor.fetchone() if one else cursor.fetchall()
+        """One read (or idempotent write) on a pooled connection; a connection
+        the server ended since it was pooled is replaced and the query re-run once."""
+        for attempt in (1, 2):
+            try:
+                with self._pool.connection() as conn:
+                    cursor = conn.execute(statement, args)
+                    return cursor.fetchone() if one else cursor.fetchall()
+            except psycopg.OperationalError:
+                if attempt == 2:
+                    with self.errors():
+                        raise
+            except psycopg.Error:
+                with self.errors():
+                    raise
+        raise AssertionError("unreachable")
 
-    def writer_connection(self) -> Conn:
-        """A dedicated connection for one writer's lifetime (its lease lives on it)."""
+    def writer_connection(self, role: str = "writer") -> Conn:
+        """A dedicated connection for one writer's lifetime (its lease lives on
+        it), named so an operator sees who holds what in pg_stat_activity."""
         with self.errors():
-            conn: Conn = psycopg.connect(self.dsn, autocommit=True, application_name=f"agentlog:{self.schema}")
+            conn: Conn = psycopg.connect(self.dsn, autocommit=True, application_name=f"agentlog:{self.schema}:{role}")
             _configure_for(self.schema, self.durability)(conn)
             return conn
 
     def _lease(self, session_id: str) -> Lease:
-        conn = self.writer_connection()
+        conn = self.writer_connection(f"writer:{session_id}")
         try:
             with self.errors():
                 return Lease(conn, self.schema, session_id, self.lease_mode, self.lease_ttl)

@@ -252,7 +252,7 @@ class PostgresSessionStorage(SessionStorage):
         """Block until a commit to this session is announced (LISTEN), or
         ``timeout`` seconds pass; True if one was. No polling."""
         if self._listener is None:
-            self._listener = self._db.writer_connection()
+            self._listener = self._db.writer_connection("listener")
             self._listener.execute(
                 sql.SQL("LISTEN {}").format(sql.Identifier(channel_of(self._db.schema, self.session_id)))
             )

@@ -1,0 +1,95 @@
+"""Copy sessions between any two stores (files, SQLite, PostgreSQL, memory).
+
+Ids, parents, times, HEAD, blobs and metadata are preserved. A copy is
+idempotent and resumable: a session already on the target with the same
+first events gets only the events it lacks (a second run copies nothing),
+and each batch of events lands atomically. A target whose events differ
+from the source's is never overwritten: that is an error naming the
+session. After copying, both sides are compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .errors import AgentlogError, SessionNotFound
+from .event import NIL_ID
+from .session import Session
+from .store import Store
+
+__all__ = ["BATCH", "CopyDiverged", "CopyReport", "copy_sessions"]
+
+#: Events per atomic import: bounds memory for huge sessions.
+BATCH = 2000
+
+
+class CopyDiverged(AgentlogError):
+    """The target has a session of that id whose events differ from the source's."""
+
+
+@dataclass
+class CopyReport:
+    """What a copy did, per session id."""
+
+    created: list[str] = field(default_factory=list)
+    extended: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    events: int = 0
+
+
+def _shape(session: Session) -> list[tuple[str, str, str | None, str, str | None, str, str | None]]:
+    return [(e.id, e.parent_id, e.branch_from, e.kind, e.role, e.timestamp, e.digest) for e in session.entries()]
+
+
+def _copy_one(source: Session, target: Store, report: CopyReport) -> int:
+    entries = source.entries()
+    meta = source.meta
+    if not target.exists(source.id):
+        first = [source.event(e.id) for e in entries[:BATCH]]
+        head = source.head if len(entries) <= BATCH else (first[-1].id if first else NIL_ID)
+        timeline = target.create_timeline(source.id, meta, first, source.storage, head)
+        copied = Session(target, timeline)
+        report.created.append(source.id)
+        done = len(first)
+    else:
+        copied = target.open(source.id)
+        have = _shape(copied)
+        if have != _shape(source)[: len(have)]:
+            copied.close()
+            raise CopyDiverged(f"session {source.id!r} differs on the target: not overwritten")
+        done = len(have)
+        (report.extended if done < len(entries) or copied.head != source.head else report.unchanged).append(
+            source.id)
+    try:
+        added = len(entries) - done
+        while done < len(entries):
+            batch = [source.event(e.id) for e in entries[done : done + BATCH]]
+            copied.import_events(batch, source)
+            done += len(batch)
+        if copied.head != source.head:
+            copied.checkout(source.head)
+        if copied.meta != meta:
+            copied.storage.write_meta(meta)
+        if _shape(copied) != _shape(source) or copied.head != source.head or copied.meta != meta:
+            raise CopyDiverged(f"session {source.id!r}: the copy does not match its source after copying")
+        return added if source.id not in report.created else len(entries)
+    finally:
+        copied.close()
+
+
+def copy_sessions(source: Store, target: Store, session_ids: Sequence[str] | None = None,
+                  progress: Callable[[str, int], None] | None = None) -> CopyReport:
+    """Copy ``session_ids`` (default: every session) from ``source`` to
+    ``target``; ``progress(session_id, events)`` is called after each."""
+    ids: Iterable[str] = session_ids if session_ids else sorted(source.backend.session_ids())
+    report = CopyReport()
+    for sid in ids:
+        if not source.exists(sid):
+            raise SessionNotFound(sid)
+        with source.open(sid, readonly=True) as session:
+            count = _copy_one(session, target, report)
+        report.events += count
+        if progress is not None:
+            progress(sid, count)
+    return report
