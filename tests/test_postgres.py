@@ -102,8 +102,9 @@ WRITER = textwrap.dedent("""
     import sys, time
     from agentlog import Store, SessionLocked
     store = Store(sys.argv[1])
-    start = float(sys.argv[3])
-    time.sleep(max(0.0, start - time.time()))
+    if sys.argv[3] == "wait":  # a barrier: "ready", then wait for "go"
+        print("ready", flush=True)
+        sys.stdin.readline()
     try:
         s = store.open(sys.argv[2])
     except SessionLocked as exc:
@@ -111,7 +112,8 @@ WRITER = textwrap.dedent("""
         sys.exit(0)
     s.append("custom", {"writer": sys.argv[4]})
     print("won", flush=True)
-    time.sleep(float(sys.argv[5]))
+    if sys.argv[3] == "wait":
+        sys.stdin.readline()  # hold the lease until told
     s.close()
 """)
 
@@ -123,10 +125,15 @@ def test_two_writer_processes_exactly_one_wins_every_round(schema, mode):
     store.create(session_id="race").close()
     rounds = int(os.environ.get("AGENTLOG_PG_RACE_ROUNDS", "6"))
     for r in range(rounds):
-        start = time.time() + 0.5
-        procs = [subprocess.Popen([sys.executable, "-c", WRITER, store_url, "race", str(start), f"{r}-{i}", "0.6"],
-                                  stdout=subprocess.PIPE, text=True) for i in range(2)]
-        outs = [p.communicate(timeout=60)[0].split() for p in procs]
+        procs = [subprocess.Popen([sys.executable, "-c", WRITER, store_url, "race", "wait", f"{r}-{i}"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for i in range(2)]
+        for p in procs:
+            assert p.stdout.readline().strip() == "ready"
+        for p in procs:  # both race for the lease at once
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        firsts = [p.stdout.readline().split() for p in procs]  # won, or locked naming the holder
+        outs = [firsts[i] + p.communicate("done\n", timeout=60)[0].split() for i, p in enumerate(procs)]
         assert sorted(o[0] for o in outs) == ["locked", "won"], outs
         loser = outs[0] if outs[0][0] == "locked" else outs[1]
         assert "pid" in loser  # the holder is named
@@ -144,7 +151,7 @@ def test_adk_style_interleaving_cannot_happen(schema):
     store = Store(store_url)
     with store.create(session_id="shared") as first:
         first.append("message", {"content": "instance one"}, role="user")
-        proc = subprocess.run([sys.executable, "-c", WRITER, store_url, "shared", "0", "two", "0"],
+        proc = subprocess.run([sys.executable, "-c", WRITER, store_url, "shared", "now", "two"],
                               capture_output=True, text=True, timeout=60)
         assert proc.stdout.startswith("locked"), proc.stderr
         first.append("message", {"content": "instance one again"}, role="assistant")
@@ -179,13 +186,13 @@ def test_row_lease_expires_and_the_old_writer_cannot_commit(schema):
     store = Store(store_url)
     writer = store.create(session_id="s")
     writer.append("custom", {"n": 1})
-    refused = subprocess.run([sys.executable, "-c", WRITER, store_url, "s", "0", "too-early", "0"],
+    refused = subprocess.run([sys.executable, "-c", WRITER, store_url, "s", "now", "too-early"],
                              capture_output=True, text=True, timeout=60)
     assert refused.stdout.startswith("locked"), refused.stderr  # a live row lease holds
     sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
         f"agentlog:{schema}:writer:s")
     time.sleep(1.5)  # the TTL passes with no renewal
-    proc = subprocess.run([sys.executable, "-c", WRITER, store_url, "s", "0", "successor", "0"],
+    proc = subprocess.run([sys.executable, "-c", WRITER, store_url, "s", "now", "successor"],
                           capture_output=True, text=True, timeout=60)
     assert proc.stdout.startswith("won"), proc.stderr
     with pytest.raises(LeaseLost):

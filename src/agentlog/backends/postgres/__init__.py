@@ -83,8 +83,9 @@ class PostgresBackend(Backend):
                 migrate(conn, schema)
             self._pool: ConnectionPool[Conn] = ConnectionPool(
                 dsn,
-                min_size=1,
+                min_size=0,  # a writer reads on its own connection: open pooled ones only when asked
                 max_size=pool_size,
+                max_idle=60,
                 open=True,
                 configure=_configure_for(schema, durability),
                 kwargs={"autocommit": True, "application_name": f"agentlog:{schema}"},

@@ -68,23 +68,27 @@ class Lease:
         self._acquire()
 
     def _holder(self) -> str | None:
-        row = self.conn.execute(
-            "SELECT holder FROM leases WHERE session_id = %s", (self.session_id,)
-        ).fetchone()
+        row = self.conn.execute("SELECT holder FROM leases WHERE session_id = %s", (self.session_id,)).fetchone()
         return None if row is None else str(row[0])
 
     def _acquire(self) -> None:
         note = _holder_note()
         if self._mode == "advisory":
-            got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (self._key,)).fetchone()
-            if not (got and got[0]):
+            # The note is written, then the lock tried, in one transaction: the
+            # note's row lock makes contenders take turns, and a refused one
+            # rolls its note back, so the note read after a refusal is the holder's.
+            refused = False
+            with self.conn.transaction():
+                self.conn.execute(
+                    "INSERT INTO leases VALUES (%s, %s, %s, 'infinity') ON CONFLICT (session_id)"
+                    " DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, expires_at = 'infinity'",
+                    (self.session_id, self.token, note))
+                got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (self._key,)).fetchone()
+                if not (got and got[0]):
+                    refused = True
+                    raise psycopg.Rollback()  # leaves the block quietly, the note undone
+            if refused:
                 raise SessionLocked(self.session_id, self._holder())
-            # Holding the lock, any older row is a dead writer's: replace it.
-            self.conn.execute(
-                "INSERT INTO leases VALUES (%s, %s, %s, 'infinity') ON CONFLICT (session_id)"
-                " DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, expires_at = 'infinity'",
-                (self.session_id, self.token, note),
-            )
             return
         row = self.conn.execute(
             "INSERT INTO leases VALUES (%s, %s, %s, now() + make_interval(secs => %s)) ON CONFLICT (session_id)"

@@ -127,8 +127,24 @@ class PostgresSessionStorage(SessionStorage):
             return Ticket(StorageError("commit", self._db.url, None, str(exc).strip()))
         return Ticket.done()
 
+    def _query(self, statement: str, args: Any = (), *, one: bool = False) -> Any:
+        """A read: a writer uses its own connection (one connection per agent
+        process, and it reads its own commits); a reader uses the pool."""
+        if self._lease is not None and not self._lease.lost:
+            with self._commit_lock:
+                try:
+                    cursor = self._lease.conn.execute(statement, args)
+                    return cursor.fetchone() if one else cursor.fetchall()
+                except psycopg.OperationalError as exc:
+                    # Its connection is gone, and with it the lease: read on.
+                    self._lease.lost = f"its connection ended: {str(exc).strip() or type(exc).__name__}"
+                except psycopg.Error:
+                    with self._db.errors():
+                        raise
+        return self._db.query(statement, args, one=one)
+
     def _one(self, statement: str, *args: Any) -> Any:
-        row = self._db.query(statement, (self.session_id, *args), one=True)
+        row = self._query(statement, (self.session_id, *args), one=True)
         return None if row is None else row[0]
 
     def head(self) -> str:
@@ -140,7 +156,7 @@ class PostgresSessionStorage(SessionStorage):
         return last or ""
 
     def get(self, event_id: str) -> Event:
-        row = self._db.query(
+        row = self._query(
             f"SELECT {_COLUMNS} FROM events WHERE session_id = %s AND id = %s",
             (self.session_id, event_id),
             one=True,
@@ -158,7 +174,7 @@ class PostgresSessionStorage(SessionStorage):
         until_id: str | None = None,
     ) -> list[Event]:
         bound = self.event_count() + 1
-        rows = self._db.query(
+        rows = self._query(
             _ANCESTORS,
             {
                 "s": self.session_id,
@@ -184,7 +200,7 @@ class PostgresSessionStorage(SessionStorage):
         )
 
     def entries(self) -> Iterator[IndexEntry]:
-        rows = self._db.query(
+        rows = self._query(
             "SELECT id::text, parent_id::text, branch_from::text, kind, role, ts, digest"
             " FROM events WHERE session_id = %s ORDER BY seq",
             (self.session_id,),
@@ -196,7 +212,7 @@ class PostgresSessionStorage(SessionStorage):
         return int(count or 0)
 
     def get_blob(self, digest: str) -> bytes:
-        row = self._db.query("SELECT data FROM blobs WHERE digest = %s", (digest,), one=True)
+        row = self._query("SELECT data FROM blobs WHERE digest = %s", (digest,), one=True)
         data = None if row is None else bytes(row[0])
         if data is None or digest_of(data) != digest:
             raise BlobIntegrityError(self._db.url, None, f"blob {digest} is missing or damaged")
