@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agentlog import NIL_ID, FileBackend, Store
-from agentlog.backends.files.blobs import digest_of
+from agentlog.event import digest_of
 from helpers import RecordingFs, chunk_path, head_path, line_spans, lock_path, session_dir
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentlog import HeadConflict, LeaseLost, SessionLocked, StorageError, Store
+from agentlog import HeadConflict, LeaseLost, StorageError, Store
 from agentlog.copying import CopyDiverged, copy_sessions
 from conftest import PG_DSN
 

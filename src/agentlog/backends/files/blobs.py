@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 
 from ..._fs import OsFs
 from ...errors import BlobIntegrityError, CorruptionError, StorageError
+from ...event import digest_of
 
-__all__ = ["BlobStore", "digest_of"]
-
-
-def digest_of(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+__all__ = ["BlobStore"]
 
 
 def _hex(digest: str, where: str) -> str:

@@ -29,7 +29,7 @@ from psycopg_pool import ConnectionPool
 from ...errors import CorruptionError, SessionExists, SessionNotFound, StorageError, UnknownBackend
 from ...event import NIL_ID, check_session_id
 from ..base import Backend, Commit, ListingRow, Problem, SessionStats, SessionStorage
-from .lease import LEASE_MODES, Lease
+from .lease import LEASE_MODES, PostgresLease
 from .schema import migrate
 from .storage import PostgresSessionStorage, channel_of, insert_commit
 
@@ -146,11 +146,11 @@ class PostgresBackend(Backend):
             _configure_for(self.schema, self.durability)(conn)
             return conn
 
-    def _lease(self, session_id: str) -> Lease:
+    def _lease(self, session_id: str) -> PostgresLease:
         conn = self.writer_connection(f"writer:{session_id}")
         try:
             with self.errors():
-                return Lease(conn, self.schema, session_id, self.lease_mode, self.lease_ttl)
+                return PostgresLease(conn, self.schema, session_id, self.lease_mode, self.lease_ttl)
         except BaseException:
             conn.close()
             raise

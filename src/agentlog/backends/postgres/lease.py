@@ -29,7 +29,7 @@ import psycopg
 
 from ...errors import LeaseLost, SessionLocked
 
-__all__ = ["LEASE_MODES", "Lease", "lock_key"]
+__all__ = ["LEASE_MODES", "PostgresLease", "lock_key"]
 
 LEASE_MODES = ("advisory", "row")
 
@@ -45,7 +45,7 @@ def _holder_note() -> str:
     return f"pid {os.getpid()} on {socket.gethostname()} since {since}"
 
 
-class Lease:
+class PostgresLease:
     """A held lease; ``check`` runs inside each commit's transaction."""
 
     def __init__(

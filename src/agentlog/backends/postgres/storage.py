@@ -24,7 +24,7 @@ from ...errors import (
 )
 from ...event import NIL_ID, Event, digest_of
 from ..base import Commit, IndexEntry, SessionStorage, Ticket
-from .lease import Lease
+from .lease import PostgresLease
 
 if TYPE_CHECKING:  # the backend module imports this one; the name is for annotations only
     from . import PostgresBackend
@@ -99,7 +99,7 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str) -> 
 
 
 class PostgresSessionStorage(SessionStorage):
-    def __init__(self, backend: PostgresBackend, session_id: str, lease: Lease | None) -> None:
+    def __init__(self, backend: PostgresBackend, session_id: str, lease: PostgresLease | None) -> None:
         self.session_id = session_id
         self.readonly = lease is None
         self.warnings: list[str] = []
