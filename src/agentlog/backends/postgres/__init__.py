@@ -146,10 +146,16 @@ class PostgresBackend(Backend):
             _configure_for(self.schema, self.durability)(conn)
             return conn
 
-    def _lease(self, session_id: str) -> PostgresLease:
-        conn = self.writer_connection(f"writer:{session_id}")
+    def _lease(self, session_id: str, *, exists: bool) -> PostgresLease:
+        """A writer's connection holding the session's lease. The session must
+        exist (or, for ``exists=False``, not yet): checked first on the same
+        connection, so a writer process needs just this one connection."""
+        conn = self.writer_connection(f"writer:{check_session_id(session_id)}")
         try:
             with self.errors():
+                found = conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone() is not None
+                if found != exists:  # before the lease: its holder may be this very process
+                    raise SessionExists(session_id) if found else SessionNotFound(session_id)
                 return PostgresLease(conn, self.schema, session_id, self.lease_mode, self.lease_ttl)
         except BaseException:
             conn.close()
@@ -157,9 +163,7 @@ class PostgresBackend(Backend):
 
     # --- sessions ------------------------------------------------------------------
     def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> SessionStorage:
-        if self.exists(session_id):  # before the lease: its holder may be this very process
-            raise SessionExists(session_id)
-        lease = self._lease(session_id)
+        lease = self._lease(session_id, exists=False)
         try:
             with self.errors(), lease.conn.transaction():
                 try:
@@ -178,9 +182,11 @@ class PostgresBackend(Backend):
         return PostgresSessionStorage(self, session_id, lease)
 
     def open(self, session_id: str, *, readonly: bool) -> SessionStorage:
-        if not self.exists(session_id):
-            raise SessionNotFound(session_id)
-        return PostgresSessionStorage(self, session_id, None if readonly else self._lease(session_id))
+        if readonly:
+            if not self.exists(session_id):
+                raise SessionNotFound(session_id)
+            return PostgresSessionStorage(self, session_id, None)
+        return PostgresSessionStorage(self, session_id, self._lease(session_id, exists=True))
 
     def exists(self, session_id: str) -> bool:
         return (
@@ -212,9 +218,7 @@ class PostgresBackend(Backend):
         return iter([ListingRow(str(r[0]), r[1], SessionStats(int(r[2]), int(r[3]))) for r in rows])
 
     def delete(self, session_id: str) -> None:
-        if not self.exists(session_id):
-            raise SessionNotFound(session_id)
-        lease = self._lease(session_id)
+        lease = self._lease(session_id, exists=True)
         try:
             with self.errors(), lease.conn.transaction():
                 lease.check(lease.conn)
