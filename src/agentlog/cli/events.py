@@ -24,12 +24,14 @@ from .common import (
     resolve_event,
     session_command,
 )
+from .refs import labels_of
 from .render import (
     abbreviate,
     console,
     event_line,
     event_lines,
     full_text,
+    hide_kinds,
     local_time,
     preview,
     print_lines,
@@ -37,6 +39,10 @@ from .render import (
 )
 
 __all__ = ["COMMANDS"]
+
+#: Kinds ``tree`` leaves out unless --all: a checkpoint after every step
+#: would bury the conversation.
+HIDDEN_KINDS = frozenset({"state"})
 
 
 def _read_record(text: str | None) -> Any:
@@ -135,13 +141,18 @@ def log(app: App, session: Session, full: bool, limit: int | None, as_json: bool
 
 @click.command("tree")
 @session_command()
+@click.option("--all", "show_all", is_flag=True,
+              help="Show 'state' checkpoint events too (hidden by default).")
 @json_option
-def tree(app: App, session: Session, as_json: bool) -> None:
-    """Draw every branch of a session, HEAD marked.
+def tree(app: App, session: Session, show_all: bool, as_json: bool) -> None:
+    """Draw every branch of a session: HEAD, labels, compactions and
+    branch summaries marked.
 
     A run of events without branching stays at one depth; each branch
     point lists its branches as labelled subtrees, the one leading to HEAD
-    marked active. With --json, the nodes come from the index alone."""
+    marked active. The 'state' checkpoints saved after every step are
+    hidden unless --all (their children hang from the event before them).
+    With --json, every node comes from the index alone, state included."""
     entries = session.entries()
     head = session.head
     if as_json:
@@ -151,6 +162,7 @@ def tree(app: App, session: Session, as_json: bool) -> None:
         emit_json({
             "session": session.id,
             "head": head,
+            "labels": labels_of(session.meta),
             "roots": children.get(NIL_ID, []),
             "nodes": [{"id": e.id, "parent_id": e.parent_id, "branch_from": e.branch_from,
                        "kind": e.kind, "role": e.role, "timestamp": e.timestamp,
@@ -158,8 +170,12 @@ def tree(app: App, session: Session, as_json: bool) -> None:
                       for e in entries],
         })
         return
-    texts = {e.id: preview(session.event(e.id), 80) for e in entries}
-    print_lines(session_tree(_title(session), entries, head, texts))
+    shown, shown_head = hide_kinds(entries, head, frozenset() if show_all else HIDDEN_KINDS)
+    texts = {e.id: preview(session.event(e.id), 80) for e in shown}
+    marks: dict[str, list[str]] = {}
+    for name, target in sorted(labels_of(session.meta).items()):
+        marks.setdefault(target, []).append(name)
+    print_lines(session_tree(_title(session), shown, shown_head, texts, labels=marks))
 
 
 @click.command("show")
