@@ -14,6 +14,7 @@ import orjson
 
 from ..session import Session
 from ..store import Store
+from .completion import complete_session
 from .refs import resolve_event, resolve_session
 
 __all__ = [
@@ -79,6 +80,6 @@ def session_command(*, write: bool = False) -> Callable[[Callable], Callable]:
                 return f(app, opened, **kwargs)
 
         run = pass_app(run)
-        return click.argument("session", metavar="SESSION")(run)
+        return click.argument("session", metavar="SESSION", shell_complete=complete_session)(run)
 
     return decorate

@@ -24,6 +24,7 @@ from .common import (
     resolve_event,
     session_command,
 )
+from .completion import complete_event
 from .refs import labels_of
 from .render import (
     abbreviate,
@@ -180,12 +181,14 @@ def tree(app: App, session: Session, show_all: bool, as_json: bool) -> None:
 
 @click.command("show")
 @session_command()
-@click.argument("event")
+@click.argument("event", shell_complete=complete_event)
 @json_option
 def show(app: App, session: Session, event: str, as_json: bool) -> None:
     """Show one event with its full record.
 
-    A payload kept in a blob is loaded and its digest verified. EVENT is a full id, a unique prefix of at least 4 hex digits, or HEAD."""
+    A payload kept in a blob is loaded and its digest verified. EVENT is
+    HEAD, a label, a short id, a unique prefix of at least 4 hex digits
+    or a full id, optionally followed by ~N (N parents up)."""
     found = session.resolve(session.event(resolve_event(session, event)))
     children = session.children().get(found.id, [])
     if as_json:
@@ -214,13 +217,14 @@ def show(app: App, session: Session, event: str, as_json: bool) -> None:
 
 @click.command("checkout")
 @session_command(write=True)
-@click.argument("event")
+@click.argument("event", shell_complete=complete_event)
 @json_option
 def checkout(app: App, session: Session, event: str, as_json: bool) -> None:
     """Move HEAD to EVENT durably, appending no event.
 
-    EVENT is a full id, a unique prefix of at least 4 hex digits, or
-    'root' to make the next append start a new root. The next append
+    EVENT is HEAD, a label, a short id, a unique prefix or a full id
+    (each optionally followed by ~N, N parents up), or 'root' to make
+    the next append start a new root. The next append
     becomes a child of EVENT, starting a branch if EVENT has children."""
     previous = session.head
     target = resolve_event(session, event, allow_root=True)

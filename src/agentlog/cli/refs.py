@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import click
 
 from ..errors import AgentlogError, EventNotFound, SessionNotFound
 from ..event import NIL_ID, check_session_id
 from ..session import Session
+from ..shortid import SHORT_LEN, is_uuid, short_ids
+from ..shortid import hex_digits as _hex
 from ..store import Store
 
 __all__ = [
@@ -37,10 +39,8 @@ __all__ = [
     "short_ids",
 ]
 
-SHORT_LEN = 8
 MIN_EVENT_PREFIX = 4
 _SHOWN = 4
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _HEX = re.compile(r"[0-9a-f]+\Z")
 _ANCESTRY = re.compile(r"(?P<base>.+?)(?P<steps>(?:~\d*|\^)+)\Z")
 _STEP = re.compile(r"~(\d*)|\^")
@@ -52,54 +52,6 @@ class AmbiguousRef(AgentlogError):
 
 class BadRef(AgentlogError):
     """A ref that cannot name anything (bad syntax, or past a root)."""
-
-
-class _HasParent(Protocol):
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def parent_id(self) -> str: ...
-
-
-def _hex(value: str) -> str:
-    return value.replace("-", "")
-
-
-def short_ids(ids: Iterable[str], min_len: int = SHORT_LEN) -> dict[str, str]:
-    """Each UUID's shortest unique tail (at least ``min_len`` hex digits).
-
-    Ids that are not UUIDs (a session made with ``--id demo``) are their
-    own short form. The tail is unique both as a tail and as a prefix of
-    any other id, because a ref is matched either way."""
-    uuids = sorted({i for i in ids if _UUID.match(i)}, key=lambda i: _hex(i)[::-1])
-    out: dict[str, str] = {i: i for i in ids if not _UUID.match(i)}
-    reversed_hex = [_hex(i)[::-1] for i in uuids]
-    need = [min_len] * len(uuids)
-    for n in range(1, len(uuids)):  # neighbours in reversed order share the longest tails
-        a, b = reversed_hex[n - 1], reversed_hex[n]
-        common = 0
-        while common < len(a) and a[common] == b[common]:
-            common += 1
-        need[n - 1] = max(need[n - 1], common + 1)
-        need[n] = max(need[n], common + 1)
-    prefixes: dict[int, set[str]] = {}
-    for uid, length in zip(uuids, need):
-        digits = _hex(uid)
-        while length < len(digits):
-            starts = prefixes.get(length)
-            if starts is None:
-                starts = prefixes[length] = {_hex(u)[:length] for u in uuids}
-            tail = digits[-length:]
-            if tail not in starts or digits.startswith(tail) and _only_start(uuids, tail, uid):
-                break
-            length += 1
-        out[uid] = digits[-length:]
-    return out
-
-
-def _only_start(uuids: list[str], text: str, uid: str) -> bool:
-    return all(u == uid or not _hex(u).startswith(text) for u in uuids)
 
 
 def _matches(ids: Iterable[str], text: str) -> list[str]:
@@ -196,7 +148,7 @@ def _resolve_base(session: Session, text: str, labels: dict[str, str]) -> str:
             raise EventNotFound(target, session.id)
         return target
     value = text.lower()
-    if _UUID.match(value):
+    if is_uuid(value):
         if value not in session:
             raise EventNotFound(value, session.id)
         return value
@@ -212,14 +164,3 @@ def _resolve_base(session: Session, text: str, labels: dict[str, str]) -> str:
         raise EventNotFound(text, session.id)
     raise AmbiguousRef(f"event {text!r} is ambiguous in session {session.id}: "
                        f"it could be {_some(found)}")
-
-
-def ancestors(entries: Iterable[_HasParent], start: str) -> list[str]:
-    """``start`` and its ancestors, nearest first (from index entries)."""
-    parent = {e.id: e.parent_id for e in entries}
-    out = []
-    current = start
-    while current in parent and current not in out:
-        out.append(current)
-        current = parent[current]
-    return out

@@ -23,7 +23,7 @@ import hashlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import IO, Any
 
 import orjson
@@ -64,7 +64,7 @@ class ImportReport:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _line(value: Any) -> bytes:
@@ -196,7 +196,7 @@ def import_bundle(store: Store, path: str, *, progress: Progress | None = None) 
         if len(entries) > len(bundle.events):
             raise BundleError(f"session {sid} already exists with more events than the "
                               f"bundle ({len(entries)} > {len(bundle.events)}); not imported")
-        for have, new in zip(entries, bundle.events):
+        for have, new in zip(entries, bundle.events, strict=False):
             if not _same(have, new):
                 raise BundleError(f"session {sid} already exists and differs from the "
                                   f"bundle at event {new.id}; not imported")

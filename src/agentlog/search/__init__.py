@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..event import format_timestamp, parse_timestamp
@@ -96,7 +96,7 @@ def _since(value: str | datetime | None) -> str | None:
     if value is None:
         return None
     if isinstance(value, datetime):
-        aware = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        aware = value if value.tzinfo else value.replace(tzinfo=UTC)
         return format_timestamp(int(aware.timestamp() * 1_000_000_000))
     try:
         return format_timestamp(parse_timestamp(value))

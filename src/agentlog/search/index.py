@@ -127,7 +127,7 @@ def _write(conn: sqlite3.Connection) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def open_index(store: Store) -> Iterator["Index"]:
+def open_index(store: Store) -> Iterator[Index]:
     """The index of ``store``, created if missing; closed after use."""
     path = index_location(store.home)
     if path is None:
