@@ -51,10 +51,10 @@ def make(home, name="work", n=3, cwd="/tmp"):
     store = Store(home)
     with store.create(name=name, working_dir=cwd) as s:
         for i in range(n):
-            s.append("message", {"content": f"{name} message {i}"},
-                     role="user" if i % 2 == 0 else "assistant")
-        s.append("tool_call", {"id": "c1", "name": "bash", "arguments": '{"cmd": "ls"}'},
-                 role="assistant")
+            s.append(
+                "message", {"content": f"{name} message {i}"}, role="user" if i % 2 == 0 else "assistant"
+            )
+        s.append("tool_call", {"id": "c1", "name": "bash", "arguments": '{"cmd": "ls"}'}, role="assistant")
         s.append("tool_result", {"tool_call_id": "c1", "content": "a.py b.py"}, role="tool")
         s.append("state", {"scratchpad": "noise", "usage": {"input_tokens": 1}}, role="system")
         return s.id, [e.id for e in s.entries()]
@@ -243,9 +243,9 @@ def test_search_command(home, tmp_path):
     text = ok(home, "search", "bash")
     assert "tool_call" in text and "ls" in text
     assert ok_json(home, "search", "message", "--cwd", str(tmp_path), "-n", "50") and all(
-        h["session_id"] == sid for h in ok_json(home, "search", "message", "--cwd", str(tmp_path)))
-    assert all(h["role"] == "assistant" for h in ok_json(home, "search", "message", "--role",
-                                                          "assistant"))
+        h["session_id"] == sid for h in ok_json(home, "search", "message", "--cwd", str(tmp_path))
+    )
+    assert all(h["role"] == "assistant" for h in ok_json(home, "search", "message", "--role", "assistant"))
     assert ok_json(home, "search", "message", "--kind", "tool_result") == []
     assert ok_json(home, "search", "message", "--since", "1d")
     assert ok_json(home, "search", "message", "--since", "2999-01-01") == []
@@ -281,8 +281,7 @@ def test_export_formats_to_files_and_stdout(home, tmp_path):
 def test_export_redact_reports_counts(home, tmp_path):
     store = Store(home)
     with store.create() as s:
-        s.append("message", {"content": "key AKIAIOSFODNN7EXAMPLE and AKIAI44QH8DHBEXAMPLE"},
-                 role="user")
+        s.append("message", {"content": "key AKIAIOSFODNN7EXAMPLE and AKIAI44QH8DHBEXAMPLE"}, role="user")
         sid = s.id
     out = tmp_path / "r.md"
     doc = ok_json(home, "export", sid, "--redact", "-o", str(out))
@@ -299,8 +298,13 @@ def test_import_bundle_round_trip_and_idempotence(home, tmp_path):
     other = tmp_path / "other"
     assert IMPORT_FORMATS.keys() >= {"bundle"}
     first = ok_json(other, "import", "--from", "bundle", str(path))
-    assert first == {"session": sid, "outcome": "created", "events_added": 6,
-                     "events_total": 6, "head": events(home, sid)[1]}
+    assert first == {
+        "session": sid,
+        "outcome": "created",
+        "events_added": 6,
+        "events_total": 6,
+        "head": events(home, sid)[1],
+    }
     assert [e.to_dict() for e in events(other, sid)[0]] == [e.to_dict() for e in events(home, sid)[0]]
     assert "already imported, nothing changed" in ok(other, "import", "--from", "bundle", str(path))
     assert "Invalid value" in error(run(other, "import", "--from", "zip", str(path)), 2)
@@ -312,8 +316,9 @@ def test_import_bundle_round_trip_and_idempotence(home, tmp_path):
 
 
 def test_import_missing_file(home, tmp_path):
-    assert "no such file" in error(run(home, "import", "--from", "bundle",
-                                       str(tmp_path / "missing.jsonl")), 2)
+    assert "no such file" in error(
+        run(home, "import", "--from", "bundle", str(tmp_path / "missing.jsonl")), 2
+    )
 
 
 # --- housekeeping ------------------------------------------------------------------------
@@ -352,9 +357,11 @@ def test_prune_lists_asks_and_deletes_only_old_sessions(home):
 def test_du_and_stats(home):
     sid, _ = make(home)
     with Store(home).open(sid) as s:
-        s.append("message", {"content": "z" * 20_000,
-                             "usage": {"input_tokens": 7, "output_tokens": 3, "cost_usd": 0.5}},
-                 role="assistant")
+        s.append(
+            "message",
+            {"content": "z" * 20_000, "usage": {"input_tokens": 7, "output_tokens": 3, "cost_usd": 0.5}},
+            role="assistant",
+        )
     du = ok_json(home, "du")
     (row,) = du["sessions"]
     assert row["id"] == sid and row["blob_files"] == 1 and row["blobs"] > 20_000

@@ -42,24 +42,37 @@ def other(request, tmp_path):
 def _session(store: Store) -> str:
     with store.create(name="export <me>", working_dir="/w", model="m1") as s:
         user = s.append("message", {"content": "please <b>fix</b> calc.py"}, role="user")
-        s.append("message", {"content": "looking", "reasoning": "think first",
-                             "usage": {"input_tokens": 100, "output_tokens": 10,
-                                       "cost_usd": 0.25}}, role="assistant")
-        s.append("tool_call", {"id": "c1", "name": "read_file",
-                               "arguments": '{"path": "calc.py"}'}, role="assistant")
-        s.append("tool_result", {"tool_call_id": "c1", "name": "read_file",
-                                 "content": "def add(a, b): return a - b"}, role="tool")
+        s.append(
+            "message",
+            {
+                "content": "looking",
+                "reasoning": "think first",
+                "usage": {"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.25},
+            },
+            role="assistant",
+        )
+        s.append(
+            "tool_call",
+            {"id": "c1", "name": "read_file", "arguments": '{"path": "calc.py"}'},
+            role="assistant",
+        )
+        s.append(
+            "tool_result",
+            {"tool_call_id": "c1", "name": "read_file", "content": "def add(a, b): return a - b"},
+            role="tool",
+        )
         s.append("message", {"content": "abandoned idea"}, role="assistant")
         s.select(user.id)
         s.summarize_branch()
         for n in range(10):
-            s.append("message", {"content": f"turn {n} " + "text " * 30,
-                                 "usage": {"input_tokens": 10, "output_tokens": 1}},
-                     role="assistant" if n % 2 else "user")
+            s.append(
+                "message",
+                {"content": f"turn {n} " + "text " * 30, "usage": {"input_tokens": 10, "output_tokens": 1}},
+                role="assistant" if n % 2 else "user",
+            )
         assert s.compact(keep_tokens=40) is not None
         s.append("message", {"content": "y" * BIG + " tail"}, role="assistant")
-        s.append("state", {"scratchpad": "", "usage": {"input_tokens": 1, "cost_usd": 9.0}},
-                 role="system")
+        s.append("state", {"scratchpad": "", "usage": {"input_tokens": 1, "cost_usd": 9.0}}, role="system")
         s.update_meta(labels={"start": user.id})
         return s.id
 
@@ -141,8 +154,11 @@ def test_unknown_format_is_a_typed_error(store):
 
 def _all_events(store: Store, sid: str) -> tuple[list[dict], str, dict]:
     with store.open(sid, readonly=True) as s:
-        return ([s.resolve(s.event(e.id)).to_dict() for e in s.entries()], s.head,
-                {k: v for k, v in s.meta.items() if k not in ("updated_at",)})
+        return (
+            [s.resolve(s.event(e.id)).to_dict() for e in s.entries()],
+            s.head,
+            {k: v for k, v in s.meta.items() if k not in ("updated_at",)},
+        )
 
 
 def test_bundle_round_trip_is_exact_and_idempotent(store, other, tmp_path):
@@ -223,10 +239,15 @@ def test_a_missing_bundle_is_a_typed_error(other, tmp_path):
 def test_redaction_counts_every_secret(store, tmp_path):
     with store.create(name="leaky") as s:
         s.append("message", {"content": f"my key is {SECRETS['AWS Access Key']}"}, role="user")
-        s.append("tool_result", {"tool_call_id": "c", "content":
-                                 f"token={SECRETS['GitHub Token']}\n"
-                                 "clone https://bob:hunter2pass@example.com/r.git"},
-                 role="tool")
+        s.append(
+            "tool_result",
+            {
+                "tool_call_id": "c",
+                "content": f"token={SECRETS['GitHub Token']}\n"
+                "clone https://bob:hunter2pass@example.com/r.git",
+            },
+            role="tool",
+        )
         s.append("message", {"content": 'config: password = "s3cr3tValue!"'}, role="user")
         sid = s.id
     for fmt in ("md", "html", "bundle"):
@@ -245,8 +266,7 @@ def test_redaction_counts_every_secret(store, tmp_path):
 
 def test_a_redacted_bundle_still_imports(store, other, tmp_path):
     with store.create(name="leaky") as s:
-        s.append("message", {"content": f"{SECRETS['AWS Access Key']} " + "z" * BIG},
-                 role="user")
+        s.append("message", {"content": f"{SECRETS['AWS Access Key']} " + "z" * BIG}, role="user")
         sid = s.id
     path = tmp_path / "r.jsonl"
     path.write_text(_export(store, sid, "bundle", redact=True)[0])
@@ -258,7 +278,10 @@ def test_a_redacted_bundle_still_imports(store, other, tmp_path):
 
 def test_redactor_leaves_ids_and_ordinary_text_alone():
     r = Redactor()
-    value = {"id": "01a22c41-1262-7780-ac98-e0d61f046351",
-             "digest": "sha256:" + hashlib.sha256(b"x").hexdigest(),
-             "text": "the quick brown fox fixed test_add in calc.py", "n": 3}
+    value = {
+        "id": "01a22c41-1262-7780-ac98-e0d61f046351",
+        "digest": "sha256:" + hashlib.sha256(b"x").hexdigest(),
+        "text": "the quick brown fox fixed test_add in calc.py",
+        "n": 3,
+    }
     assert r.value(value) == value and r.total == 0

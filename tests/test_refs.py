@@ -26,8 +26,7 @@ def _uuid(hex32: str) -> str:
 
 def _names(ids: list[str], short: str) -> list[str]:
     """Every id ``short`` names, as refs match it: tail or prefix."""
-    return [i for i in ids if i.replace("-", "").endswith(short)
-            or i.replace("-", "").startswith(short)]
+    return [i for i in ids if i.replace("-", "").endswith(short) or i.replace("-", "").startswith(short)]
 
 
 def test_short_ids_are_8_digit_tails_when_those_are_unique():

@@ -30,21 +30,26 @@ def _history(store: Store) -> tuple[str, dict[str, str]]:
     with store.create(name="history", working_dir="/work/proj") as s:
         first = s.append("message", {"content": "the zanzibar deployment is flaky"}, role="user")
         ids["early"] = first.id
-        s.append("message", {"content": "I will look at it", "usage": {"input_tokens": 5}},
-                 role="assistant")
-        ids["call"] = s.append("tool_call", {"id": "c1", "name": "grep_logs",
-                                             "arguments": '{"pattern": "quokka-error"}'},
-                               role="assistant").id
-        ids["result"] = s.append("tool_result", {"tool_call_id": "c1", "name": "grep_logs",
-                                                 "content": "found 3 wombat timeouts"},
-                                 role="tool").id
-        ids["abandoned"] = s.append("message", {"content": "try the platypus approach"},
-                                    role="assistant").id
+        s.append("message", {"content": "I will look at it", "usage": {"input_tokens": 5}}, role="assistant")
+        ids["call"] = s.append(
+            "tool_call",
+            {"id": "c1", "name": "grep_logs", "arguments": '{"pattern": "quokka-error"}'},
+            role="assistant",
+        ).id
+        ids["result"] = s.append(
+            "tool_result",
+            {"tool_call_id": "c1", "name": "grep_logs", "content": "found 3 wombat timeouts"},
+            role="tool",
+        ).id
+        ids["abandoned"] = s.append("message", {"content": "try the platypus approach"}, role="assistant").id
         s.select(first.id)
         s.append("message", {"content": "another way then"}, role="assistant")
         for n in range(12):
-            s.append("message", {"content": f"filler turn {n} " + "words " * 40},
-                     role="user" if n % 2 else "assistant")
+            s.append(
+                "message",
+                {"content": f"filler turn {n} " + "words " * 40},
+                role="user" if n % 2 else "assistant",
+            )
         compaction = s.compact(keep_tokens=50)
         assert compaction is not None
         ids["compaction"] = compaction.id
@@ -59,7 +64,11 @@ def test_finds_text_before_a_compaction_and_on_abandoned_branches(store):
         assert ids["abandoned"] not in {e.id for e in s.path()}  # not on the active path
     (early,) = search(store, "zanzibar", kind="message")
     assert (early.session_id, early.event_id, early.kind, early.role) == (
-        sid, ids["early"], "message", "user")
+        sid,
+        ids["early"],
+        "message",
+        "user",
+    )
     assert [h.event_id for h in search(store, "platypus")] == [ids["abandoned"]]
     assert [h.event_id for h in search(store, "quokka-error")] == [ids["call"]]
     assert [h.event_id for h in search(store, "grep_logs", kind="tool_call")] == [ids["call"]]
@@ -73,10 +82,9 @@ def test_hits_are_typed_with_highlighted_snippets(store):
     _history(store)
     (hit,) = search(store, "zanzibar", kind="message")
     assert isinstance(hit, SearchHit)
-    (start, end), = hit.highlights
+    ((start, end),) = hit.highlights
     assert hit.snippet[start:end].lower() == "zanzibar"
-    assert set(hit.to_dict()) >= {"session_id", "event_id", "kind", "role", "timestamp",
-                                  "snippet"}
+    assert set(hit.to_dict()) >= {"session_id", "event_id", "kind", "role", "timestamp", "snippet"}
     (big,) = search(store, "narwhal")
     assert len(big.snippet) < 300  # one 40 KB "word" does not become the snippet
 
@@ -85,6 +93,7 @@ def test_filters(store):
     sid, ids = _history(store)
     with store.create(name="other", working_dir="/elsewhere") as other:
         other.append("message", {"content": "zanzibar again"}, role="assistant")
+
     def find(**filters):
         return search(store, "zanzibar", kind="message", **filters)
 
@@ -198,8 +207,11 @@ def _files_opened_by(monkeypatch, action) -> list[str]:
         patch.setattr(builtins, "open", spy_open)
         patch.setattr(os, "open", spy_os_open)
         action()
-    return [p for p in opened if f"{os.sep}chunks{os.sep}" in p
-            or f"{os.sep}blobs{os.sep}" in p or p.endswith("index.jsonl")]
+    return [
+        p
+        for p in opened
+        if f"{os.sep}chunks{os.sep}" in p or f"{os.sep}blobs{os.sep}" in p or p.endswith("index.jsonl")
+    ]
 
 
 def test_after_indexing_a_query_opens_no_chunk_or_blob(tmp_path, monkeypatch):
@@ -238,3 +250,25 @@ def test_a_writer_is_not_blocked_by_searches(tmp_path):
         writer.close()
     assert errors == []
     assert len(search(store, "appended", limit=100)) == 30
+
+
+def test_snippets_highlight_words_prefixes_and_phrases(store):
+    with store.create() as s:
+        s.append("message", {"content": "Refactoring the Café parser; the café reopened"},
+                 role="user")
+    (hit,) = search(store, "refactor* cafe")
+    marked = [hit.snippet[a:b] for a, b in hit.highlights]
+    assert marked == ["Refactoring", "Café", "café"]
+    (hit,) = search(store, '"cafe parser" NOT zebra')
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["Café", "parser", "café"]
+
+
+def test_with_many_matches_the_newest_candidates_are_ranked(store, monkeypatch):
+    import agentlog.search as search_module
+
+    with store.create() as s:
+        old = [s.append("message", {"content": "apple " * 5}, role="user").id for _ in range(3)]
+        new = [s.append("message", {"content": "apple pie"}, role="user").id for _ in range(3)]
+    assert {h.event_id for h in search(store, "apple", limit=3)} == set(old)  # best ranked
+    monkeypatch.setattr(search_module, "CANDIDATES", 3)
+    assert {h.event_id for h in search(store, "apple", limit=3)} == set(new)  # newest only

@@ -92,5 +92,4 @@ def usage_of(record: Any) -> dict[str, float]:
     usage = record.get("usage")
     if not isinstance(usage, dict):
         return {}
-    return {k: v for k, v in usage.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {k: v for k, v in usage.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

@@ -29,8 +29,7 @@ def _store(ctx: click.Context) -> Store:
     return Store(home)
 
 
-def complete_session(ctx: click.Context, param: click.Parameter,
-                     incomplete: str) -> list[CompletionItem]:
+def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     try:
         infos = _store(ctx).list(archived=True)
     except (AgentlogError, OSError):
@@ -45,8 +44,7 @@ def complete_session(ctx: click.Context, param: click.Parameter,
     return items
 
 
-def complete_event(ctx: click.Context, param: click.Parameter,
-                   incomplete: str) -> list[CompletionItem]:
+def complete_event(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     ref = ctx.params.get("session")
     values = ["HEAD"]
     if isinstance(ref, str):

@@ -55,16 +55,25 @@ def _item_json(item: GcItem) -> dict[str, Any]:
 
 @click.command("gc")
 @click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
-@click.option("--quarantine", is_flag=True,
-              help="Also remove quarantine files (bytes 'fsck --repair' moved aside), "
-                   "after confirmation.")
-@click.option("--quarantine-older-than", type=Age(), default="30d", show_default=True,
-              metavar="AGE", help="With --quarantine, only files older than AGE.")
+@click.option(
+    "--quarantine",
+    is_flag=True,
+    help="Also remove quarantine files (bytes 'fsck --repair' moved aside), after confirmation.",
+)
+@click.option(
+    "--quarantine-older-than",
+    type=Age(),
+    default="30d",
+    show_default=True,
+    metavar="AGE",
+    help="With --quarantine, only files older than AGE.",
+)
 @click.option("-y", "--yes", is_flag=True, help="Remove quarantine files without asking.")
 @json_option
 @pass_app
-def gc(app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, yes: bool,
-       as_json: bool) -> None:
+def gc(
+    app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, yes: bool, as_json: bool
+) -> None:
     """Remove what no session needs: orphaned blobs and leftovers of
     interrupted creates and deletes; old quarantine files if asked.
 
@@ -79,21 +88,30 @@ def gc(app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, 
             click.echo("nothing to collect: this store keeps nothing on disk to clean")
         return
     if quarantine and not dry_run and not yes:
-        preview = collect(home, dry_run=True, quarantine=True,
-                          quarantine_age_s=quarantine_older_than)
+        preview = collect(home, dry_run=True, quarantine=True, quarantine_age_s=quarantine_older_than)
         doomed = [i for i in preview.items if i.what == "quarantine"]
         if doomed:
             for item in doomed:
                 click.echo(f"{item.path} ({_human(item.bytes)})", err=True)
-            click.confirm(f"remove {len(doomed)} quarantine files for good?", abort=True,
-                          err=True)
+            click.confirm(f"remove {len(doomed)} quarantine files for good?", abort=True, err=True)
     with progress_bar("collecting") as update:
-        report = collect(home, dry_run=dry_run, quarantine=quarantine,
-                         quarantine_age_s=quarantine_older_than, progress=update)
+        report = collect(
+            home,
+            dry_run=dry_run,
+            quarantine=quarantine,
+            quarantine_age_s=quarantine_older_than,
+            progress=update,
+        )
     if as_json:
-        emit_json({"dry_run": dry_run, "collected": [_item_json(i) for i in report.items],
-                   "bytes": report.bytes, "busy": report.busy,
-                   "quarantine_kept": [_item_json(i) for i in report.quarantine_kept]})
+        emit_json(
+            {
+                "dry_run": dry_run,
+                "collected": [_item_json(i) for i in report.items],
+                "bytes": report.bytes,
+                "busy": report.busy,
+                "quarantine_kept": [_item_json(i) for i in report.quarantine_kept],
+            }
+        )
         return
     verb = "would remove" if dry_run else "removed"
     for item in report.items:
@@ -101,35 +119,50 @@ def gc(app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, 
     for sid in report.busy:
         click.echo(f"skipped {sid}: a writer holds it", err=True)
     if report.quarantine_kept:
-        click.echo(f"{len(report.quarantine_kept)} quarantine files kept "
-                   "(see 'agentlog gc --quarantine')", err=True)
+        click.echo(
+            f"{len(report.quarantine_kept)} quarantine files kept (see 'agentlog gc --quarantine')", err=True
+        )
     click.echo(f"{verb} {len(report.items)} items, {_human(report.bytes)}")
 
 
 @click.command("prune")
-@click.option("--older-than", type=Age(), required=True, metavar="AGE",
-              help="Sessions last updated more than AGE ago (90d, 12w, 1y).")
+@click.option(
+    "--older-than",
+    type=Age(),
+    required=True,
+    metavar="AGE",
+    help="Sessions last updated more than AGE ago (90d, 12w, 1y).",
+)
 @click.option("--archived-only", is_flag=True, help="Only archived sessions.")
 @click.option("--dry-run", is_flag=True, help="List what would be deleted; delete nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Delete without asking.")
 @json_option
 @pass_app
-def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: bool,
-          as_json: bool) -> None:
+def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: bool, as_json: bool) -> None:
     """Delete sessions not updated for a given time: explicit retention.
 
     agentlog never deletes on its own; this lists the sessions it would
     delete and asks first (unless --yes)."""
     store = app.store
     cutoff = format_timestamp(int((time.time() - older_than) * 1e9))
-    doomed = [i for i in store.list(archived=True)
-              if (i.updated_at or "") < cutoff and (i.archived or not archived_only)]
-    rows = [{"id": i.id, "title": i.title, "updated_at": i.updated_at,
-             "events": i.event_count, "archived": i.archived} for i in doomed]
+    doomed = [
+        i
+        for i in store.list(archived=True)
+        if (i.updated_at or "") < cutoff and (i.archived or not archived_only)
+    ]
+    rows: list[dict[str, Any]] = [
+        {
+            "id": i.id,
+            "title": i.title,
+            "updated_at": i.updated_at,
+            "events": i.event_count,
+            "archived": i.archived,
+        }
+        for i in doomed
+    ]
     if not dry_run and doomed and not yes:
         for r in rows:
-            click.echo(f"{r['id']}  {r['title'] or '-'}  updated {local_time(r['updated_at'])}",
-                       err=True)
+            click.echo(f"{r['id']}  {r['title'] or '-'}  updated {local_time(r['updated_at'])}", err=True)
         click.confirm(f"delete these {len(doomed)} sessions?", abort=True, err=True)
     deleted = []
     if not dry_run:
@@ -143,13 +176,22 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
         return
     verb = "would delete" if dry_run else "deleted"
     for r in rows:
-        click.echo(f"{verb} {r['id']}  {r['title'] or '-'}  "
-                   f"(updated {local_time(r['updated_at'])}, {r['events']} events)")
+        click.echo(
+            f"{verb} {r['id']}  {r['title'] or '-'}  "
+            f"(updated {local_time(r['updated_at'])}, {r['events']} events)"
+        )
     click.echo(f"{verb} {len(rows)} sessions updated before {local_time(cutoff)}")
 
 
-_DU_HEADERS = [("ID", 36, "<"), ("TITLE", 40, "<"), ("CHUNKS", 10, ">"), ("BLOBS", 16, ">"),
-               ("INDEX", 10, ">"), ("QUARANTINE", 10, ">"), ("TOTAL", 10, ">")]
+_DU_HEADERS = [
+    ("ID", 36, "<"),
+    ("TITLE", 40, "<"),
+    ("CHUNKS", 10, ">"),
+    ("BLOBS", 16, ">"),
+    ("INDEX", 10, ">"),
+    ("QUARANTINE", 10, ">"),
+    ("TOTAL", 10, ">"),
+]
 
 
 @click.command("du")
@@ -167,27 +209,50 @@ def du(app: App, as_json: bool) -> None:
         return
     rows = sorted(usage(home), key=lambda u: u.total, reverse=True)
     search_dir = os.path.join(home, "search")
-    search_bytes = sum(os.path.getsize(os.path.join(search_dir, f))
-                       for f in (os.listdir(search_dir) if os.path.isdir(search_dir) else []))
+    search_bytes = sum(
+        os.path.getsize(os.path.join(search_dir, f))
+        for f in (os.listdir(search_dir) if os.path.isdir(search_dir) else [])
+    )
     total = sum(u.total for u in rows) + search_bytes
     if as_json:
-        emit_json({"sessions": [{"id": u.session_id, "chunks": u.chunks,
-                                 "chunk_files": u.chunk_files, "blobs": u.blobs,
-                                 "blob_files": u.blob_files, "index": u.index,
-                                 "quarantine": u.quarantine, "other": u.other,
-                                 "total": u.total} for u in rows],
-                   "search_index": search_bytes, "total": total})
+        emit_json(
+            {
+                "sessions": [
+                    {
+                        "id": u.session_id,
+                        "chunks": u.chunks,
+                        "chunk_files": u.chunk_files,
+                        "blobs": u.blobs,
+                        "blob_files": u.blob_files,
+                        "index": u.index,
+                        "quarantine": u.quarantine,
+                        "other": u.other,
+                        "total": u.total,
+                    }
+                    for u in rows
+                ],
+                "search_index": search_bytes,
+                "total": total,
+            }
+        )
         return
     shorts = short_ids([u.session_id for u in rows])
     titles = {i.id: i.title or "-" for i in app.store.list(archived=True)}
-    table = [[(shorts[u.session_id], "yellow"), (one_line(titles.get(u.session_id, "-")), ""),
-              (_human(u.chunks), ""), (f"{_human(u.blobs)} ({u.blob_files})", ""),
-              (_human(u.index), ""), (_human(u.quarantine) if u.quarantine else "-", ""),
-              (_human(u.total), "bold")] for u in rows]
+    table = [
+        [
+            (shorts[u.session_id], "yellow"),
+            (one_line(titles.get(u.session_id, "-")), ""),
+            (_human(u.chunks), ""),
+            (f"{_human(u.blobs)} ({u.blob_files})", ""),
+            (_human(u.index), ""),
+            (_human(u.quarantine) if u.quarantine else "-", ""),
+            (_human(u.total), "bold"),
+        ]
+        for u in rows
+    ]
     if table:
         print_lines(columns(_DU_HEADERS, table))
-    click.echo(f"{len(rows)} sessions, search index {_human(search_bytes)}; "
-               f"total {_human(total)} in {home}")
+    click.echo(f"{len(rows)} sessions, search index {_human(search_bytes)}; total {_human(total)} in {home}")
 
 
 def _session_stats(session: Session) -> dict[str, Any]:
@@ -202,9 +267,14 @@ def _session_stats(session: Session) -> dict[str, Any]:
         if event.digest:
             blobs.add(event.digest)
         events.append(event)
-    return {"id": session.id, "events": sum(kinds.values()), "by_kind": dict(kinds),
-            "bytes_by_kind": dict(sizes), "blobs": len(blobs),
-            "tokens": totals(events).to_dict()}
+    return {
+        "id": session.id,
+        "events": sum(kinds.values()),
+        "by_kind": dict(kinds),
+        "bytes_by_kind": dict(sizes),
+        "blobs": len(blobs),
+        "tokens": totals(events).to_dict(),
+    }
 
 
 def _merge(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -218,9 +288,14 @@ def _merge(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for key in ("input_tokens", "output_tokens", "total_tokens", "calls"):
             tok[key] += r["tokens"][key]
         cost += r["tokens"]["cost_usd"] or 0.0
-    return {"sessions": len(rows), "events": sum(kinds.values()), "by_kind": dict(kinds),
-            "bytes_by_kind": dict(sizes), "blobs": sum(r["blobs"] for r in rows),
-            "tokens": {**tok, "cost_usd": cost}}
+    return {
+        "sessions": len(rows),
+        "events": sum(kinds.values()),
+        "by_kind": dict(kinds),
+        "bytes_by_kind": dict(sizes),
+        "blobs": sum(r["blobs"] for r in rows),
+        "tokens": {**tok, "cost_usd": cost},
+    }
 
 
 @click.command("stats")
@@ -251,14 +326,15 @@ def stats(app: App, session: str | None, as_json: bool) -> None:
     out = console()
     title = f"session {doc['id']}" if session is not None else f"{doc['sessions']} sessions"
     out.print(Text(f"{title}: {doc['events']} events, {doc['blobs']} blobs", style="bold"))
-    table = [[(kind, ""), (str(n), ""), (_human(doc["bytes_by_kind"].get(kind, 0)), "")]
-             for kind, n in sorted(doc["by_kind"].items(), key=lambda kv: -kv[1])]
+    table = [
+        [(kind, ""), (str(n), ""), (_human(doc["bytes_by_kind"].get(kind, 0)), "")]
+        for kind, n in sorted(doc["by_kind"].items(), key=lambda kv: -kv[1])
+    ]
     if table:
         print_lines(columns([("KIND", 32, "<"), ("EVENTS", 10, ">"), ("BYTES", 12, ">")], table))
     t = doc["tokens"]
     cost = f", ${t['cost_usd']:.4f}" if t.get("cost_usd") else ""
-    click.echo(f"tokens: {t['input_tokens']:,} in, {t['output_tokens']:,} out "
-               f"({t['calls']} calls){cost}")
+    click.echo(f"tokens: {t['input_tokens']:,} in, {t['output_tokens']:,} out ({t['calls']} calls){cost}")
 
 
 COMMANDS = [gc, prune, du, stats]

@@ -26,8 +26,14 @@ def progress_bar(description: str, *, force: bool | None = None) -> Iterator[Pro
     if not show:
         yield lambda done, total: None
         return
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
     with bar:
         task = bar.add_task(description, total=None)
 

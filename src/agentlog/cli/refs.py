@@ -86,8 +86,13 @@ def resolve_session(store: Store, text: str) -> str:
         return by_id[0]
     if len(by_id) > 1:
         raise AmbiguousRef(f"session {text!r} is ambiguous: it could be {_some(sorted(by_id))}")
-    named = sorted({info.id for info in store.list(archived=True)
-                    if text in (info.meta.get("name"), info.meta.get("title"))})
+    named = sorted(
+        {
+            info.id
+            for info in store.list(archived=True)
+            if text in (info.meta.get("name"), info.meta.get("title"))
+        }
+    )
     if len(named) == 1:
         return named[0]
     if named:
@@ -156,11 +161,12 @@ def _resolve_base(session: Session, text: str, labels: dict[str, str]) -> str:
     if not (MIN_EVENT_PREFIX <= len(digits) <= 32 and _HEX.match(digits)):
         raise click.BadParameter(
             f"{text!r} is not HEAD, a label, an event id, or a short id or prefix of "
-            f"at least {MIN_EVENT_PREFIX} hex digits", param_hint="'EVENT'")
+            f"at least {MIN_EVENT_PREFIX} hex digits",
+            param_hint="'EVENT'",
+        )
     found = _matches((e.id for e in session.entries()), value)
     if len(found) == 1:
         return found[0]
     if not found:
         raise EventNotFound(text, session.id)
-    raise AmbiguousRef(f"event {text!r} is ambiguous in session {session.id}: "
-                       f"it could be {_some(found)}")
+    raise AmbiguousRef(f"event {text!r} is ambiguous in session {session.id}: it could be {_some(found)}")

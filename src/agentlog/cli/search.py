@@ -19,24 +19,51 @@ __all__ = ["COMMANDS"]
 
 @click.command("search")
 @click.argument("query", nargs=-1)
-@click.option("--session", "session_ref", metavar="SESSION", shell_complete=complete_session,
-              help="Only this session.")
+@click.option(
+    "--session", "session_ref", metavar="SESSION", shell_complete=complete_session, help="Only this session."
+)
 @click.option("--kind", help="Only events of this kind (message, tool_call, tool_result, ...).")
 @click.option("--role", help="Only events with this role (user, assistant, tool, ...).")
-@click.option("--since", type=Since(), metavar="WHEN",
-              help="Only events at or after WHEN: an age (7d, 12h) or a date (2026-01-31).")
-@click.option("--cwd", type=click.Path(file_okay=False), metavar="DIR",
-              help="Only sessions whose working directory is DIR or below it.")
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Show at most this many hits.")
-@click.option("--reindex", "rebuild", is_flag=True,
-              help="Rebuild the index from every session first (with a progress bar); "
-                   "with no QUERY, only rebuild.")
+@click.option(
+    "--since",
+    type=Since(),
+    metavar="WHEN",
+    help="Only events at or after WHEN: an age (7d, 12h) or a date (2026-01-31).",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Only sessions whose working directory is DIR or below it.",
+)
+@click.option(
+    "-n",
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Show at most this many hits.",
+)
+@click.option(
+    "--reindex",
+    "rebuild",
+    is_flag=True,
+    help="Rebuild the index from every session first (with a progress bar); with no QUERY, only rebuild.",
+)
 @json_option
 @pass_app
-def search_command(app: App, query: tuple[str, ...], session_ref: str | None,
-                   kind: str | None, role: str | None, since: str | None, cwd: str | None,
-                   limit: int, rebuild: bool, as_json: bool) -> None:
+def search_command(
+    app: App,
+    query: tuple[str, ...],
+    session_ref: str | None,
+    kind: str | None,
+    role: str | None,
+    since: str | None,
+    cwd: str | None,
+    limit: int,
+    rebuild: bool,
+    as_json: bool,
+) -> None:
     """Find events by their text across all history, best match first.
 
     Covers every session, every branch (abandoned ones too), events before
@@ -50,16 +77,16 @@ def search_command(app: App, query: tuple[str, ...], session_ref: str | None,
             stats = reindex(store, progress=update)
         if not query:
             if as_json:
-                emit_json({"reindexed": True, "sessions": stats.sessions,
-                           "events": stats.events_added})
+                emit_json({"reindexed": True, "sessions": stats.sessions, "events": stats.events_added})
             else:
                 click.echo(f"indexed {stats.events_added} events of {stats.sessions} sessions")
             return
     if not query:
         raise click.UsageError("give a QUERY to search for (or --reindex alone)")
     sid = resolve_session(store, session_ref) if session_ref else None
-    hits = search(store, " ".join(query), session=sid, kind=kind, role=role, since=since,
-                  cwd=cwd, limit=limit)
+    hits = search(
+        store, " ".join(query), session=sid, kind=kind, role=role, since=since, cwd=cwd, limit=limit
+    )
     if as_json:
         emit_json([h.to_dict() for h in hits])
         return

@@ -24,13 +24,12 @@ def parse_age(text: str) -> float:
     return float(found[1]) * _UNIT_S[found[2]]
 
 
-class Age(click.ParamType):
+class Age(click.ParamType[float]):
     """An age (``90d``) as seconds."""
 
     name = "AGE"
 
-    def convert(self, value: object, param: click.Parameter | None,
-                ctx: click.Context | None) -> float:
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, float):
             return value
         try:
@@ -39,14 +38,13 @@ class Age(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-class Since(click.ParamType):
+class Since(click.ParamType[str]):
     """An age (``7d``: that long ago) or an ISO date/time, as a canonical
     UTC timestamp (the stored form, so it compares as a string)."""
 
     name = "WHEN"
 
-    def convert(self, value: object, param: click.Parameter | None,
-                ctx: click.Context | None) -> str:
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value).strip()
         try:
             return format_timestamp(int((time.time() - parse_age(text)) * 1e9))
@@ -55,8 +53,7 @@ class Since(click.ParamType):
         try:
             parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            self.fail(f"{text!r} is neither an age (7d, 12h) nor a date (2026-01-31)",
-                      param, ctx)
+            self.fail(f"{text!r} is neither an age (7d, 12h) nor a date (2026-01-31)", param, ctx)
         if parsed.tzinfo is None:
             parsed = parsed.astimezone()  # a bare date means local time, as people mean it
         return format_timestamp(int(parsed.astimezone(UTC).timestamp() * 1e9))

@@ -56,21 +56,37 @@ def _output(path: str | None) -> Iterator[IO[bytes]]:
 
 @click.command("export")
 @click.argument("session", metavar="SESSION", shell_complete=complete_session)
-@click.option("--format", "fmt", type=click.Choice(sorted(EXPORT_FORMATS)), default="md",
-              show_default=True,
-              help="md: Markdown; html: one self-contained page; bundle: JSONL for import.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
-              help="Write to FILE (replaced atomically) instead of stdout.")
-@click.option("--all-branches", is_flag=True,
-              help="Markdown: every branch, not only the active path (HTML and bundles "
-                   "always hold every branch).")
-@click.option("--redact", is_flag=True,
-              help="Replace secrets (API keys, tokens, private keys, passwords in URLs) "
-                   "found by detect-secrets with [REDACTED:<type>]; each is counted.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(EXPORT_FORMATS)),
+    default="md",
+    show_default=True,
+    help="md: Markdown; html: one self-contained page; bundle: JSONL for import.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Write to FILE (replaced atomically) instead of stdout.",
+)
+@click.option(
+    "--all-branches",
+    is_flag=True,
+    help="Markdown: every branch, not only the active path (HTML and bundles always hold every branch).",
+)
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Replace secrets (API keys, tokens, private keys, passwords in URLs) "
+    "found by detect-secrets with [REDACTED:<type>]; each is counted.",
+)
 @json_option
 @pass_app
-def export(app: App, session: str, fmt: str, output: str | None, all_branches: bool,
-           redact: bool, as_json: bool) -> None:
+def export(
+    app: App, session: str, fmt: str, output: str | None, all_branches: bool, redact: bool, as_json: bool
+) -> None:
     """Write a session as Markdown, one-file HTML, or a bundle.
 
     The HTML page works offline (no network references): a branch tree
@@ -84,14 +100,16 @@ def export(app: App, session: str, fmt: str, output: str | None, all_branches: b
         raise click.UsageError("--json prints the report on stdout: give -o FILE for the export")
     with app.open(session) as opened, _output(output) as out:
         with progress_bar(f"exporting {opened.id}") as update:
-            report = export_session(opened, fmt, out, all_branches=all_branches,
-                                    redact=redact, progress=update)
+            report = export_session(
+                opened, fmt, out, all_branches=all_branches, redact=redact, progress=update
+            )
     if as_json:
         emit_json(report.to_dict())
         return
     where = output if output not in (None, "-") else "stdout"
-    line = f"exported {report.events} events of {report.session_id} as {fmt} to {where} " \
-           f"({report.bytes:,} bytes)"
+    line = (
+        f"exported {report.events} events of {report.session_id} as {fmt} to {where} ({report.bytes:,} bytes)"
+    )
     if redact:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(report.redactions.items()))
         line += f"; {report.redacted} secrets redacted" + (f" ({kinds})" if kinds else "")
@@ -99,8 +117,9 @@ def export(app: App, session: str, fmt: str, output: str | None, all_branches: b
 
 
 @click.command("import")
-@click.option("--from", "source", type=click.Choice(sorted(IMPORT_FORMATS)), required=True,
-              help="The format of FILE.")
+@click.option(
+    "--from", "source", type=click.Choice(sorted(IMPORT_FORMATS)), required=True, help="The format of FILE."
+)
 @click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
 @json_option
 @pass_app
@@ -119,11 +138,12 @@ def import_command(app: App, source: str, path: str, as_json: bool) -> None:
         emit_json(doc)
         return
     if report.outcome == "unchanged":
-        click.echo(f"{report.session_id}: already imported, nothing changed "
-                   f"({report.events_total} events)")
+        click.echo(f"{report.session_id}: already imported, nothing changed ({report.events_total} events)")
     else:
-        click.echo(f"{report.session_id}: {report.outcome}, {report.events_added} events "
-                   f"imported ({report.events_total} in total)")
+        click.echo(
+            f"{report.session_id}: {report.outcome}, {report.events_added} events "
+            f"imported ({report.events_total} in total)"
+        )
 
 
 COMMANDS = [export, import_command]

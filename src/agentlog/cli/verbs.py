@@ -29,8 +29,9 @@ _HEXISH = re.compile(r"[0-9a-fA-F-]+\Z")
 def check_label(name: str) -> str:
     """A label name, or CliError saying why it cannot be one."""
     if not _LABEL.match(name):
-        raise CliError(f"label {name!r} is not valid: use 1-64 of A-Z a-z 0-9 _ . / -, "
-                       "not starting with . / or -")
+        raise CliError(
+            f"label {name!r} is not valid: use 1-64 of A-Z a-z 0-9 _ . / -, not starting with . / or -"
+        )
     if name.upper() == "HEAD" or name.lower() == "root":
         raise CliError(f"label {name!r} is reserved")
     if _HEXISH.match(name):
@@ -44,9 +45,14 @@ def _session_arg(f: Any) -> Any:
 
 def _summary(session: Session) -> dict[str, Any]:
     meta = session.meta
-    return {"id": session.id, "title": meta.get("title") or meta.get("name"),
-            "head": session.head, "events": len(session), "archived": bool(meta.get("archived")),
-            "working_dir": meta.get("working_dir")}
+    return {
+        "id": session.id,
+        "title": meta.get("title") or meta.get("name"),
+        "head": session.head,
+        "events": len(session),
+        "archived": bool(meta.get("archived")),
+        "working_dir": meta.get("working_dir"),
+    }
 
 
 @click.command("fork")
@@ -71,8 +77,12 @@ def fork(app: App, session: str, event: str | None, name: str | None, as_json: b
 
 @click.command("compact")
 @_session_arg
-@click.option("--keep-tokens", type=click.IntRange(min=0), metavar="N",
-              help="Keep about N tokens of recent events verbatim (default: the policy's).")
+@click.option(
+    "--keep-tokens",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Keep about N tokens of recent events verbatim (default: the policy's).",
+)
 @json_option
 @pass_app
 def compact(app: App, session: str, keep_tokens: int | None, as_json: bool) -> None:
@@ -85,15 +95,20 @@ def compact(app: App, session: str, keep_tokens: int | None, as_json: bool) -> N
         doc: dict[str, Any] = {"session": opened.id, "compacted": event is not None}
         if event is not None:
             record = event.record or {}
-            doc.update(event=event.id, tokens_before=record.get("tokens_before"),
-                       tokens_after=record.get("tokens_after"))
+            doc.update(
+                event=event.id,
+                tokens_before=record.get("tokens_before"),
+                tokens_after=record.get("tokens_after"),
+            )
     if as_json:
         emit_json(doc)
     elif event is None:
         click.echo(f"{doc['session']}: nothing to compact")
     else:
-        click.echo(f"{doc['session']}: compacted ({doc['tokens_before']} -> "
-                   f"{doc['tokens_after']} tokens); compaction event {doc['event']}")
+        click.echo(
+            f"{doc['session']}: compacted ({doc['tokens_before']} -> "
+            f"{doc['tokens_after']} tokens); compaction event {doc['event']}"
+        )
 
 
 def _set_archived(app: App, sessions: tuple[str, ...], archived: bool, as_json: bool) -> None:
@@ -110,8 +125,7 @@ def _set_archived(app: App, sessions: tuple[str, ...], archived: bool, as_json: 
 
 
 @click.command("archive")
-@click.argument("sessions", nargs=-1, required=True, metavar="SESSION...",
-                shell_complete=complete_session)
+@click.argument("sessions", nargs=-1, required=True, metavar="SESSION...", shell_complete=complete_session)
 @json_option
 @pass_app
 def archive(app: App, sessions: tuple[str, ...], as_json: bool) -> None:
@@ -120,8 +134,7 @@ def archive(app: App, sessions: tuple[str, ...], as_json: bool) -> None:
 
 
 @click.command("unarchive")
-@click.argument("sessions", nargs=-1, required=True, metavar="SESSION...",
-                shell_complete=complete_session)
+@click.argument("sessions", nargs=-1, required=True, metavar="SESSION...", shell_complete=complete_session)
 @json_option
 @pass_app
 def unarchive(app: App, sessions: tuple[str, ...], as_json: bool) -> None:
@@ -156,8 +169,7 @@ def rename(app: App, session: str, title: str, as_json: bool) -> None:
 @click.option("--delete", is_flag=True, help="Remove the label NAME.")
 @json_option
 @pass_app
-def label(app: App, session: str, name: str | None, event: str | None, delete: bool,
-          as_json: bool) -> None:
+def label(app: App, session: str, name: str | None, event: str | None, delete: bool, as_json: bool) -> None:
     """Name an event (HEAD by default); with no NAME, list the labels.
 
     A label is kept in the session's metadata, so setting one never moves
@@ -196,9 +208,12 @@ def label(app: App, session: str, name: str | None, event: str | None, delete: b
 
 @click.command("continue")
 @click.argument("directory", required=False, type=click.Path(file_okay=False), metavar="[DIR]")
-@click.option("--reroot", is_flag=True,
-              help="If no session belongs to DIR but one's project was moved here (same "
-                   "directory name, old path gone), point it at DIR.")
+@click.option(
+    "--reroot",
+    is_flag=True,
+    help="If no session belongs to DIR but one's project was moved here (same "
+    "directory name, old path gone), point it at DIR.",
+)
 @json_option
 @pass_app
 def continue_command(app: App, directory: str | None, reroot: bool, as_json: bool) -> None:
@@ -216,8 +231,7 @@ def continue_command(app: App, directory: str | None, reroot: bool, as_json: boo
 
 
 @click.command("rm")
-@click.argument("sessions", nargs=-1, required=True, metavar="SESSION...",
-                shell_complete=complete_session)
+@click.argument("sessions", nargs=-1, required=True, metavar="SESSION...", shell_complete=complete_session)
 @click.option("-y", "--yes", is_flag=True, help="Delete without asking.")
 @json_option
 @pass_app
@@ -244,4 +258,3 @@ def rm(app: App, sessions: tuple[str, ...], yes: bool, as_json: bool) -> None:
 
 
 COMMANDS = [fork, compact, archive, unarchive, rename, label, continue_command, rm]
-

@@ -60,9 +60,14 @@ class ExportReport:
         return sum(self.redactions.values())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"session": self.session_id, "format": self.format, "events": self.events,
-                "bytes": self.bytes, "redactions": dict(self.redactions),
-                "redacted": self.redacted}
+        return {
+            "session": self.session_id,
+            "format": self.format,
+            "events": self.events,
+            "bytes": self.bytes,
+            "redactions": dict(self.redactions),
+            "redacted": self.redacted,
+        }
 
 
 class _Counting:
@@ -78,26 +83,34 @@ class _Counting:
         return len(data)
 
 
-def export_session(session: Session, fmt: str, out: IO[bytes], *, all_branches: bool = False,
-                   redact: bool = False, progress: Progress | None = None) -> ExportReport:
+def export_session(
+    session: Session,
+    fmt: str,
+    out: IO[bytes],
+    *,
+    all_branches: bool = False,
+    redact: bool = False,
+    progress: Progress | None = None,
+) -> ExportReport:
     """Write ``session`` in format ``fmt`` (see EXPORT_FORMATS) to ``out``.
 
     Markdown shows the active path, or every branch with ``all_branches``;
     HTML and bundles always hold every branch. ``redact`` replaces
     secrets (detect-secrets) and counts each one in the report."""
     if fmt not in EXPORT_FORMATS:
-        raise UnknownFormat(f"unknown export format {fmt!r}: use one of "
-                            f"{', '.join(EXPORT_FORMATS)}")
+        raise UnknownFormat(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
     redactor = Redactor() if redact else None
     sink = _Counting(out)
     if fmt == "bundle":
-        count = write_bundle(session, sink, redactor=redactor,  # type: ignore[arg-type]
-                             progress=progress)
+        count = write_bundle(
+            session,
+            sink,
+            redactor=redactor,
+            progress=progress,
+        )
     else:
         view = load_view(session, redactor=redactor, progress=progress)
-        text = (render_html(view) if fmt == "html"
-                else render_markdown(view, all_branches=all_branches))
+        text = render_html(view) if fmt == "html" else render_markdown(view, all_branches=all_branches)
         sink.write(text.encode("utf-8"))
         count = len(view.order)
-    return ExportReport(session.id, fmt, count, sink.count,
-                        dict(redactor.counts) if redactor else {})
+    return ExportReport(session.id, fmt, count, sink.count, dict(redactor.counts) if redactor else {})

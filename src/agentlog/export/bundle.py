@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import orjson
 
@@ -43,6 +43,12 @@ Progress = Callable[[int, int], None]
 _LOCAL_META = frozenset({"schema", "id"})
 
 
+class Sink(Protocol):
+    """Where a bundle is written: any binary stream."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+
 class BundleError(AgentlogError):
     """A bundle that cannot be imported: malformed, truncated, altered, or
     in conflict with the session already in the store."""
@@ -58,9 +64,13 @@ class ImportReport:
     head: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"session": self.session_id, "outcome": self.outcome,
-                "events_added": self.events_added, "events_total": self.events_total,
-                "head": self.head}
+        return {
+            "session": self.session_id,
+            "outcome": self.outcome,
+            "events_added": self.events_added,
+            "events_total": self.events_total,
+            "head": self.head,
+        }
 
 
 def _now() -> str:
@@ -71,16 +81,26 @@ def _line(value: Any) -> bytes:
     return orjson.dumps(value) + b"\n"
 
 
-def write_bundle(session: Session, out: IO[bytes], *, redactor: Redactor | None = None,
-                 progress: Progress | None = None) -> int:
+def write_bundle(
+    session: Session, out: Sink, *, redactor: Redactor | None = None, progress: Progress | None = None
+) -> int:
     """Write ``session`` as a bundle to ``out``; returns the event count."""
     entries = session.entries()
     meta = session.meta
     if redactor is not None:
         meta = redactor.value(meta)
     head = session.head
-    out.write(_line({"agentlog_bundle": BUNDLE_VERSION, "session": meta,
-                     "exported_at": _now(), "events": len(entries), "head": head}))
+    out.write(
+        _line(
+            {
+                "agentlog_bundle": BUNDLE_VERSION,
+                "session": meta,
+                "exported_at": _now(),
+                "events": len(entries),
+                "head": head,
+            }
+        )
+    )
     for n, entry in enumerate(entries):
         event = session.resolve(session.event(entry.id))
         doc = event.to_dict()
@@ -120,8 +140,10 @@ def _read(path: str, progress: Progress | None) -> _Bundle:
             raise BundleError(f"{path} is not an agentlog bundle (no bundle header on line 1)")
         version = header[1]["agentlog_bundle"]
         if version != BUNDLE_VERSION:
-            raise BundleError(f"{path}: bundle version {version!r} is not supported "
-                              f"(this agentlog reads version {BUNDLE_VERSION})")
+            raise BundleError(
+                f"{path}: bundle version {version!r} is not supported "
+                f"(this agentlog reads version {BUNDLE_VERSION})"
+            )
         meta = header[1].get("session")
         if not isinstance(meta, dict) or not isinstance(meta.get("id"), str):
             raise BundleError(f"{path}:1: the header has no session metadata with an id")
@@ -139,12 +161,13 @@ def _read(path: str, progress: Progress | None) -> _Bundle:
             if progress is not None:
                 progress(f.tell(), size)
     if end is None:
-        raise BundleError(f"{path} is truncated: it has no end line "
-                          f"({len(bundle.events)} events read)")
+        raise BundleError(f"{path} is truncated: it has no end line ({len(bundle.events)} events read)")
     if end.get("events") != len(bundle.events) or end.get("head", bundle.head) != bundle.head:
-        raise BundleError(f"{path}: the end line says {end.get('events')} events and head "
-                          f"{end.get('head')}, the bundle holds {len(bundle.events)} and "
-                          f"{bundle.head}")
+        raise BundleError(
+            f"{path}: the end line says {end.get('events')} events and head "
+            f"{end.get('head')}, the bundle holds {len(bundle.events)} and "
+            f"{bundle.head}"
+        )
     return bundle
 
 
@@ -160,10 +183,16 @@ def _numbered(f: IO[bytes], path: str) -> Iterator[tuple[int, Any]]:
 
 def _event(bundle: _Bundle, doc: dict[str, Any], where: str) -> Event:
     try:
-        event = Event(id=doc["id"], parent_id=doc["parent_id"], kind=doc["kind"],
-                      role=doc.get("role"), timestamp=doc["timestamp"],
-                      record=doc.get("record"), digest=doc.get("digest"),
-                      branch_from=doc.get("branch_from"))
+        event = Event(
+            id=doc["id"],
+            parent_id=doc["parent_id"],
+            kind=doc["kind"],
+            role=doc.get("role"),
+            timestamp=doc["timestamp"],
+            record=doc.get("record"),
+            digest=doc.get("digest"),
+            branch_from=doc.get("branch_from"),
+        )
     except KeyError as exc:
         raise BundleError(f"{where}: the event has no {exc.args[0]!r}") from None
     if event.digest is None:
@@ -171,11 +200,21 @@ def _event(bundle: _Bundle, doc: dict[str, Any], where: str) -> Event:
     data = orjson.dumps(event.record)
     actual = "sha256:" + hashlib.sha256(data).hexdigest()
     if actual != event.digest:
-        raise BundleError(f"{where}: the record of event {event.id} does not match its "
-                          f"digest {event.digest} (the bundle was altered)")
+        raise BundleError(
+            f"{where}: the record of event {event.id} does not match its "
+            f"digest {event.digest} (the bundle was altered)"
+        )
     bundle.payloads[event.digest] = data
-    return Event(event.id, event.parent_id, event.kind, event.role, event.timestamp,
-                 None, event.digest, event.branch_from)
+    return Event(
+        event.id,
+        event.parent_id,
+        event.kind,
+        event.role,
+        event.timestamp,
+        None,
+        event.digest,
+        event.branch_from,
+    )
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -194,13 +233,17 @@ def import_bundle(store: Store, path: str, *, progress: Progress | None = None) 
     with session:
         entries = session.entries()
         if len(entries) > len(bundle.events):
-            raise BundleError(f"session {sid} already exists with more events than the "
-                              f"bundle ({len(entries)} > {len(bundle.events)}); not imported")
+            raise BundleError(
+                f"session {sid} already exists with more events than the "
+                f"bundle ({len(entries)} > {len(bundle.events)}); not imported"
+            )
         for have, new in zip(entries, bundle.events, strict=False):
             if not _same(have, new):
-                raise BundleError(f"session {sid} already exists and differs from the "
-                                  f"bundle at event {new.id}; not imported")
-        rest = bundle.events[len(entries):]
+                raise BundleError(
+                    f"session {sid} already exists and differs from the "
+                    f"bundle at event {new.id}; not imported"
+                )
+        rest = bundle.events[len(entries) :]
         if rest:
             session.import_events(rest, source=bundle)
         if rest and session.head != bundle.head:
@@ -211,12 +254,16 @@ def import_bundle(store: Store, path: str, *, progress: Progress | None = None) 
 
 def _create(store: Store, bundle: _Bundle) -> ImportReport:
     meta = {k: v for k, v in bundle.meta.items() if k not in _LOCAL_META}
-    name, working_dir, model = meta.pop("name", None), meta.pop("working_dir", None), \
-        meta.pop("model", None)
-    with store.create(name=name, working_dir=working_dir, model=model,
-                      session_id=bundle.meta["id"], events=bundle.events, source=bundle,
-                      **meta) as session:
+    name, working_dir, model = meta.pop("name", None), meta.pop("working_dir", None), meta.pop("model", None)
+    with store.create(
+        name=name,
+        working_dir=working_dir,
+        model=model,
+        session_id=bundle.meta["id"],
+        events=bundle.events,
+        source=bundle,
+        **meta,
+    ) as session:
         if bundle.events and session.head != bundle.head:
             session.checkout(bundle.head)
-        return ImportReport(session.id, "created", len(bundle.events), len(bundle.events),
-                            session.head)
+        return ImportReport(session.id, "created", len(bundle.events), len(bundle.events), session.head)

@@ -88,35 +88,45 @@ def _article(view: SessionView, event: Event) -> str:
     short = view.shorts.get(event.id, event.id)
     record = event.record if isinstance(event.record, dict) else {}
     css = event.role if event.kind == "message" and event.role else event.kind
-    hdr = (f'<div class="hdr">{_e(event.kind)} · {_e(event.role or "-")} · '
-           f'<code>{_e(short)}</code> · {_e(event.timestamp)}{_marks(view, event.id)}</div>')
+    hdr = (
+        f'<div class="hdr">{_e(event.kind)} · {_e(event.role or "-")} · '
+        f"<code>{_e(short)}</code> · {_e(event.timestamp)}{_marks(view, event.id)}</div>"
+    )
     if event.kind == "message":
-        text = (content_text(record.get("content")) if record
-                else record_text("message", event.record))
+        text = content_text(record.get("content")) if record else record_text("message", event.record)
         body = f'<div class="text">{_e(text)}</div>'
         reasoning = record.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             body += f"<details><summary>reasoning</summary><pre>{_e(reasoning)}</pre></details>"
     elif event.kind == "tool_call":
-        body = (f"<details><summary>tool call <b>{_e(record.get('name', '?'))}</b></summary>"
-                f"<pre>{_e(_arguments(record))}</pre></details>")
+        body = (
+            f"<details><summary>tool call <b>{_e(record.get('name', '?'))}</b></summary>"
+            f"<pre>{_e(_arguments(record))}</pre></details>"
+        )
     elif event.kind == "tool_result":
         error = " (error)" if record.get("is_error") else ""
-        text = (content_text(record.get("content")) if record
-                else record_text("tool_result", event.record))
-        body = (f"<details><summary>tool result{error} "
-                f"({len(text):,} characters)</summary><pre>{_e(text)}</pre></details>")
+        text = content_text(record.get("content")) if record else record_text("tool_result", event.record)
+        body = (
+            f"<details><summary>tool result{error} "
+            f"({len(text):,} characters)</summary><pre>{_e(text)}</pre></details>"
+        )
     elif event.kind == "compaction":
-        body = ('<div class="boundary">⇤ compaction: the model\'s context was summarized '
-                "here. Every event above is kept and shown.</div>"
-                f'<details open><summary>summary</summary><div class="text">'
-                f"{_e(record.get('summary', ''))}</div></details>")
+        body = (
+            '<div class="boundary">⇤ compaction: the model\'s context was summarized '
+            "here. Every event above is kept and shown.</div>"
+            f'<details open><summary>summary</summary><div class="text">'
+            f"{_e(record.get('summary', ''))}</div></details>"
+        )
     elif event.kind == "branch_summary":
-        body = ('<div class="boundary">↩ branch summary (what an abandoned branch did)</div>'
-                f'<div class="text">{_e(record.get("summary", ""))}</div>')
+        body = (
+            '<div class="boundary">↩ branch summary (what an abandoned branch did)</div>'
+            f'<div class="text">{_e(record.get("summary", ""))}</div>'
+        )
     else:
-        body = (f"<details><summary>{_e(event.kind)}</summary>"
-                f"<pre>{_e(record_text(event.kind, event.record))}</pre></details>")
+        body = (
+            f"<details><summary>{_e(event.kind)}</summary>"
+            f"<pre>{_e(record_text(event.kind, event.record))}</pre></details>"
+        )
     return f'<article id="{_anchor(event.id)}" class="{_e(css)}">{hdr}{body}</article>'
 
 
@@ -143,8 +153,10 @@ def _tree(view: SessionView) -> str:
             if event.role:
                 label += f"/{event.role}"
             kids = view.children.get(current, ())
-            line = (f'<li{cls}><a href="#{_anchor(current)}" title="{_e(text)}">{_e(label)} '
-                    f"{_e(text)}</a>{_marks(view, current)}")
+            line = (
+                f'<li{cls}><a href="#{_anchor(current)}" title="{_e(text)}">{_e(label)} '
+                f"{_e(text)}</a>{_marks(view, current)}"
+            )
             if len(kids) == 1:
                 out.append(line + "</li>")
                 current = kids[0]
@@ -166,35 +178,54 @@ def _totals(view: SessionView) -> str:
     if t.source == "none":
         return "<p>No token usage recorded.</p>"
     cost = f"${t.cost_usd:.4f}" if t.cost_usd is not None else "-"
-    rows = [("input tokens", f"{t.input_tokens:,}"), ("output tokens", f"{t.output_tokens:,}"),
-            ("total tokens", f"{t.total_tokens:,}"), ("cost", cost),
-            ("model calls", str(t.calls)), ("from", t.source)]
+    rows = [
+        ("input tokens", f"{t.input_tokens:,}"),
+        ("output tokens", f"{t.output_tokens:,}"),
+        ("total tokens", f"{t.total_tokens:,}"),
+        ("cost", cost),
+        ("model calls", str(t.calls)),
+        ("from", t.source),
+    ]
     cells = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows)
     return f'<table class="totals">{cells}</table>'
 
 
 def render_html(view: SessionView) -> str:
     meta = view.meta
-    facts = [("session", view.id), ("working directory", meta.get("working_dir") or "-"),
-             ("model", meta.get("model") or "-"), ("created", meta.get("created_at") or "-"),
-             ("events", f"{len(view.order)} ({len(view.active)} on the active path, "
-                        f"{len(view.branches)} other branches)")]
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>{_e(view.title)}</title><style>{_CSS}</style>",
-             f"<script>{_JS}</script></head><body>",
-             f"<aside><b>Branches</b> (HEAD marked){_tree(view)}</aside><main>",
-             f"<h1>{_e(view.title)}</h1><p>",
-             "<br>".join(f"<b>{_e(k)}</b>: {_e(v)}" for k, v in facts), "</p>",
-             "<h2>Tokens and cost (active path)</h2>", _totals(view),
-             '<p><button onclick="openAll(true)">expand all</button> '
-             '<button onclick="openAll(false)">collapse all</button></p>',
-             "<h2>Active path</h2>"]
+    facts = [
+        ("session", view.id),
+        ("working directory", meta.get("working_dir") or "-"),
+        ("model", meta.get("model") or "-"),
+        ("created", meta.get("created_at") or "-"),
+        (
+            "events",
+            f"{len(view.order)} ({len(view.active)} on the active path, {len(view.branches)} other branches)",
+        ),
+    ]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(view.title)}</title><style>{_CSS}</style>",
+        f"<script>{_JS}</script></head><body>",
+        f"<aside><b>Branches</b> (HEAD marked){_tree(view)}</aside><main>",
+        f"<h1>{_e(view.title)}</h1><p>",
+        "<br>".join(f"<b>{_e(k)}</b>: {_e(v)}" for k, v in facts),
+        "</p>",
+        "<h2>Tokens and cost (active path)</h2>",
+        _totals(view),
+        '<p><button onclick="openAll(true)">expand all</button> '
+        '<button onclick="openAll(false)">collapse all</button></p>',
+        "<h2>Active path</h2>",
+    ]
     parts += [_article(view, view.events[eid]) for eid in view.active]
     for n, branch in enumerate(view.branches, 1):
-        parent = ("a new root" if branch.parent == NIL_ID else
-                  f'<a href="#{_anchor(branch.parent)}">'
-                  f"{_e(view.shorts.get(branch.parent, branch.parent))}</a>")
+        parent = (
+            "a new root"
+            if branch.parent == NIL_ID
+            else f'<a href="#{_anchor(branch.parent)}">'
+            f"{_e(view.shorts.get(branch.parent, branch.parent))}</a>"
+        )
         parts.append(f'<h2 id="branch-{n}">Branch {n} <small>(from {parent})</small></h2>')
         parts += [_article(view, view.events[eid]) for eid in branch.events]
     parts.append("</main></body></html>")

@@ -57,18 +57,25 @@ def _event(view: SessionView, event: Event) -> list[str]:
         return [f"#### tool call `{name}` · {where}", "", _fence(_arguments(record), "json"), ""]
     if event.kind == "tool_result":
         error = " (error)" if record.get("is_error") else ""
-        body = content_text(record.get("content")) if record else record_text("tool_result",
-                                                                                event.record)
+        body = content_text(record.get("content")) if record else record_text("tool_result", event.record)
         return [f"#### tool result{error} · {where}", "", _fence(body), ""]
     if event.kind == "compaction":
         summary = record.get("summary", "")
-        return ["---", "", f"### ⇤ compaction · {where}", "",
-                "The model's context was summarized here; every event above is kept "
-                "and still shown.", "", "> " + str(summary).replace("\n", "\n> "), "", "---", ""]
+        return [
+            "---",
+            "",
+            f"### ⇤ compaction · {where}",
+            "",
+            "The model's context was summarized here; every event above is kept and still shown.",
+            "",
+            "> " + str(summary).replace("\n", "\n> "),
+            "",
+            "---",
+            "",
+        ]
     if event.kind == "branch_summary":
         summary = record.get("summary", "")
-        return [f"### ↩ branch summary · {where}", "",
-                "> " + str(summary).replace("\n", "\n> "), ""]
+        return [f"### ↩ branch summary · {where}", "", "> " + str(summary).replace("\n", "\n> "), ""]
     text = record_text(event.kind, event.record)
     return [f"#### {event.kind} · {where}", "", _fence(text) if text else "(empty)", ""]
 
@@ -78,30 +85,42 @@ def _totals(view: SessionView) -> str:
     if t.source == "none":
         return "no token usage recorded"
     cost = f", ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
-    return (f"{t.input_tokens:,} input + {t.output_tokens:,} output tokens"
-            f"{cost} over {t.calls} calls (from {t.source})")
+    return (
+        f"{t.input_tokens:,} input + {t.output_tokens:,} output tokens"
+        f"{cost} over {t.calls} calls (from {t.source})"
+    )
 
 
 def render_markdown(view: SessionView, *, all_branches: bool = False) -> str:
     meta = view.meta
-    lines = [f"# {view.title}", "",
-             f"- session: `{view.id}`",
-             f"- working directory: {meta.get('working_dir') or '-'}",
-             f"- model: {meta.get('model') or '-'}",
-             f"- created: {meta.get('created_at') or '-'}",
-             f"- HEAD: `{view.head}`",
-             f"- events: {len(view.order)} ({len(view.active)} on the active path, "
-             f"{len(view.branches)} other branches)",
-             f"- tokens (active path): {_totals(view)}", "",
-             "## Active path", ""]
+    lines = [
+        f"# {view.title}",
+        "",
+        f"- session: `{view.id}`",
+        f"- working directory: {meta.get('working_dir') or '-'}",
+        f"- model: {meta.get('model') or '-'}",
+        f"- created: {meta.get('created_at') or '-'}",
+        f"- HEAD: `{view.head}`",
+        f"- events: {len(view.order)} ({len(view.active)} on the active path, "
+        f"{len(view.branches)} other branches)",
+        f"- tokens (active path): {_totals(view)}",
+        "",
+        "## Active path",
+        "",
+    ]
     for eid in view.active:
         lines += _event(view, view.events[eid])
     if all_branches:
         for n, branch in enumerate(view.branches, 1):
-            parent = ("a new root" if branch.parent == NIL_ID
-                      else f"`{view.shorts.get(branch.parent, branch.parent)}`")
-            lines += [f"## Branch {n} (from {parent}, "
-                      f"ends at `{view.shorts.get(branch.tip, branch.tip)}`)", ""]
+            parent = (
+                "a new root"
+                if branch.parent == NIL_ID
+                else f"`{view.shorts.get(branch.parent, branch.parent)}`"
+            )
+            lines += [
+                f"## Branch {n} (from {parent}, ends at `{view.shorts.get(branch.tip, branch.tip)}`)",
+                "",
+            ]
             for eid in branch.events:
                 lines += _event(view, view.events[eid])
     return "\n".join(lines).rstrip() + "\n"

@@ -23,8 +23,7 @@ __all__ = ["RedactionUnavailable", "Redactor"]
 
 #: High-entropy detectors at detect-secrets' own default limits: lower
 #: ones flag ordinary words and ids.
-_ENTROPY = [{"name": "Base64HighEntropyString", "limit": 4.5},
-            {"name": "HexHighEntropyString", "limit": 3.0}]
+_ENTROPY = [{"name": "Base64HighEntropyString", "limit": 4.5}, {"name": "HexHighEntropyString", "limit": 3.0}]
 #: Left out: public IP addresses are not secrets, and redacting them would
 #: mangle logs that are about networking.
 _SKIPPED = frozenset({"IPPublicDetector"})
@@ -52,8 +51,10 @@ class Redactor:
             raise RedactionUnavailable(
                 "--redact needs the detect-secrets library: pip install 'agentlog[redact]'"
             ) from exc
-        names = sorted(c.__name__ for c in get_mapping_from_secret_type_to_class().values()
-                       if c.__name__ not in _SKIPPED and "HighEntropy" not in c.__name__)
+        detectors: list[type] = list(get_mapping_from_secret_type_to_class().values())
+        names = sorted(
+            c.__name__ for c in detectors if c.__name__ not in _SKIPPED and "HighEntropy" not in c.__name__
+        )
         settings = {"plugins_used": [{"name": n} for n in names] + _ENTROPY}
         with transient_settings(settings):
             self._plugins = list(get_plugins())

@@ -29,9 +29,14 @@ class Totals:
     source: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "total_tokens": self.total_tokens, "cost_usd": self.cost_usd,
-                "calls": self.calls, "source": self.source}
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "cost_usd": self.cost_usd,
+            "calls": self.calls,
+            "source": self.source,
+        }
 
 
 def _int(value: float | None) -> int:
@@ -52,7 +57,8 @@ def totals(events: Iterable[Event]) -> Totals:
             inp += _int(usage.get("input_tokens"))
             out += _int(usage.get("output_tokens"))
             total += _int(usage.get("total_tokens")) or (
-                _int(usage.get("input_tokens")) + _int(usage.get("output_tokens")))
+                _int(usage.get("input_tokens")) + _int(usage.get("output_tokens"))
+            )
             if "cost_usd" in usage:
                 cost = (cost or 0.0) + float(usage["cost_usd"])
         elif event.kind == "state":

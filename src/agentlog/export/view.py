@@ -52,8 +52,9 @@ class SessionView:
         return str(value) if value else f"session {self.id}"
 
 
-def load_view(session: Session, *, redactor: Redactor | None = None,
-              progress: Progress | None = None) -> SessionView:
+def load_view(
+    session: Session, *, redactor: Redactor | None = None, progress: Progress | None = None
+) -> SessionView:
     entries = session.entries()
     events: dict[str, Event] = {}
     for n, entry in enumerate(entries):
@@ -96,7 +97,15 @@ def load_view(session: Session, *, redactor: Redactor | None = None,
     meta = session.meta if redactor is None else redactor.value(session.meta)
     path_totals = totals(events[eid] for eid in active)
     return SessionView(
-        id=session.id, meta=meta, head=head, events=events, order=order,
-        children={k: tuple(v) for k, v in kids.items()}, active=tuple(active),
-        branches=tuple(branches), labels=labels, totals=path_totals,
-        shorts=short_ids(order))
+        id=session.id,
+        meta=meta,
+        head=head,
+        events=events,
+        order=order,
+        children={k: tuple(v) for k, v in kids.items()},
+        active=tuple(active),
+        branches=tuple(branches),
+        labels=labels,
+        totals=path_totals,
+        shorts=short_ids(order),
+    )

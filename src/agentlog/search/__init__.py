@@ -21,12 +21,12 @@ from typing import Any
 
 from ..event import format_timestamp, parse_timestamp
 from ..store import Store
-from .index import Index, IndexStats, ProgressFn, drop, index_location, open_index
-from .query import SearchError, to_match
+from .index import Index, IndexStats, ProgressFn, drop, index_location, open_index, tag
+from .query import SearchError, highlight_words, to_match
+from .snippet import make_snippet
 
 __all__ = [
-    "MARK_END",
-    "MARK_START",
+    "CANDIDATES",
     "IndexStats",
     "SearchError",
     "SearchHit",
@@ -36,13 +36,8 @@ __all__ = [
     "search",
 ]
 
-#: Private-use characters bracketing matched words in a raw FTS5 snippet;
-#: ``SearchHit`` turns them into ``highlights`` spans.
-MARK_START = "\ue000"
-MARK_END = "\ue001"
-_SNIPPET_TOKENS = 16
-#: Characters kept around the first match: one word can be a 40 KB blob.
-_SNIPPET_CHARS = 240
+#: How many of the newest matches a query ranks (see ``search``).
+CANDIDATES = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,34 +56,16 @@ class SearchHit:
     score: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "event_id": self.event_id, "kind": self.kind,
-                "role": self.role, "timestamp": self.timestamp, "snippet": self.snippet,
-                "highlights": [list(span) for span in self.highlights], "score": self.score}
-
-
-def _unmark(raw: str) -> tuple[str, tuple[tuple[int, int], ...]]:
-    out: list[str] = []
-    spans: list[tuple[int, int]] = []
-    start = 0
-    length = 0
-    for ch in raw:
-        if ch == MARK_START:
-            start = length
-        elif ch == MARK_END:
-            spans.append((start, length))
-        else:
-            out.append(ch)
-            length += 1
-    text = "".join(out)
-    if len(text) <= _SNIPPET_CHARS:
-        return text, tuple(spans)
-    first = spans[0][0] if spans else 0
-    lo = max(0, min(first - _SNIPPET_CHARS // 3, len(text) - _SNIPPET_CHARS))
-    hi = lo + _SNIPPET_CHARS
-    head = "…" if lo else ""
-    kept = tuple((a - lo + len(head), min(b, hi) - lo + len(head))
-                 for a, b in spans if a >= lo and a < hi)
-    return head + text[lo:hi] + ("…" if hi < len(text) else ""), kept
+        return {
+            "session_id": self.session_id,
+            "event_id": self.event_id,
+            "kind": self.kind,
+            "role": self.role,
+            "timestamp": self.timestamp,
+            "snippet": self.snippet,
+            "highlights": [list(span) for span in self.highlights],
+            "score": self.score,
+        }
 
 
 def _since(value: str | datetime | None) -> str | None:
@@ -121,45 +98,61 @@ def reindex(store: Store, progress: ProgressFn | None = None) -> IndexStats:
     return catch_up(store, progress)
 
 
-def search(store: Store, query: str, *, session: str | None = None,
-           kind: str | None = None, role: str | None = None,
-           since: str | datetime | None = None, cwd: str | None = None,
-           limit: int = 20, refresh: bool = True) -> list[SearchHit]:
+def search(
+    store: Store,
+    query: str,
+    *,
+    session: str | None = None,
+    kind: str | None = None,
+    role: str | None = None,
+    since: str | datetime | None = None,
+    cwd: str | None = None,
+    limit: int = 20,
+    refresh: bool = True,
+) -> list[SearchHit]:
     """The events that best match ``query``, best first.
 
     ``query`` is words (ANDed), ``"a phrase"``, ``prefix*``, and OR / NOT
     between words. Filters: one session id, an event kind and role, a
     time (events at or after it) and a working directory (the session's,
-    or one below it). ``refresh=False`` skips the catch-up."""
+    or one below it). ``refresh=False`` skips the catch-up.
+
+    When more than ``CANDIDATES`` events match, the best of the newest
+    ``CANDIDATES`` are returned: ranking every match of a word found in
+    half a million events would take seconds."""
     if limit < 1:
         raise SearchError(f"limit must be at least 1, not {limit}")
-    match = to_match(query)
+    terms = [f"text : ({to_match(query)})"]
+    for field, value in (("s", session), ("k", kind), ("r", role)):
+        if value is not None:
+            terms.append(f'tags : "{tag(field, value)}"')
+    match = " AND ".join(terms)
     where = ["fts MATCH ?"]
     params: list[Any] = [match]
-    if session is not None:
-        where.append("e.session_id = ?")
-        params.append(session)
-    if kind is not None:
-        where.append("e.kind = ?")
-        params.append(kind)
-    if role is not None:
-        where.append("e.role = ?")
-        params.append(role)
+    join = ""
     after = _since(since)
     if after is not None:
+        join = "JOIN events e ON e.rowid = fts.rowid"
         where.append("e.timestamp >= ?")
         params.append(after)
-    join = ""
     if cwd is not None:
         directory = os.path.abspath(cwd)
-        join = "JOIN sessions s ON s.session_id = e.session_id"
+        if not join:
+            join = "JOIN events e ON e.rowid = fts.rowid"
+        join += " JOIN sessions s ON s.session_id = e.session_id"
         where.append("(s.working_dir = ? OR substr(s.working_dir, 1, ?) = ?)")
         below = directory.rstrip(os.sep) + os.sep
         params += [directory, len(below), below]
-    sql = (f"SELECT e.session_id, e.event_id, e.kind, e.role, e.timestamp, "
-           f"snippet(fts, 0, '{MARK_START}', '{MARK_END}', '…', {_SNIPPET_TOKENS}), bm25(fts) "
-           f"FROM fts JOIN events e ON e.rowid = fts.rowid {join} "
-           f"WHERE {' AND '.join(where)} ORDER BY bm25(fts) LIMIT ?")
+    # Rank the newest CANDIDATES matches, not every match: FTS5 streams
+    # matches in rowid order at a cost per match, and a word found in half a
+    # million events would take a second to rank in full. Rowids grow as
+    # the index catches up, so these are the most recently indexed.
+    candidates = (
+        f"SELECT fts.rowid AS r, bm25(fts, 1.0, 0.0) AS score FROM fts {join} "
+        f"WHERE {' AND '.join(where)} ORDER BY fts.rowid DESC LIMIT ?"
+    )
+    params.append(CANDIDATES)
+    sql = f"SELECT r, score FROM ({candidates}) ORDER BY score, r DESC LIMIT ?"
     params.append(limit)
     with open_index(store) as index:
         if refresh:
@@ -167,15 +160,24 @@ def search(store: Store, query: str, *, session: str | None = None,
         return _run(index, sql, params, query)
 
 
+_HIT_SQL = (
+    "SELECT e.session_id, e.event_id, e.kind, e.role, e.timestamp, fts.text "
+    "FROM fts JOIN events e ON e.rowid = fts.rowid WHERE fts.rowid = ?"
+)
+
+
 def _run(index: Index, sql: str, params: list[Any], query: str) -> list[SearchHit]:
+    words = highlight_words(query)
     try:
-        rows = index.conn.execute(sql, params).fetchall()
+        ranked = index.conn.execute(sql, params).fetchall()
+        hits = []
+        for rowid, score in ranked:
+            row = index.conn.execute(_HIT_SQL, (rowid,)).fetchone()
+            if row is None:
+                continue  # removed by a concurrent catch-up between the two reads
+            sid, eid, kind, role, ts, text = row
+            snippet, spans = make_snippet(text, words)
+            hits.append(SearchHit(sid, eid, kind, role, ts, snippet, spans, float(score)))
     except sqlite3.OperationalError as exc:
         raise SearchError(f"cannot search for {query!r}: {exc}") from None
-    hits = []
-    for sid, eid, kind, role, ts, raw, score in rows:
-        text, spans = _unmark(raw)
-        hits.append(SearchHit(sid, eid, kind, role, ts, text, spans, float(score)))
     return hits
-
-

@@ -27,9 +27,9 @@ from ..recordtext import record_text
 from ..store import Store
 from .query import SearchError
 
-__all__ = ["SCHEMA_VERSION", "Index", "IndexStats", "index_location", "open_index"]
+__all__ = ["SCHEMA_VERSION", "Index", "IndexStats", "index_location", "open_index", "tag"]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 #: Events written per transaction: short enough that another process's
 #: catch-up waits milliseconds, long enough to amortize the commit.
 BATCH = 500
@@ -56,10 +56,21 @@ CREATE TABLE IF NOT EXISTS events(
     timestamp TEXT NOT NULL,
     UNIQUE(session_id, event_id)
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tags, tokenize='unicode61 remove_diacritics 2');
 """
 
 ProgressFn = Callable[[int, int], None]
+
+
+def tag(field: str, value: str) -> str:
+    """The token that stands for ``field`` = ``value`` in the ``tags``
+    column (s: session, k: kind, r: role). Hex keeps any id one token.
+
+    Filters are FTS5 terms rather than joins, so FTS5 intersects them with
+    the words inside its own index: a common word filtered to one session
+    costs about what the session's events cost, not every match."""
+    return field + value.encode("utf-8").hex()
+
 
 _memory_lock = threading.Lock()
 _memory: dict[str, sqlite3.Connection] = {}
@@ -84,7 +95,7 @@ def index_location(home: str) -> str | None:
     if home.startswith("memory:"):
         return None
     if home.startswith("sqlite:///"):
-        return home[len("sqlite:///") - 1:] + ".search.sqlite3"
+        return home[len("sqlite:///") - 1 :] + ".search.sqlite3"
     if "://" in home:
         return None
     return os.path.join(home, "search", "fts.sqlite3")
@@ -92,8 +103,7 @@ def index_location(home: str) -> str | None:
 
 def _connect(path: str) -> sqlite3.Connection:
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
-                           check_same_thread=False)
+    conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     # A derived index needs no fsync per commit: after a power loss it is
     # rebuilt or caught up from the log, which is durable.
@@ -102,15 +112,19 @@ def _connect(path: str) -> sqlite3.Connection:
 
 
 def _setup(conn: sqlite3.Connection) -> None:
+    """Create the tables; an index of another schema version is dropped and
+    rebuilt by the next catch-up (it is derived, so nothing is lost)."""
     with _write(conn):
+        has_info = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='info'").fetchone()
+        row = conn.execute("SELECT value FROM info WHERE key='schema'").fetchone() if has_info else None
+        if row is not None and row[0] != SCHEMA_VERSION:
+            for table in ("fts", "events", "sessions", "info"):
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+            row = None
         for statement in filter(str.strip, _SCHEMA.split(";")):
             conn.execute(statement)
-        row = conn.execute("SELECT value FROM info WHERE key='schema'").fetchone()
         if row is None:
-            conn.execute("INSERT INTO info VALUES('schema', ?)", (SCHEMA_VERSION,))
-        elif row[0] != SCHEMA_VERSION:
-            raise SearchError(f"the search index has schema {row[0]}, this agentlog "
-                              f"writes {SCHEMA_VERSION}: run 'agentlog search --reindex'")
+            conn.execute("INSERT OR REPLACE INTO info VALUES('schema', ?)", (SCHEMA_VERSION,))
 
 
 @contextlib.contextmanager
@@ -182,9 +196,14 @@ class Index:
         Unchanged sessions cost one stat each (the event count and time
         the backend keeps without reading events); no event log is opened."""
         ids = sorted(self.store.backend.session_ids())
-        known = {row[0]: (row[1], row[2], row[3]) for row in self.conn.execute(
-            "SELECT session_id, indexed, last_event_id, updated_ns FROM sessions")}
-        removed = [sid for sid in known if sid not in set(ids)]
+        known = {
+            row[0]: (row[1], row[2], row[3])
+            for row in self.conn.execute(
+                "SELECT session_id, indexed, last_event_id, updated_ns FROM sessions"
+            )
+        }
+        present = set(ids)
+        removed = [sid for sid in known if sid not in present]
         for sid in removed:
             with _write(self.conn):
                 self._forget(sid)
@@ -210,13 +229,13 @@ class Index:
         return IndexStats(len(ids), touched, added, len(removed))
 
     def _forget(self, sid: str) -> None:
-        self.conn.execute("DELETE FROM fts WHERE rowid IN "
-                          "(SELECT rowid FROM events WHERE session_id=?)", (sid,))
+        self.conn.execute(
+            "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM events WHERE session_id=?)", (sid,)
+        )
         self.conn.execute("DELETE FROM events WHERE session_id=?", (sid,))
         self.conn.execute("DELETE FROM sessions WHERE session_id=?", (sid,))
 
-    def _index_session(self, sid: str, seen: tuple[int, str, int] | None,
-                       updated_ns: int) -> int:
+    def _index_session(self, sid: str, seen: tuple[int, str, int] | None, updated_ns: int) -> int:
         with self.store.open(sid, readonly=True) as session:
             entries = session.entries()
             working_dir = session.meta.get("working_dir")
@@ -224,7 +243,8 @@ class Index:
             if seen is not None:
                 indexed, last = seen[0], seen[1]
                 still_there = (indexed == 0 and last == "") or (
-                    0 < indexed <= len(entries) and entries[indexed - 1].id == last)
+                    0 < indexed <= len(entries) and entries[indexed - 1].id == last
+                )
                 if still_there:
                     start = indexed
                 else:  # repaired, or deleted and made again: start over
@@ -232,7 +252,7 @@ class Index:
                         self._forget(sid)
             added = 0
             for lo in range(start, max(len(entries), start + 1), BATCH):
-                batch = entries[lo:lo + BATCH]
+                batch = entries[lo : lo + BATCH]
                 with _write(self.conn):
                     for entry in batch:
                         if entry.kind in SKIPPED_KINDS:
@@ -244,10 +264,16 @@ class Index:
                         cur = self.conn.execute(
                             "INSERT OR IGNORE INTO events(session_id, event_id, kind, role, "
                             "timestamp) VALUES(?,?,?,?,?)",
-                            (sid, event.id, event.kind, event.role, event.timestamp))
+                            (sid, event.id, event.kind, event.role, event.timestamp),
+                        )
                         if cur.rowcount == 1:
-                            self.conn.execute("INSERT INTO fts(rowid, text) VALUES(?,?)",
-                                              (cur.lastrowid, text))
+                            tags = [tag("s", sid), tag("k", event.kind)]
+                            if event.role:
+                                tags.append(tag("r", event.role))
+                            self.conn.execute(
+                                "INSERT INTO fts(rowid, text, tags) VALUES(?,?,?)",
+                                (cur.lastrowid, text, " ".join(tags)),
+                            )
                             added += 1
                     done = lo + len(batch)
                     last_id = entries[done - 1].id if done else ""
@@ -256,6 +282,6 @@ class Index:
                         "UPDATE SET indexed=excluded.indexed, last_event_id=excluded.last_event_id,"
                         " updated_ns=excluded.updated_ns, working_dir=excluded.working_dir "
                         "WHERE excluded.indexed >= sessions.indexed",
-                        (sid, done, last_id,
-                         updated_ns if done == len(entries) else 0, working_dir))
+                        (sid, done, last_id, updated_ns if done == len(entries) else 0, working_dir),
+                    )
             return added

@@ -13,10 +13,12 @@ import re
 
 from ..errors import AgentlogError
 
-__all__ = ["SearchError", "to_match"]
+__all__ = ["SearchError", "highlight_words", "to_match"]
 
 _TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
 _OPERATORS = frozenset({"OR", "NOT", "AND"})
+#: A word as FTS5's unicode61 tokenizer sees one: letters and digits.
+_WORD = re.compile(r"[^\W_]+")
 
 
 class SearchError(AgentlogError):
@@ -49,3 +51,23 @@ def to_match(query: str) -> str:
     if not parts:
         raise SearchError(f"the search query {query!r} has no words to look for")
     return " ".join(parts)
+
+
+def highlight_words(query: str) -> list[tuple[str, bool]]:
+    """The words a hit is highlighted on: (word, is_prefix), leaving out
+    words after NOT (they are, by definition, not in the hit)."""
+    words: list[tuple[str, bool]] = []
+    negated = False
+    for found in _TOKEN.finditer(query):
+        phrase, word = found.group(1), found.group(2)
+        if word in _OPERATORS:
+            negated = word == "NOT"
+            continue
+        if not negated:
+            if phrase is not None:
+                words += [(w, False) for w in _WORD.findall(phrase)]
+            elif word:
+                prefix = word.endswith("*")
+                words += [(w, prefix) for w in _WORD.findall(word.rstrip("*"))]
+        negated = False
+    return words

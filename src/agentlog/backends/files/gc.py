@@ -153,15 +153,22 @@ def _referenced(chunks_dir: str) -> set[str]:
     return found
 
 
-def _session_items(home: str, sid: str, directory: str, *, grace_s: float,
-                   quarantine_age_s: float, now: float, report: GcReport,
-                   dry_run: bool) -> list[GcItem]:
+def _session_items(
+    home: str,
+    sid: str,
+    directory: str,
+    *,
+    grace_s: float,
+    quarantine_age_s: float,
+    now: float,
+    report: GcReport,
+    dry_run: bool,
+) -> list[GcItem]:
     items: list[GcItem] = []
     chunks = os.path.join(directory, "chunks")
     for entry in _scandir(chunks):
         if entry.name.endswith(".quarantine") and _older(entry.path, quarantine_age_s, now):
-            report.quarantine_kept.append(GcItem(entry.path, "quarantine",
-                                                 _size(entry.path), sid))
+            report.quarantine_kept.append(GcItem(entry.path, "quarantine", _size(entry.path), sid))
     blobs = os.path.join(directory, "blobs")
     candidates = _scandir(blobs)
     if not candidates:
@@ -198,9 +205,15 @@ def _remove(path: str) -> None:
         pass  # another gc, or the delete that left it, got there first
 
 
-def collect(home: str, *, dry_run: bool = False, quarantine: bool = False,
-            grace_s: float = DEFAULT_GRACE_S, quarantine_age_s: float = 0.0,
-            progress: Progress | None = None) -> GcReport:
+def collect(
+    home: str,
+    *,
+    dry_run: bool = False,
+    quarantine: bool = False,
+    grace_s: float = DEFAULT_GRACE_S,
+    quarantine_age_s: float = 0.0,
+    progress: Progress | None = None,
+) -> GcReport:
     """Find (and unless ``dry_run``, remove) what no session needs."""
     now = time.time()
     report = GcReport(dry_run=dry_run)
@@ -216,9 +229,16 @@ def collect(home: str, *, dry_run: bool = False, quarantine: bool = False,
             continue
         if entry.name.startswith(".") or not entry.is_dir():
             continue
-        report.items += _session_items(home, entry.name, entry.path, grace_s=grace_s,
-                                       quarantine_age_s=quarantine_age_s, now=now,
-                                       report=report, dry_run=dry_run)
+        report.items += _session_items(
+            home,
+            entry.name,
+            entry.path,
+            grace_s=grace_s,
+            quarantine_age_s=quarantine_age_s,
+            now=now,
+            report=report,
+            dry_run=dry_run,
+        )
     if quarantine:
         report.items += report.quarantine_kept
         if not dry_run:
@@ -253,6 +273,7 @@ def usage(home: str) -> list[SessionUsage]:
             blob_files += 1 if _BLOB_NAME.match(b.name) else 0
         index = _size(os.path.join(entry.path, "index.jsonl"))
         other = _size(entry.path) - chunks - blobs - quarantine - index
-        out.append(SessionUsage(entry.name, chunks, chunk_files, blobs, blob_files, index,
-                                quarantine, max(other, 0)))
+        out.append(
+            SessionUsage(entry.name, chunks, chunk_files, blobs, blob_files, index, quarantine, max(other, 0))
+        )
     return out
