@@ -422,3 +422,64 @@ def test_every_command_has_json_and_help():
     for name, command in main.commands.items():
         assert any(p.name == "as_json" for p in command.params), name
         assert command.help, name
+
+
+SESSION_COMMANDS = [
+    ["log", "{s}"],
+    ["tree", "{s}"],
+    ["show", "{s}", "HEAD"],
+    ["context", "{s}"],
+    ["checkout", "{s}", "HEAD"],
+    ["append", "{s}", "message", "{{}}"],
+    ["fork", "{s}"],
+    ["compact", "{s}"],
+    ["archive", "{s}"],
+    ["unarchive", "{s}"],
+    ["rename", "{s}", "t"],
+    ["label", "{s}"],
+    ["rm", "{s}", "--yes"],
+    ["export", "{s}"],
+    ["stats", "{s}"],
+    ["search", "x", "--session", "{s}"],
+    ["fsck", "{s}"],
+]
+
+
+@pytest.mark.parametrize("args", SESSION_COMMANDS, ids=lambda a: a[0])
+def test_every_session_command_reports_unknown_and_ambiguous_refs(home, args):
+    a, _ = make(home, name="one")
+    make(home, name="two")
+    unknown = run(home, *[w.format(s="no-such-session") for w in args])
+    assert "no session" in error(unknown)
+    ambiguous = run(home, *[w.format(s=a[:4]) for w in args])
+    assert "ambiguous" in error(ambiguous)
+    assert Store(home).exists(a)  # nothing was done to it
+
+
+def test_progress_bar_draws_on_a_terminal_only(capsys):
+    from agentlog.cli.progress import progress_bar
+
+    with progress_bar("work", force=True) as update:
+        for n in range(3):
+            update(n + 1, 3)
+    with progress_bar("quiet") as update:  # pytest's stderr is not a terminal
+        update(1, 1)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize(
+    "text,seconds", [("90d", 90 * 86400), ("12h", 43200), ("2w", 1209600), ("1.5m", 90), ("1y", 365 * 86400)]
+)
+def test_ages(text, seconds):
+    from agentlog.cli.timespec import parse_age
+
+    assert parse_age(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "90", "d", "-1d", "3 fortnights"])
+def test_bad_ages(text):
+    from agentlog.cli.timespec import parse_age
+
+    with pytest.raises(ValueError):
+        parse_age(text)

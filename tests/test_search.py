@@ -254,8 +254,7 @@ def test_a_writer_is_not_blocked_by_searches(tmp_path):
 
 def test_snippets_highlight_words_prefixes_and_phrases(store):
     with store.create() as s:
-        s.append("message", {"content": "Refactoring the Café parser; the café reopened"},
-                 role="user")
+        s.append("message", {"content": "Refactoring the Café parser; the café reopened"}, role="user")
     (hit,) = search(store, "refactor* cafe")
     marked = [hit.snippet[a:b] for a, b in hit.highlights]
     assert marked == ["Refactoring", "Café", "café"]
