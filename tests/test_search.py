@@ -271,3 +271,15 @@ def test_with_many_matches_the_newest_candidates_are_ranked(store, monkeypatch):
     assert {h.event_id for h in search(store, "apple", limit=3)} == set(old)  # best ranked
     monkeypatch.setattr(search_module, "CANDIDATES", 3)
     assert {h.event_id for h in search(store, "apple", limit=3)} == set(new)  # newest only
+
+
+def test_a_backend_with_its_own_search_answers_instead(store, monkeypatch):
+    seen = {}
+
+    def native(query, **filters):
+        seen.update(filters, query=query)
+        return [SearchHit("s", "e", "message", "user", "t", "snip", (), 0.0)]
+
+    monkeypatch.setattr(store.backend, "search", native, raising=False)
+    assert [h.session_id for h in search(store, "words", kind="message", limit=3)] == ["s"]
+    assert seen["query"] == "words" and seen["kind"] == "message" and seen["limit"] == 3
