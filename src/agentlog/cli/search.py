@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from rich.text import Text
 
+from ..errors import AgentlogError
 from ..search import reindex, search
 from ..shortid import short_ids
 from .common import App, emit_json, json_option, pass_app
@@ -98,17 +99,20 @@ def search_command(
     titles: dict[str, str] = {}
     for hit in hits:
         if hit.session_id not in titles:
-            meta = store.meta(hit.session_id)
+            try:
+                meta = store.meta(hit.session_id)
+            except AgentlogError:
+                meta = {}  # deleted or damaged since the catch-up: the hit still shows, untitled
             titles[hit.session_id] = str(meta.get("title") or meta.get("name") or "")
     for hit in hits:
         head = Text(no_wrap=True, overflow="ellipsis")
         head.append(sessions.get(hit.session_id, hit.session_id), style="yellow")
         head.append(f" {titles[hit.session_id]}" if titles[hit.session_id] else "", style="bold")
+        # The event's last 8 hex digits: a valid ref in nearly every session,
+        # without reading each session's index to make it provably unique.
         head.append(f"  {hit.event_id.replace('-', '')[-8:]}", style="yellow")
         head.append(f"  {local_time(hit.timestamp)}  {hit.kind}", style="dim")
         head.append(f"  {hit.role or '-'}", style="cyan")
-        # The event's last 8 hex digits: a valid ref in nearly every session,
-        # without reading each session's index to make it provably unique.
         text = hit.snippet.replace("\n", " ")
         body = Text("    " + text)
         for start, end in hit.highlights:
