@@ -283,3 +283,12 @@ def test_a_backend_with_its_own_search_answers_instead(store, monkeypatch):
     monkeypatch.setattr(store.backend, "search", native, raising=False)
     assert [h.session_id for h in search(store, "words", kind="message", limit=3)] == ["s"]
     assert seen["query"] == "words" and seen["kind"] == "message" and seen["limit"] == 3
+
+
+def test_the_index_file_is_private(tmp_path):
+    store = Store(tmp_path / "home")
+    _history(store)
+    search(store, "zanzibar")
+    path = index_location(store.home)
+    assert os.stat(path).st_mode & 0o077 == 0
+    assert os.stat(os.path.dirname(path)).st_mode & 0o077 == 0

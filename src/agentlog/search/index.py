@@ -103,6 +103,9 @@ def index_location(home: str) -> str | None:
 
 def _connect(path: str) -> sqlite3.Connection:
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    # Created 0600 like every file of the store (it holds the same text);
+    # SQLite gives its -wal and -shm files the database file's mode.
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     # A derived index needs no fsync per commit: after a power loss it is
