@@ -40,8 +40,7 @@ QUERIES: list[tuple[str, str, dict[str, Any]]] = [
 
 
 def _dataset(bench_dir: str, sessions: int) -> tuple[str, dict[str, Any]]:
-    params = {"kind": "search", "sessions": sessions, "per_session": EVENTS_PER_SESSION,
-              "seed": 11}
+    params = {"kind": "search", "sessions": sessions, "per_session": EVENTS_PER_SESSION, "seed": 11}
 
     def build(tmp: str) -> dict[str, Any]:
         rng = random.Random(11)
@@ -57,7 +56,7 @@ def _dataset(bench_dir: str, sessions: int) -> tuple[str, dict[str, Any]]:
                         record = {**record, "content": record["content"] + " " + rng.choice(RARE)}
                     items.append((kind, record, role))
                 for start in range(0, len(items), 50):
-                    sess.append_many(items[start:start + 50])
+                    sess.append_many(items[start : start + 50])
             if n and n % 1000 == 0:
                 _log(f"{n} sessions, {time.perf_counter() - t0:.0f} s")
         return {"sessions": sessions, "events": sessions * EVENTS_PER_SESSION}
@@ -97,28 +96,56 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     for label, query, filters in QUERIES:
         hits = len(search(store, query, limit=20, refresh=False, **filters))
         pure = _time(lambda q=query, f=filters: search(store, q, refresh=False, **f), repeat)
-        queries.append({"label": label, "query": query, "filters": filters, "hits": hits,
-                        **{f"pure_{k}": v for k, v in pure.items()}})
+        queries.append(
+            {
+                "label": label,
+                "query": query,
+                "filters": filters,
+                "hits": hits,
+                **{f"pure_{k}": v for k, v in pure.items()},
+            }
+        )
     refreshed = _time(lambda: search(store, "zebrafish"), repeat)
     check = _time(lambda: catch_up(store), repeat)
-    return {"sessions": info["sessions"], "events": info["events"],
-            "index_built_now": not built, "index_s": index_s, "indexed": stats.events_added,
-            "index_bytes": size, "queries": queries, "with_refresh": refreshed,
-            "catch_up_check": check}
+    return {
+        "sessions": info["sessions"],
+        "events": info["events"],
+        "index_built_now": not built,
+        "index_s": index_s,
+        "indexed": stats.events_added,
+        "index_bytes": size,
+        "queries": queries,
+        "with_refresh": refreshed,
+        "catch_up_check": check,
+    }
 
 
 def report(res: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
     n, e = res["sessions"], res["events"]
     abs_rows: list[tuple] = [
-        (f"search index over {n:,} sessions / {e:,} events",
-         f"{res['index_bytes'] / 2**20:.0f} MiB"
-         + (f", built in {fmt_s(res['index_s'])}" if res["index_built_now"] else "")),
+        (
+            f"search index over {n:,} sessions / {e:,} events",
+            f"{res['index_bytes'] / 2**20:.0f} MiB"
+            + (f", built in {fmt_s(res['index_s'])}" if res["index_built_now"] else ""),
+        ),
     ]
     for q in res["queries"]:
-        abs_rows.append((f"query '{q['query']}' ({q['label']}, {q['hits']} hits shown)",
-                         f"median {fmt_s(q['pure_median_s'])}, max {fmt_s(q['pure_max_s'])}"))
-    abs_rows.append(("query 'zebrafish' with the default catch-up check",
-                     f"median {fmt_s(res['with_refresh']['median_s'])}"))
-    abs_rows.append((f"catch-up check alone ({n:,} stats, nothing new)",
-                     f"median {fmt_s(res['catch_up_check']['median_s'])}"))
+        abs_rows.append(
+            (
+                f"query '{q['query']}' ({q['label']}, {q['hits']} hits shown)",
+                f"median {fmt_s(q['pure_median_s'])}, max {fmt_s(q['pure_max_s'])}",
+            )
+        )
+    abs_rows.append(
+        (
+            "query 'zebrafish' with the default catch-up check",
+            f"median {fmt_s(res['with_refresh']['median_s'])}",
+        )
+    )
+    abs_rows.append(
+        (
+            f"catch-up check alone ({n:,} stats, nothing new)",
+            f"median {fmt_s(res['catch_up_check']['median_s'])}",
+        )
+    )
     return [], abs_rows
