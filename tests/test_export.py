@@ -128,6 +128,9 @@ def test_html_parses_holds_every_active_message_and_is_offline(store):
     assert "http://" not in page and "https://" not in page and "@import" not in page
     # Sidebar tree with HEAD marked, compaction and branch summary, tool details, totals.
     assert "<aside>" in page and ">HEAD<" in page and ">start<" in page
+    sidebar = page[page.index("<aside>") : page.index("</aside>")]
+    assert "state/system" not in sidebar  # checkpoints stay out of the tree
+    assert sidebar.count('class="head">HEAD<') == 1  # HEAD is a state: marked on the event before
     assert "⇤ compaction" in page and "↩ branch summary" in page
     assert page.count("<details>") >= 2 and "tool call <b>read_file</b>" in page
     t = totals(active)

@@ -130,14 +130,42 @@ def _article(view: SessionView, event: Event) -> str:
     return f'<article id="{_anchor(event.id)}" class="{_e(css)}">{hdr}{body}</article>'
 
 
+#: Kinds left out of the sidebar (still shown, collapsed, in the page):
+#: a checkpoint after every step would bury the conversation.
+_SIDEBAR_HIDDEN = frozenset({"state"})
+
+
+def _shown_children(view: SessionView) -> dict[str, list[str]]:
+    """Children in the sidebar: a hidden event's children hang from its
+    nearest shown ancestor."""
+    shown: dict[str, str] = {}  # event id -> the id it hangs from
+
+    def anchor(eid: str) -> str:
+        while eid in view.events and view.events[eid].kind in _SIDEBAR_HIDDEN:
+            eid = view.events[eid].parent_id
+        return eid
+
+    kids: dict[str, list[str]] = {}
+    for eid in view.order:  # log order: a parent comes before its children
+        if view.events[eid].kind in _SIDEBAR_HIDDEN:
+            continue
+        shown[eid] = anchor(view.events[eid].parent_id)
+        kids.setdefault(shown[eid], []).append(eid)
+    return kids
+
+
 def _tree(view: SessionView) -> str:
     """The branch tree: runs without branching flat, branch points nested
     (built without recursion, so a deep session is fine)."""
     active = set(view.active)
+    children = _shown_children(view)
+    head_shown = view.head  # HEAD on a hidden checkpoint is marked on the event before it
+    while head_shown in view.events and view.events[head_shown].kind in _SIDEBAR_HIDDEN:
+        head_shown = view.events[head_shown].parent_id
     out: list[str] = ["<ul>"]
     # Each stack item: an event to start a run at, or a closing tag.
     stack: list[str | None] = []
-    roots = view.children.get(NIL_ID, ())
+    roots = children.get(NIL_ID, ())
     stack.extend(reversed(roots))
     while stack:
         item = stack.pop()
@@ -152,11 +180,14 @@ def _tree(view: SessionView) -> str:
             label = f"{view.shorts.get(current, current)} {event.kind}"
             if event.role:
                 label += f"/{event.role}"
-            kids = view.children.get(current, ())
+            kids = children.get(current, ())
             line = (
                 f'<li{cls}><a href="#{_anchor(current)}" title="{_e(text)}">{_e(label)} '
                 f"{_e(text)}</a>{_marks(view, current)}"
             )
+            if current == head_shown != view.head:
+                line += ' <span class="head">HEAD</span>'
+
             if len(kids) == 1:
                 out.append(line + "</li>")
                 current = kids[0]
