@@ -135,3 +135,10 @@ def test_usage_counts_each_part(store):
 def test_an_empty_or_missing_home_has_nothing(tmp_path):
     assert collect(str(tmp_path / "nothing")).items == []
     assert usage(str(tmp_path / "nothing")) == []
+
+
+def test_a_store_without_a_directory_has_nothing_to_collect(tmp_path):
+    from agentlog.cli.housekeeping import on_disk
+
+    assert on_disk(Store.memory()) is None
+    assert on_disk(Store(tmp_path / "home")) == str(tmp_path / "home")

@@ -292,3 +292,16 @@ def test_the_index_file_is_private(tmp_path):
     path = index_location(store.home)
     assert os.stat(path).st_mode & 0o077 == 0
     assert os.stat(os.path.dirname(path)).st_mode & 0o077 == 0
+
+
+def test_candidates_are_ranked_by_bm25_in_python():
+    from agentlog.search.rank import rank
+
+    docs = [(1, "apple " + "filler " * 30), (2, "apple apple apple"), (3, "Äpple pie"), (4, "nothing here")]
+    ranked = rank(docs, [("apple", False)], 4)
+    # Most frequent first, then the short one (diacritics fold, as in FTS5),
+    # then the long one; 4 has no apple and scores 0.
+    assert [r for r, _ in ranked] == [2, 3, 1, 4]
+    assert ranked[0][1] < ranked[1][1] < ranked[2][1] < ranked[3][1] == 0
+    assert [r for r, _ in rank(docs, [("äpp", True)], 5)][:1] == [2]
+    assert rank([], [("x", False)], 3) == []

@@ -23,6 +23,7 @@ from ..event import format_timestamp, parse_timestamp
 from ..store import Store
 from .index import Index, IndexStats, ProgressFn, drop, index_location, open_index, tag
 from .query import SearchError, highlight_words, to_match
+from .rank import rank
 from .snippet import make_snippet
 
 __all__ = [
@@ -36,8 +37,10 @@ __all__ = [
     "search",
 ]
 
-#: How many of the newest matches a query ranks (see ``search``).
-CANDIDATES = 5000
+#: Past this many matches, a query ranks the newest this many (see ``_ranked``).
+CANDIDATES = 1000
+#: Row ids per ``IN (...)`` when reading candidates' text.
+_BATCH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +122,7 @@ def search(
 
     When more than ``CANDIDATES`` events match, the best of the newest
     ``CANDIDATES`` are returned: ranking every match of a word found in
-    half a million events would take seconds."""
+    half a million events would take far longer than a query should."""
     if limit < 1:
         raise SearchError(f"limit must be at least 1, not {limit}")
     native = getattr(store.backend, "search", None)
@@ -151,21 +154,43 @@ def search(
         where.append("(s.working_dir = ? OR substr(s.working_dir, 1, ?) = ?)")
         below = directory.rstrip(os.sep) + os.sep
         params += [directory, len(below), below]
-    # Rank the newest CANDIDATES matches, not every match: FTS5 streams
-    # matches in rowid order at a cost per match, and a word found in half a
-    # million events would take a second to rank in full. Rowids grow as
-    # the index catches up, so these are the most recently indexed.
-    candidates = (
-        f"SELECT fts.rowid AS r, bm25(fts, 1.0, 0.0) AS score FROM fts {join} "
-        f"WHERE {' AND '.join(where)} ORDER BY fts.rowid DESC LIMIT ?"
+    base = f"FROM fts {join} WHERE {' AND '.join(where)}"
+    plan = _Plan(
+        newest=f"SELECT fts.rowid {base} ORDER BY fts.rowid DESC LIMIT ?",
+        exact=f"SELECT fts.rowid, bm25(fts, 1.0, 0.0) AS score {base} ORDER BY score, fts.rowid DESC LIMIT ?",
+        params=params,
+        limit=limit,
     )
-    params.append(CANDIDATES)
-    sql = f"SELECT r, score FROM ({candidates}) ORDER BY score, r DESC LIMIT ?"
-    params.append(limit)
     with open_index(store) as index:
         if refresh:
             index.catch_up()
-        return _run(index, sql, params, query)
+        return _run(index, plan, query)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    newest: str
+    exact: str
+    params: list[Any]
+    limit: int
+
+
+def _ranked(index: Index, plan: _Plan, query: str) -> list[tuple[int, float]]:
+    """(rowid, score) of the best hits. Up to CANDIDATES matches, FTS5's
+    bm25 ranks them all; past that, the newest CANDIDATES are ranked (see
+    ``rank``): FTS5 streams them in rowid order, bounded however common
+    the word, and rowids grow as the index catches up."""
+    conn = index.conn
+    newest = [r for (r,) in conn.execute(plan.newest, [*plan.params, CANDIDATES + 1])]
+    if len(newest) <= CANDIDATES:
+        return [(r, float(s)) for r, s in conn.execute(plan.exact, [*plan.params, plan.limit])]
+    del newest[CANDIDATES:]
+    texts: list[tuple[int, str]] = []
+    for lo in range(0, len(newest), _BATCH):
+        batch = newest[lo : lo + _BATCH]
+        marks = ",".join("?" * len(batch))
+        texts += conn.execute(f"SELECT rowid, text FROM fts WHERE rowid IN ({marks})", batch).fetchall()
+    return rank(texts, highlight_words(query), plan.limit)
 
 
 _HIT_SQL = (
@@ -174,10 +199,10 @@ _HIT_SQL = (
 )
 
 
-def _run(index: Index, sql: str, params: list[Any], query: str) -> list[SearchHit]:
+def _run(index: Index, plan: _Plan, query: str) -> list[SearchHit]:
     words = highlight_words(query)
     try:
-        ranked = index.conn.execute(sql, params).fetchall()
+        ranked = _ranked(index, plan, query)
         hits = []
         for rowid, score in ranked:
             row = index.conn.execute(_HIT_SQL, (rowid,)).fetchone()

@@ -18,6 +18,8 @@ _BEFORE = SNIPPET_CHARS // 3
 
 def _fold(text: str) -> str:
     """Case and diacritics folded, one character for one (so offsets hold)."""
+    if text.isascii():
+        return text.lower()
     out = []
     for ch in text:
         base = unicodedata.normalize("NFD", ch)[0] if ord(ch) > 127 else ch
