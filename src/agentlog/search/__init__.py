@@ -98,7 +98,10 @@ def catch_up(store: Store, progress: ProgressFn | None = None) -> IndexStats:
 def reindex(store: Store, progress: ProgressFn | None = None) -> IndexStats:
     """Drop the index and build it again from every session."""
     drop(store)
-    return catch_up(store, progress)
+    with open_index(store) as index:
+        stats = index.catch_up(progress)
+        index.optimize()
+    return stats
 
 
 def search(

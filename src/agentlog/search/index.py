@@ -192,6 +192,12 @@ class Index:
         self.store = store
         self.conn = conn
 
+    def optimize(self) -> None:
+        """Merge the index's segments into one (after a bulk build): fewer
+        segments to consult per query."""
+        with _write(self.conn):
+            self.conn.execute("INSERT INTO fts(fts) VALUES('optimize')")
+
     # --- catching up -------------------------------------------------------------
     def catch_up(self, progress: ProgressFn | None = None) -> IndexStats:
         """Index what was appended since the last catch-up, in every session.
