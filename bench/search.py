@@ -7,7 +7,8 @@ indexed once (``reindex``, timed). Each query is then timed over an
 up-to-date index, both as the pure query (``refresh=False``) and as
 ``store.search`` does it by default (a catch-up check first: one stat per
 session, no event log opened). Queries range from a rare word (a handful
-of hits) to a word in most events (every hit ranked by bm25).
+of hits, all ranked by FTS5's bm25) to a word in half the events (the
+newest 1,000 matches ranked; see agentlog/search/rank.py).
 """
 
 from __future__ import annotations
