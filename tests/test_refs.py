@@ -106,3 +106,14 @@ def test_events_by_head_ancestry_label_and_short_id(store):
 def test_head_of_an_empty_session_is_a_bad_ref(store):
     with store.create() as s, pytest.raises(BadRef):
         resolve_event(s, "HEAD")
+
+
+def test_custom_session_ids_keep_their_case(store):
+    for sid in ("Alpha-1", "alpha-2"):
+        with store.create(session_id=sid):
+            pass
+    assert resolve_session(store, "Alpha") == "Alpha-1"
+    assert resolve_session(store, "alpha") == "alpha-2"
+    assert resolve_session(store, "alpha-2") == "alpha-2"
+    with pytest.raises(SessionNotFound):
+        resolve_session(store, "ALPHA")

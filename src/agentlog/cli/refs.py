@@ -55,12 +55,18 @@ class BadRef(AgentlogError):
 
 
 def _matches(ids: Iterable[str], text: str) -> list[str]:
-    """Ids ``text`` names as a full id, a tail (short form) or a prefix."""
-    digits = _hex(text.lower())
+    """Ids ``text`` names: the id itself, a prefix (hyphens ignored), or
+    for a UUID a tail (its short form) in either case. Ids that are not
+    UUIDs (``--id My-Session``) are matched case-sensitively, as stored."""
+    digits = _hex(text)
+    low = digits.lower()
+    tail = _HEX.match(low) is not None
     found = []
     for i in ids:
         h = _hex(i)
-        if i == text or h.startswith(digits) or (_HEX.match(digits) and h.endswith(digits)):
+        if i == text or h.startswith(digits):
+            found.append(i)
+        elif is_uuid(i) and (h.startswith(low) or (tail and h.endswith(low))):
             found.append(i)
     return found
 
