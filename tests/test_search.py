@@ -10,7 +10,15 @@ import threading
 import pytest
 
 from agentlog import Store
-from agentlog.search import SearchError, SearchHit, catch_up, index_location, reindex, search
+from agentlog.search import (
+    SearchError,
+    SearchHit,
+    SearchWarning,
+    catch_up,
+    index_location,
+    reindex,
+    search,
+)
 
 BIG = 20_000  # over the default 16 KiB blob threshold
 
@@ -305,3 +313,23 @@ def test_candidates_are_ranked_by_bm25_in_python():
     assert ranked[0][1] < ranked[1][1] < ranked[2][1] < ranked[3][1] == 0
     assert [r for r, _ in rank(docs, [("äpp", True)], 5)][:1] == [2]
     assert rank([], [("x", False)], 3) == []
+
+
+def test_a_damaged_session_is_reported_not_skipped_silently(tmp_path):
+    store = Store(tmp_path / "home")
+    with store.create(session_id="healthy") as s:
+        s.append("message", {"content": "koala one"}, role="user")
+    with store.create(session_id="damaged") as s:
+        for n in range(3):
+            s.append("message", {"content": f"koala {n}"}, role="user")
+    chunk = tmp_path / "home" / "sessions" / "damaged" / "chunks" / "000000.jsonl"
+    data = bytearray(chunk.read_bytes())
+    data[data.index(b"koala 1") + 1] ^= 0x01  # a complete line, now failing its checksum
+    chunk.write_bytes(bytes(data))
+    (tmp_path / "home" / "sessions" / "damaged" / "index.jsonl").unlink()  # force a rescan
+    with pytest.warns(SearchWarning, match="damaged.*agentlog fsck damaged"):
+        hits = search(store, "koala")
+    assert "healthy" in {h.session_id for h in hits}
+    with pytest.warns(SearchWarning):
+        stats = catch_up(store)
+    assert [sid for sid, _ in stats.failed] == ["damaged"]

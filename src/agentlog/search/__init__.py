@@ -22,7 +22,7 @@ from typing import Any
 from ..event import format_timestamp, parse_timestamp
 from ..store import Store
 from .index import Index, IndexStats, ProgressFn, drop, index_location, open_index, tag
-from .query import SearchError, highlight_words, to_match
+from .query import SearchError, SearchWarning, highlight_words, to_match
 from .rank import rank
 from .snippet import make_snippet
 
@@ -31,6 +31,7 @@ __all__ = [
     "IndexStats",
     "SearchError",
     "SearchHit",
+    "SearchWarning",
     "catch_up",
     "index_location",
     "reindex",

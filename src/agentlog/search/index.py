@@ -18,6 +18,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from ..errors import AgentlogError, SessionNotFound
 from ..recordtext import record_text
 from ..store import Store
-from .query import SearchError
+from .query import SearchError, SearchWarning
 
 __all__ = ["SCHEMA_VERSION", "Index", "IndexStats", "index_location", "open_index", "tag"]
 
@@ -84,6 +85,9 @@ class IndexStats:
     sessions_indexed: int
     events_added: int
     sessions_removed: int
+    #: (session id, error) of each session that could not be read: it is
+    #: left out of the results (what was indexed before stays) until fixed.
+    failed: tuple[tuple[str, str], ...] = ()
 
 
 def index_location(home: str) -> str | None:
@@ -217,13 +221,17 @@ class Index:
             with _write(self.conn):
                 self._forget(sid)
         touched = added = 0
+        failed: list[tuple[str, str]] = []
         for n, sid in enumerate(ids):
             if progress is not None:
                 progress(n, len(ids))
             try:
                 stats = self.store.backend.stats(sid)
-            except AgentlogError:
-                continue  # damaged or half-made: fsck reports it; search skips it
+            except SessionNotFound:
+                continue  # deleted since it was listed
+            except AgentlogError as exc:
+                failed.append((sid, str(exc)))
+                continue
             seen = known.get(sid)
             if seen is not None and seen[0] == stats.event_count and seen[2] == stats.updated_ns:
                 continue
@@ -231,11 +239,21 @@ class Index:
                 count = self._index_session(sid, seen, stats.updated_ns)
             except SessionNotFound:
                 continue  # deleted since it was listed
+            except AgentlogError as exc:
+                # What was committed batch by batch stays; the rest of this
+                # session is retried on the next catch-up.
+                failed.append((sid, str(exc)))
+                continue
             touched += 1
             added += count
         if progress is not None:
             progress(len(ids), len(ids))
-        return IndexStats(len(ids), touched, added, len(removed))
+        for sid, reason in failed:
+            warnings.warn(
+                SearchWarning(f"search cannot read session {sid}: {reason}; see 'agentlog fsck {sid}'"),
+                stacklevel=3,
+            )
+        return IndexStats(len(ids), touched, added, len(removed), tuple(failed))
 
     def _forget(self, sid: str) -> None:
         self.conn.execute(

@@ -13,7 +13,7 @@ import re
 
 from ..errors import AgentlogError
 
-__all__ = ["SearchError", "highlight_words", "to_match"]
+__all__ = ["SearchError", "SearchWarning", "highlight_words", "to_match"]
 
 _TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
 _OPERATORS = frozenset({"OR", "NOT", "AND"})
@@ -23,6 +23,10 @@ _WORD = re.compile(r"[^\W_]+")
 
 class SearchError(AgentlogError):
     """A search that cannot run: an empty or malformed query, or no index."""
+
+
+class SearchWarning(UserWarning):
+    """A session the index could not read (damaged): searched without it."""
 
 
 def _quote(text: str) -> str:
