@@ -376,6 +376,18 @@ def test_du_and_stats(home):
     assert whole["sessions"] == 2 and whole["events"] == 7 + 6
     assert "tokens: 7 in, 3 out" in ok(home, "stats", sid)
     assert "no session" in error(run(home, "stats", "missing"))
+    # A damaged session is named on stderr and in the JSON, not skipped silently.
+    second = [r["id"] for r in ok_json(home, "ls") if r["title"] == "second"][0]
+    chunk = home / "sessions" / second / "chunks" / "000000.jsonl"
+    data = bytearray(chunk.read_bytes())
+    data[data.index(b"second message 1") + 2] ^= 0x01
+    chunk.write_bytes(bytes(data))
+    (home / "sessions" / second / "index.jsonl").unlink()
+    result = run(home, "stats", "--json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert [f["id"] for f in doc["failed"]] == [second] and doc["sessions"] == 1
+    assert f"cannot read {second}" in result.stderr
 
 
 def test_gc_on_the_cli(home):

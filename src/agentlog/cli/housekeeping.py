@@ -17,6 +17,7 @@ import orjson
 from rich.text import Text
 
 from ..backends.files.gc import GcItem, collect, usage
+from ..errors import AgentlogError, SessionNotFound
 from ..event import format_timestamp
 from ..export import totals
 from ..session import Session
@@ -313,13 +314,23 @@ def stats(app: App, session: str | None, as_json: bool) -> None:
     else:
         ids = sorted(store.backend.session_ids())
         per = []
+        failed: list[dict[str, str]] = []
         with progress_bar("reading sessions") as update:
             for n, sid in enumerate(ids):
-                with store.open(sid, readonly=True) as opened:
-                    per.append(_session_stats(opened))
+                try:
+                    with store.open(sid, readonly=True) as opened:
+                        per.append(_session_stats(opened))
+                except SessionNotFound:
+                    pass  # deleted since it was listed: nothing to count
+                except AgentlogError as exc:
+                    failed.append({"id": sid, "error": str(exc)})
+                    click.echo(
+                        f"agentlog: warning: cannot read {sid}: {exc}; see 'agentlog fsck {sid}'", err=True
+                    )
                 update(n + 1, len(ids))
         doc = _merge(per)
         doc["per_session"] = per
+        doc["failed"] = failed
     if as_json:
         emit_json(doc)
         return
