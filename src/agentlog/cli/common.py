@@ -49,7 +49,7 @@ class App:
         return self._store
 
     def open(self, session: str, *, write: bool = False) -> Session:
-        """Open a session named by id or unique prefix; read-only unless ``write``."""
+        """Open the session a ref names (see refs.py); read-only unless ``write``."""
         sid = resolve_session(self.store, session)
         return self.store.open(sid, readonly=not write)
 
