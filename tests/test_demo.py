@@ -16,6 +16,10 @@ def test_demo_runs_and_leaves_a_clean_store(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
     assert "SIGKILL" in out.stdout
+    # Step 2 shows the synthetic result it means to show, not '' (rich once
+    # swallowed "[interrupted: ...]" as a markup tag).
+    flat = " ".join(out.stdout.split())
+    assert "is answered in the context: '[interrupted: this tool call did not complete" in flat
 
     store = Store(home)
     assert store.fsck() == []

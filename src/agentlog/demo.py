@@ -21,6 +21,7 @@ from rich.console import Console
 from . import Store
 from .agent.loop import Agent, Tool
 from .agent.scripted import ScriptedModel, ToolUse
+from .providers import INTERRUPTED
 
 HOME = os.path.abspath(os.environ.get("AGENTLOG_DEMO_HOME", "demo-home"))
 MARKER = ".agentlog-demo"
@@ -147,8 +148,16 @@ def main() -> int:
     session = store.open(sid)
     tail = session.path()[-3:]
     console.print("durable after the kill: " + ", ".join(f"{e.kind}/{e.role}" for e in tail))
-    last = session.to_chat_messages()[-1]
-    console.print(f"the interrupted call is answered in the context: {last.get('content')!r}")
+    # The synthetic result sits right after the interrupted call, which is
+    # not necessarily the last message (the turn's user prompt came first).
+    answered = [m for m in session.to_chat_messages()
+                if m.get("role") == "tool" and m.get("content") == INTERRUPTED]
+    if not answered:
+        raise SystemExit("demo: the interrupted call got no synthetic result in the context")
+    # markup=False: rich would read "[interrupted: ...]" as a style tag and
+    # print '' (the bug this line once had).
+    console.print(f"the interrupted call {answered[-1].get('tool_call_id')} is answered in the "
+                  f"context: {answered[-1]['content']!r}", markup=False)
 
     step("3. Branch from an earlier event, with a branch summary")
     session.select(first_reply.id)

@@ -11,6 +11,7 @@ from rich.text import Text
 from ..backends.base import Problem
 from ..errors import AgentlogError
 from .common import App, emit_json, json_option, pass_app, resolve_session
+from .progress import progress_bar
 from .render import console
 
 __all__ = ["COMMANDS"]
@@ -51,8 +52,17 @@ def fsck(app: App, session: str | None, repair: bool, as_json: bool) -> None:
     writer's lease, so it fails on a session another process is writing."""
     store = app.store
     sid = resolve_session(store, session) if session is not None else None
-    problems = store.fsck(sid)
-    checked = 1 if sid else sum(1 for _ in store.backend.session_ids())
+    if sid is not None:
+        problems = store.fsck(sid)
+        checked = 1
+    else:
+        ids = sorted(store.backend.session_ids())
+        problems = []
+        with progress_bar("checking sessions") as update:
+            for n, target in enumerate(ids):
+                problems += store.fsck(target)
+                update(n + 1, len(ids))
+        checked = len(ids)
     repairs: list[dict[str, Any]] = []
     failed: list[str] = []
     after: list[Problem] | None = None

@@ -26,12 +26,15 @@ from .common import (
     resolve_event,
     session_command,
 )
+from .completion import complete_event
+from .refs import labels_of
 from .render import (
     abbreviate,
     console,
     event_line,
     event_lines,
     full_text,
+    hide_kinds,
     local_time,
     preview,
     print_lines,
@@ -39,6 +42,10 @@ from .render import (
 )
 
 __all__ = ["COMMANDS"]
+
+#: Kinds ``tree`` leaves out unless --all: a checkpoint after every step
+#: would bury the conversation.
+HIDDEN_KINDS = frozenset({"state"})
 
 
 def _read_record(text: str | None) -> Any:
@@ -137,13 +144,18 @@ def log(app: App, session: Session, full: bool, limit: int | None, as_json: bool
 
 @click.command("tree")
 @session_command()
+@click.option("--all", "show_all", is_flag=True,
+              help="Show 'state' checkpoint events too (hidden by default).")
 @json_option
-def tree(app: App, session: Session, as_json: bool) -> None:
-    """Draw every branch of a session, HEAD marked.
+def tree(app: App, session: Session, show_all: bool, as_json: bool) -> None:
+    """Draw every branch of a session: HEAD, labels, compactions and
+    branch summaries marked.
 
     A run of events without branching stays at one depth; each branch
     point lists its branches as labelled subtrees, the one leading to HEAD
-    marked active. With --json, the nodes come from the index alone."""
+    marked active. The 'state' checkpoints saved after every step are
+    hidden unless --all (their children hang from the event before them).
+    With --json, every node comes from the index alone, state included."""
     entries = session.entries()
     head = session.head
     if as_json:
@@ -153,6 +165,7 @@ def tree(app: App, session: Session, as_json: bool) -> None:
         emit_json({
             "session": session.id,
             "head": head,
+            "labels": labels_of(session.meta),
             "roots": children.get(NIL_ID, []),
             "nodes": [{"id": e.id, "parent_id": e.parent_id, "branch_from": e.branch_from,
                        "kind": e.kind, "role": e.role, "timestamp": e.timestamp,
@@ -160,19 +173,24 @@ def tree(app: App, session: Session, as_json: bool) -> None:
                       for e in entries],
         })
         return
-    texts = {e.id: preview(session.event(e.id), 80) for e in entries}
-    print_lines(session_tree(_title(session), entries, head, texts))
+    shown, shown_head = hide_kinds(entries, head, frozenset() if show_all else HIDDEN_KINDS)
+    texts = {e.id: preview(session.event(e.id), 80) for e in shown}
+    marks: dict[str, list[str]] = {}
+    for name, target in sorted(labels_of(session.meta).items()):
+        marks.setdefault(target, []).append(name)
+    print_lines(session_tree(_title(session), shown, shown_head, texts, labels=marks))
 
 
 @click.command("show")
 @session_command()
-@click.argument("event")
+@click.argument("event", shell_complete=complete_event)
 @json_option
 def show(app: App, session: Session, event: str, as_json: bool) -> None:
     """Show one event with its full record.
 
-    A payload kept in a blob is loaded and its digest verified. EVENT is a
-    full id, a unique prefix of at least 4 hex digits, or HEAD."""
+    A payload kept in a blob is loaded and its digest verified. EVENT is
+    HEAD, a label, a short id, a unique prefix of at least 4 hex digits
+    or a full id, optionally followed by ~N (N parents up)."""
     found = session.resolve(session.event(resolve_event(session, event)))
     children = session.children().get(found.id, [])
     if as_json:
@@ -201,13 +219,14 @@ def show(app: App, session: Session, event: str, as_json: bool) -> None:
 
 @click.command("checkout")
 @session_command(write=True)
-@click.argument("event")
+@click.argument("event", shell_complete=complete_event)
 @json_option
 def checkout(app: App, session: Session, event: str, as_json: bool) -> None:
     """Move HEAD to EVENT durably, appending no event.
 
-    EVENT is a full id, a unique prefix of at least 4 hex digits, or
-    'root' to make the next append start a new root. The next append
+    EVENT is HEAD, a label, a short id, a unique prefix or a full id
+    (each optionally followed by ~N, N parents up), or 'root' to make
+    the next append start a new root. The next append
     becomes a child of EVENT, starting a branch if EVENT has children."""
     previous = session.head
     target = resolve_event(session, event, allow_root=True)

@@ -6,11 +6,12 @@ markup strings, so a record containing ``[bold]`` prints as typed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import click
@@ -20,6 +21,7 @@ from rich.text import Text
 
 from ..backends.base import IndexEntry
 from ..event import NIL_ID, Event, parse_timestamp
+from .refs import short_ids
 
 __all__ = [
     "abbreviate",
@@ -28,6 +30,7 @@ __all__ = [
     "event_line",
     "event_lines",
     "full_text",
+    "hide_kinds",
     "local_time",
     "one_line",
     "preview",
@@ -35,7 +38,6 @@ __all__ = [
     "session_tree",
 ]
 
-MIN_SHORT = 8
 PREVIEW_LIMIT = 120
 #: Piped output is not cut to 80 columns: a pipe has no width.
 PIPE_WIDTH = 240
@@ -103,27 +105,9 @@ def _cut(text: str, cap: int) -> str:
 
 
 # --- ids and times -------------------------------------------------------------
-def abbreviate(ids: Iterable[str], min_len: int = MIN_SHORT) -> dict[str, str]:
-    """Each id's shortest prefix that no other id shares (at least ``min_len``).
-
-    Like git's abbreviated hashes, the short form is always a real prefix
-    of the id, so it can be typed back. A prefix never ends on a hyphen."""
-    ordered = sorted(set(ids))
-    shared = [0] * len(ordered)
-    for i in range(1, len(ordered)):
-        a, b = ordered[i - 1], ordered[i]
-        n = 0
-        while n < min(len(a), len(b)) and a[n] == b[n]:
-            n += 1
-        shared[i - 1] = max(shared[i - 1], n)
-        shared[i] = max(shared[i], n)
-    out = {}
-    for value, common in zip(ordered, shared, strict=True):
-        need = max(min_len, common + 1)
-        if need < len(value) and value[need - 1] == "-":
-            need += 1
-        out[value] = value[:need]
-    return out
+def abbreviate(ids: Iterable[str]) -> dict[str, str]:
+    """Each id's short form (see ``refs.short_ids``): a unique random tail."""
+    return short_ids(list(ids))
 
 
 def local_time(timestamp: str | None, *, seconds: bool = True) -> str:
@@ -200,7 +184,8 @@ def preview(event: Event, limit: int = PREVIEW_LIMIT) -> str:
 
 # --- event lines -----------------------------------------------------------------
 def event_line(event: Event | IndexEntry, short: str, text: str, *,
-               widths: Sequence[int] = (0, 0, 0), head: bool = False) -> Text:
+               widths: Sequence[int] = (0, 0, 0), head: bool = False,
+               labels: Sequence[str] = ()) -> Text:
     kind_w, role_w, short_w = widths
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(short.ljust(short_w), style="yellow")
@@ -215,6 +200,8 @@ def event_line(event: Event | IndexEntry, short: str, text: str, *,
         line.append(text)
     if head:
         line.append("  ◀ HEAD", style="bold green")
+    for name in labels:
+        line.append(f"  [{name}]", style="bold green")
     return line
 
 
@@ -263,8 +250,33 @@ def _draw(root: _Node) -> Text:
     return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
 
 
+def hide_kinds(entries: Sequence[IndexEntry], head: str,
+               hidden: frozenset[str]) -> tuple[list[IndexEntry], str]:
+    """``entries`` without the ``hidden`` kinds, each shown event re-parented
+    to its nearest shown ancestor; and HEAD moved the same way."""
+    if not hidden:
+        return list(entries), head
+    by_id = {e.id: e for e in entries}
+
+    def shown(event_id: str) -> str:
+        seen = 0
+        while event_id in by_id and by_id[event_id].kind in hidden and seen <= len(by_id):
+            event_id = by_id[event_id].parent_id
+            seen += 1
+        return event_id
+
+    kept = [dataclasses.replace(e, parent_id=shown(e.parent_id))
+            for e in entries if e.kind not in hidden]
+    return kept, shown(head)
+
+
+_KIND_MARKS = {"compaction": "  ⇤ compaction: earlier history kept above",
+               "branch_summary": "  ↩ branch summary"}
+
+
 def session_tree(title: Text, entries: Sequence[IndexEntry], head: str,
-                 texts: dict[str, str]) -> Text:
+                 texts: dict[str, str], *,
+                 labels: Mapping[str, Sequence[str]] | None = None) -> Text:
     """The whole event tree, with linear runs kept flat.
 
     A chain of single children is drawn as siblings at one depth; only a
@@ -282,10 +294,14 @@ def session_tree(title: Text, entries: Sequence[IndexEntry], head: str,
         current = by_id[current].parent_id
     shorts = abbreviate(by_id)
     widths = (max((len(e.kind) for e in entries), default=0),
-              max((len(e.role or "-") for e in entries), default=0), 0)
+              max((len(e.role or "-") for e in entries), default=0),
+              max((len(v) for v in shorts.values()), default=0))
 
     def label(e: IndexEntry) -> Text:
-        line = event_line(e, shorts[e.id], texts.get(e.id, ""), widths=widths, head=e.id == head)
+        line = event_line(e, shorts[e.id], texts.get(e.id, ""), widths=widths,
+                          head=e.id == head, labels=(labels or {}).get(e.id, ()))
+        if e.kind in _KIND_MARKS:
+            line.append(_KIND_MARKS[e.kind], style=KIND_STYLES[e.kind])
         if len(kids[e.id]) > 1:
             line.append(f"  ⑂ {len(kids[e.id])} branches", style="bold magenta")
         return line

@@ -66,7 +66,7 @@ def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
     if not rows:
         out.print(Text(f"no sessions in {app.store.home}", style="dim"))
         return
-    shorts = abbreviate([r["id"] for r in rows if _UUID.match(r["id"])])
+    shorts = abbreviate([r["id"] for r in rows if r["status"] != "broken"])
     table = []
     for r in rows:
         if r["status"] == "broken":

@@ -1,0 +1,279 @@
+"""Garbage collection and disk usage for the file backend's home.
+
+What ``collect`` removes (see docs/format.md for the layout):
+
+- **orphaned blobs**: ``blobs/<hex>`` that no event line of the session
+  names. A writer stores a blob *before* the line naming it, so a blob is
+  only collected while the session's writer lease is held by gc itself
+  (a session being written is skipped and reported busy) and once it is
+  older than ``grace_s``;
+- **leftover work directories**: ``sessions/.new-*`` (a create that crashed
+  before its rename) and ``sessions/.del-*`` (a delete that crashed after
+  its rename), and ``blobs/.tmp-*`` files, all older than ``grace_s`` so a
+  create or delete running right now is left alone;
+- **quarantine files** (``chunks/*.quarantine``, bytes ``fsck --repair``
+  moved aside): only with ``quarantine=True`` (the CLI asks first) and
+  only those older than ``quarantine_age_s``.
+
+Blob references are found by scanning chunk and quarantine bytes for
+``"digest":"sha256:<hex>"``. A record that happens to contain such text
+keeps a blob alive; nothing referenced is ever taken, which is the side
+to err on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+__all__ = ["DEFAULT_GRACE_S", "GcItem", "GcReport", "SessionUsage", "collect", "usage"]
+
+DEFAULT_GRACE_S = 3600.0
+_DIGEST = re.compile(rb'"digest":"sha256:([0-9a-f]{64})"')
+_BLOB_NAME = re.compile(r"[0-9a-f]{64}\Z")
+_READ = 1 << 20
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class GcItem:
+    """One thing gc removes (or, in a dry run, would remove)."""
+
+    path: str
+    #: "orphan-blob", "temp-file", "leftover-create", "leftover-delete", "quarantine".
+    what: str
+    bytes: int
+    session_id: str | None
+
+
+@dataclass(slots=True)
+class GcReport:
+    items: list[GcItem] = field(default_factory=list)
+    #: Sessions skipped because a writer holds their lease.
+    busy: list[str] = field(default_factory=list)
+    #: Quarantine files kept because ``quarantine`` was not given.
+    quarantine_kept: list[GcItem] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def bytes(self) -> int:
+        return sum(i.bytes for i in self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionUsage:
+    """Bytes on disk of one session directory, by part."""
+
+    session_id: str
+    chunks: int
+    chunk_files: int
+    blobs: int
+    blob_files: int
+    index: int
+    quarantine: int
+    other: int
+
+    @property
+    def total(self) -> int:
+        return self.chunks + self.blobs + self.index + self.quarantine + self.other
+
+
+def _size(path: str) -> int:
+    """Bytes under ``path`` (a file or a tree); 0 if it went away."""
+    try:
+        if not os.path.isdir(path) or os.path.islink(path):
+            return os.lstat(path).st_size
+    except FileNotFoundError:
+        return 0
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):  # removed while we walked
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def _older(path: str, age_s: float, now: float) -> bool:
+    try:
+        return now - os.lstat(path).st_mtime >= age_s
+    except FileNotFoundError:
+        return False
+
+
+def _scandir(path: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(path) as it:
+            return sorted(it, key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+
+
+@contextlib.contextmanager
+def _lease(home: str, session_id: str) -> Iterator[bool]:
+    """Try the session's writer lease (``locks/<id>.lock``, an flock);
+    yields whether gc holds it."""
+    locks = os.path.join(home, "locks")
+    os.makedirs(locks, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(locks, f"{session_id}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _referenced(chunks_dir: str) -> set[str]:
+    found: set[str] = set()
+    for entry in _scandir(chunks_dir):
+        if not entry.is_file():
+            continue
+        with open(entry.path, "rb") as f:
+            tail = b""
+            while block := f.read(_READ):
+                data = tail + block
+                found.update(m.decode() for m in _DIGEST.findall(data))
+                tail = data[-100:]  # a reference split across two reads
+    return found
+
+
+def _session_items(
+    home: str,
+    sid: str,
+    directory: str,
+    *,
+    grace_s: float,
+    quarantine_age_s: float,
+    now: float,
+    report: GcReport,
+    dry_run: bool,
+) -> list[GcItem]:
+    items: list[GcItem] = []
+    chunks = os.path.join(directory, "chunks")
+    for entry in _scandir(chunks):
+        if entry.name.endswith(".quarantine") and _older(entry.path, quarantine_age_s, now):
+            report.quarantine_kept.append(GcItem(entry.path, "quarantine", _size(entry.path), sid))
+    blobs = os.path.join(directory, "blobs")
+    candidates = _scandir(blobs)
+    if not candidates:
+        return items
+    with _lease(home, sid) as held:
+        if not held:
+            report.busy.append(sid)
+            return items
+        referenced = _referenced(chunks)
+        for entry in candidates:
+            if not _older(entry.path, grace_s, now):
+                continue
+            if entry.name.startswith(".tmp-"):
+                items.append(GcItem(entry.path, "temp-file", _size(entry.path), sid))
+            elif _BLOB_NAME.match(entry.name) and entry.name not in referenced:
+                items.append(GcItem(entry.path, "orphan-blob", _size(entry.path), sid))
+        if not dry_run:
+            # Under the lease: a writer that found this blob already there
+            # would reference it without writing it again (blobs are
+            # content-addressed), so removing it after releasing could
+            # take a blob a new line names.
+            for item in items:
+                _remove(item.path)
+    return items
+
+
+def _remove(path: str) -> None:
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass  # another gc, or the delete that left it, got there first
+
+
+def collect(
+    home: str,
+    *,
+    dry_run: bool = False,
+    quarantine: bool = False,
+    grace_s: float = DEFAULT_GRACE_S,
+    quarantine_age_s: float = 0.0,
+    progress: Progress | None = None,
+) -> GcReport:
+    """Find (and unless ``dry_run``, remove) what no session needs."""
+    now = time.time()
+    report = GcReport(dry_run=dry_run)
+    sessions = os.path.join(home, "sessions")
+    entries = _scandir(sessions)
+    for n, entry in enumerate(entries):
+        if progress is not None:
+            progress(n, len(entries))
+        if entry.name.startswith(".new-") or entry.name.startswith(".del-"):
+            if _older(entry.path, grace_s, now):
+                what = "leftover-create" if entry.name.startswith(".new-") else "leftover-delete"
+                report.items.append(GcItem(entry.path, what, _size(entry.path), None))
+            continue
+        if entry.name.startswith(".") or not entry.is_dir():
+            continue
+        report.items += _session_items(
+            home,
+            entry.name,
+            entry.path,
+            grace_s=grace_s,
+            quarantine_age_s=quarantine_age_s,
+            now=now,
+            report=report,
+            dry_run=dry_run,
+        )
+    if quarantine:
+        report.items += report.quarantine_kept
+        if not dry_run:
+            for item in report.quarantine_kept:
+                _remove(item.path)
+        report.quarantine_kept = []
+    if not dry_run:
+        for item in report.items:
+            if item.what.startswith("leftover"):
+                _remove(item.path)
+    if progress is not None:
+        progress(len(entries), len(entries))
+    return report
+
+
+def usage(home: str) -> list[SessionUsage]:
+    """Bytes on disk of every session under ``home``, by part."""
+    out = []
+    for entry in _scandir(os.path.join(home, "sessions")):
+        if entry.name.startswith(".") or not entry.is_dir():
+            continue
+        chunks = blobs = quarantine = chunk_files = blob_files = 0
+        for c in _scandir(os.path.join(entry.path, "chunks")):
+            size = _size(c.path)
+            if c.name.endswith(".quarantine"):
+                quarantine += size
+            else:
+                chunks += size
+                chunk_files += 1
+        for b in _scandir(os.path.join(entry.path, "blobs")):
+            blobs += _size(b.path)
+            blob_files += 1 if _BLOB_NAME.match(b.name) else 0
+        index = _size(os.path.join(entry.path, "index.jsonl"))
+        other = _size(entry.path) - chunks - blobs - quarantine - index
+        out.append(
+            SessionUsage(entry.name, chunks, chunk_files, blobs, blob_files, index, quarantine, max(other, 0))
+        )
+    return out

@@ -1,0 +1,61 @@
+"""Shell completion of session refs and event refs (bash, zsh, fish).
+
+click generates the shell side (``_AGENTLOG_COMPLETE=bash_source
+agentlog``, see docs/cli.md); these functions supply the values: session
+short ids and names, and for an event HEAD, the session's labels and
+event short ids. Completion must never fail loudly, so any error yields
+no suggestions.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+from click.shell_completion import CompletionItem
+
+from ..errors import AgentlogError
+from ..shortid import short_ids
+from ..store import Store
+from .refs import labels_of, resolve_session
+
+__all__ = ["complete_event", "complete_session"]
+
+_MAX = 200
+
+
+def _store(ctx: click.Context) -> Store:
+    home = ctx.find_root().params.get("home") or os.environ.get("AGENTLOG_HOME")
+    return Store(home)
+
+
+def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    try:
+        infos = _store(ctx).list(archived=True)
+    except (AgentlogError, OSError):
+        return []  # no store, or an unreadable one: nothing to offer, and no noise
+    shorts = short_ids([i.id for i in infos])
+    items = []
+    for info in infos[:_MAX]:
+        help_text = info.title or ""
+        for value in (shorts[info.id], info.meta.get("name")):
+            if isinstance(value, str) and value.startswith(incomplete):
+                items.append(CompletionItem(value, help=help_text))
+    return items
+
+
+def complete_event(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    ref = ctx.params.get("session")
+    values = ["HEAD"]
+    if isinstance(ref, str):
+        try:
+            store = _store(ctx)
+            with store.open(resolve_session(store, ref), readonly=True) as session:
+                labels = labels_of(session.meta)
+                values += sorted(labels)
+                entries = session.entries()
+                shorts = short_ids([e.id for e in entries])
+                values += [shorts[e.id] for e in reversed(entries[-_MAX:])]
+        except (AgentlogError, OSError):
+            pass  # an unknown session: HEAD is still a fair suggestion
+    return [CompletionItem(v) for v in values if v.startswith(incomplete)]

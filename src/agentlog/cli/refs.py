@@ -1,0 +1,178 @@
+"""Refs a person can type: every command resolves sessions and events here.
+
+A session is named by its full id, its short form, a unique prefix of its
+id, or its name or title where exactly one session has it. An event is
+named by ``HEAD``, a label, its full id, its short form or a unique prefix
+of at least 4 hex digits, each optionally followed by ``~N`` (N parents
+up) or ``^`` (one parent up), as in git.
+
+The short form of a UUID is taken from its *end*: UUIDv7 ids begin with a
+timestamp, so ids made a second apart share their first 10 hex digits,
+while the last 8 are random. ``short_ids`` gives each id the last 8 hex
+digits, lengthened (towards the front) until no other id in the scope
+ends with them or begins with them, so it can be typed back unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import click
+
+from ..errors import AgentlogError, EventNotFound, SessionNotFound
+from ..event import NIL_ID, check_session_id
+from ..session import Session
+from ..shortid import SHORT_LEN, is_uuid, short_ids
+from ..shortid import hex_digits as _hex
+from ..store import Store
+
+__all__ = [
+    "AmbiguousRef",
+    "MIN_EVENT_PREFIX",
+    "SHORT_LEN",
+    "BadRef",
+    "labels_of",
+    "resolve_event",
+    "resolve_session",
+    "short_ids",
+]
+
+MIN_EVENT_PREFIX = 4
+_SHOWN = 4
+_HEX = re.compile(r"[0-9a-f]+\Z")
+_ANCESTRY = re.compile(r"(?P<base>.+?)(?P<steps>(?:~\d*|\^)+)\Z")
+_STEP = re.compile(r"~(\d*)|\^")
+
+
+class AmbiguousRef(AgentlogError):
+    """A ref that names more than one session or event."""
+
+
+class BadRef(AgentlogError):
+    """A ref that cannot name anything (bad syntax, or past a root)."""
+
+
+def _matches(ids: Iterable[str], text: str) -> list[str]:
+    """Ids ``text`` names: the id itself, a prefix (hyphens ignored), or
+    for a UUID a tail (its short form) in either case. Ids that are not
+    UUIDs (``--id My-Session``) are matched case-sensitively, as stored."""
+    digits = _hex(text)
+    low = digits.lower()
+    tail = _HEX.match(low) is not None
+    found = []
+    for i in ids:
+        h = _hex(i)
+        if i == text or h.startswith(digits):
+            found.append(i)
+        elif is_uuid(i) and (h.startswith(low) or (tail and h.endswith(low))):
+            found.append(i)
+    return found
+
+
+def _some(ids: list[str]) -> str:
+    shown = ", ".join(ids[:_SHOWN])
+    more = len(ids) - _SHOWN
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+# --- sessions ---------------------------------------------------------------------
+def resolve_session(store: Store, text: str) -> str:
+    """The id of the one session ``text`` names (see the module docstring)."""
+    text = text.strip()
+    if not text:
+        raise SessionNotFound(text)
+    as_id = _valid_session_id(text)
+    if as_id and store.exists(text):
+        return text
+    ids = list(store.backend.session_ids())
+    by_id = _matches(ids, text) if as_id else []
+    if len(by_id) == 1:
+        return by_id[0]
+    if len(by_id) > 1:
+        raise AmbiguousRef(f"session {text!r} is ambiguous: it could be {_some(sorted(by_id))}")
+    named = sorted(
+        {
+            info.id
+            for info in store.list(archived=True)
+            if text in (info.meta.get("name"), info.meta.get("title"))
+        }
+    )
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise AmbiguousRef(f"several sessions are named {text!r}: {_some(named)}")
+    if not as_id:
+        check_session_id(text)  # says why it cannot be an id
+    raise SessionNotFound(text)
+
+
+def _valid_session_id(text: str) -> bool:
+    try:
+        check_session_id(text)
+    except AgentlogError:
+        return False
+    return True
+
+
+# --- events -----------------------------------------------------------------------
+def labels_of(meta: Mapping[str, Any]) -> dict[str, str]:
+    """A session's labels (name -> event id) from its metadata."""
+    labels = meta.get("labels")
+    if not isinstance(labels, dict):
+        return {}
+    return {str(k): v for k, v in labels.items() if isinstance(v, str)}
+
+
+def resolve_event(session: Session, text: str, *, allow_root: bool = False) -> str:
+    """The id of the event ``text`` names in ``session``; ``NIL_ID`` for
+    ``root`` when ``allow_root``."""
+    text = text.strip()
+    if allow_root and text.lower() == "root":
+        return NIL_ID
+    base, steps = text, 0
+    labels = labels_of(session.meta)
+    if text not in labels:
+        found = _ANCESTRY.match(text)
+        if found:
+            base = found["base"]
+            for step in _STEP.finditer(found["steps"]):
+                steps += int(step[1]) if step[1] else 1
+    current = _resolve_base(session, base, labels)
+    for _ in range(steps):
+        parent = session.event(current).parent_id
+        if parent == NIL_ID:
+            raise BadRef(f"{text!r} goes past the root of session {session.id}")
+        current = parent
+    return current
+
+
+def _resolve_base(session: Session, text: str, labels: dict[str, str]) -> str:
+    if text.upper() == "HEAD":
+        if session.head == NIL_ID:
+            raise BadRef(f"session {session.id} is empty: HEAD names no event")
+        return session.head
+    if text in labels:
+        target = labels[text]
+        if target not in session:
+            raise EventNotFound(target, session.id)
+        return target
+    value = text.lower()
+    if is_uuid(value):
+        if value not in session:
+            raise EventNotFound(value, session.id)
+        return value
+    digits = _hex(value)
+    if not (MIN_EVENT_PREFIX <= len(digits) <= 32 and _HEX.match(digits)):
+        raise click.BadParameter(
+            f"{text!r} is not HEAD, a label, an event id, or a short id or prefix of "
+            f"at least {MIN_EVENT_PREFIX} hex digits",
+            param_hint="'EVENT'",
+        )
+    found = _matches((e.id for e in session.entries()), value)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise EventNotFound(text, session.id)
+    raise AmbiguousRef(f"event {text!r} is ambiguous in session {session.id}: it could be {_some(found)}")

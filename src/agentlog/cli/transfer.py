@@ -1,0 +1,149 @@
+"""export and import: sessions to and from files.
+
+``IMPORT_FORMATS`` maps each ``--from`` choice to the function that
+imports one file; other importers (Claude Code, Codex, pi) register
+theirs in the same dict, so ``agentlog import --from`` lists them all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+import click
+
+from ..export import EXPORT_FORMATS, ImportReport, export_session, import_bundle
+from ..store import Store
+from .common import App, emit_json, json_option, pass_app
+from .completion import complete_session
+from .progress import ProgressFn, progress_bar
+
+__all__ = ["COMMANDS", "IMPORT_FORMATS", "Importer"]
+
+#: ``(store, path, progress) -> report``; the report has ``to_dict()``.
+Importer = Callable[[Store, str, ProgressFn], ImportReport]
+
+
+def _bundle(store: Store, path: str, progress: ProgressFn) -> ImportReport:
+    return import_bundle(store, path, progress=progress)
+
+
+IMPORT_FORMATS: dict[str, Importer] = {"bundle": _bundle}
+
+
+@contextlib.contextmanager
+def _output(path: str | None) -> Iterator[IO[bytes]]:
+    """stdout, or ``path`` written whole or not at all (temp file + rename)."""
+    if path is None or path == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".agentlog-export-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # the export failed: leave no half-written file behind
+        raise
+
+
+@click.command("export")
+@click.argument("session", metavar="SESSION", shell_complete=complete_session)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(EXPORT_FORMATS)),
+    default="md",
+    show_default=True,
+    help="md: Markdown; html: one self-contained page; bundle: JSONL for import.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Write to FILE (replaced atomically) instead of stdout.",
+)
+@click.option(
+    "--all-branches",
+    is_flag=True,
+    help="Markdown: every branch, not only the active path (HTML and bundles always hold every branch).",
+)
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Replace secrets (API keys, tokens, private keys, passwords in URLs) "
+    "found by detect-secrets with [REDACTED:<type>]; each is counted.",
+)
+@json_option
+@pass_app
+def export(
+    app: App, session: str, fmt: str, output: str | None, all_branches: bool, redact: bool, as_json: bool
+) -> None:
+    """Write a session as Markdown, one-file HTML, or a bundle.
+
+    The HTML page works offline (no network references): a branch tree
+    with HEAD marked, compaction boundaries with the earlier history
+    still there, branch summaries, collapsible tool calls and results,
+    token and cost totals. A bundle holds the metadata, every event of
+    every branch and its blob payloads; 'agentlog import --from bundle'
+    brings it back with ids preserved. The report (events, bytes,
+    redactions) goes to stderr, or to stdout with --json and -o."""
+    if as_json and output in (None, "-"):
+        raise click.UsageError("--json prints the report on stdout: give -o FILE for the export")
+    with app.open(session) as opened, _output(output) as out:
+        with progress_bar(f"exporting {opened.id}") as update:
+            report = export_session(
+                opened, fmt, out, all_branches=all_branches, redact=redact, progress=update
+            )
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    where = output if output not in (None, "-") else "stdout"
+    line = (
+        f"exported {report.events} events of {report.session_id} as {fmt} to {where} ({report.bytes:,} bytes)"
+    )
+    if redact:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(report.redactions.items()))
+        line += f"; {report.redacted} secrets redacted" + (f" ({kinds})" if kinds else "")
+    click.echo(line, err=True)
+
+
+@click.command("import")
+@click.option(
+    "--from", "source", type=click.Choice(sorted(IMPORT_FORMATS)), required=True, help="The format of FILE."
+)
+@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
+@json_option
+@pass_app
+def import_command(app: App, source: str, path: str, as_json: bool) -> None:
+    """Bring a session in from FILE, keeping its ids.
+
+    Importing is idempotent: a session already holding everything in FILE
+    is left unchanged (and the report says so); one holding the start of
+    it gets the rest."""
+    if not os.path.exists(path):
+        raise click.BadParameter(f"no such file: {path}", param_hint="'FILE'")
+    with progress_bar(f"importing {os.path.basename(path)}") as update:
+        report = IMPORT_FORMATS[source](app.store, path, update)
+    doc: dict[str, Any] = report.to_dict()
+    if as_json:
+        emit_json(doc)
+        return
+    if report.outcome == "unchanged":
+        click.echo(f"{report.session_id}: already imported, nothing changed ({report.events_total} events)")
+    else:
+        click.echo(
+            f"{report.session_id}: {report.outcome}, {report.events_added} events "
+            f"imported ({report.events_total} in total)"
+        )
+
+
+COMMANDS = [export, import_command]

@@ -1,0 +1,260 @@
+"""Verbs on whole sessions: fork, compact, archive, unarchive, rename,
+label, continue, rm.
+
+Labels are names for events kept in the session's metadata
+(``labels: {name: event id}``), not events: setting or moving one never
+moves HEAD or adds to the timeline, and every command accepts a label
+wherever it takes an EVENT.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import click
+
+from ..session import Session
+from .common import App, CliError, emit_json, json_option, pass_app
+from .completion import complete_event, complete_session
+from .refs import labels_of, resolve_event, resolve_session
+
+__all__ = ["COMMANDS", "check_label"]
+
+_LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,63}\Z")
+_HEXISH = re.compile(r"[0-9a-fA-F-]+\Z")
+
+
+def check_label(name: str) -> str:
+    """A label name, or CliError saying why it cannot be one."""
+    if not _LABEL.match(name):
+        raise CliError(
+            f"label {name!r} is not valid: use 1-64 of A-Z a-z 0-9 _ . / -, not starting with . / or -"
+        )
+    if name.upper() == "HEAD" or name.lower() == "root":
+        raise CliError(f"label {name!r} is reserved")
+    if _HEXISH.match(name):
+        raise CliError(f"label {name!r} looks like an event id; it would hide short ids")
+    return name
+
+
+def _session_arg(f: Any) -> Any:
+    return click.argument("session", metavar="SESSION", shell_complete=complete_session)(f)
+
+
+def _summary(session: Session) -> dict[str, Any]:
+    meta = session.meta
+    return {
+        "id": session.id,
+        "title": meta.get("title") or meta.get("name"),
+        "head": session.head,
+        "events": len(session),
+        "archived": bool(meta.get("archived")),
+        "working_dir": meta.get("working_dir"),
+    }
+
+
+@click.command("fork")
+@_session_arg
+@click.argument("event", required=False, metavar="[EVENT]", shell_complete=complete_event)
+@click.option("--name", help="A name for the new session.")
+@json_option
+@pass_app
+def fork(app: App, session: str, event: str | None, name: str | None, as_json: bool) -> None:
+    """Start a new session holding the path from the root to EVENT (HEAD
+    by default); print its id. The original is not changed."""
+    with app.open(session) as source:
+        at = resolve_event(source, event) if event else source.head
+        with source.fork(at, name=name) as forked:
+            doc = _summary(forked)
+            doc["forked_from"] = {"session": source.id, "event": at}
+    if as_json:
+        emit_json(doc)
+    else:
+        click.echo(doc["id"])
+
+
+@click.command("compact")
+@_session_arg
+@click.option(
+    "--keep-tokens",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Keep about N tokens of recent events verbatim (default: the policy's).",
+)
+@json_option
+@pass_app
+def compact(app: App, session: str, keep_tokens: int | None, as_json: bool) -> None:
+    """Summarize older context into a compaction event; nothing is deleted.
+
+    The model's context then starts at the summary; every earlier event
+    stays in the log, in search and in exports."""
+    with app.open(session, write=True) as opened:
+        event = opened.compact(keep_tokens=keep_tokens)
+        doc: dict[str, Any] = {"session": opened.id, "compacted": event is not None}
+        if event is not None:
+            record = event.record or {}
+            doc.update(
+                event=event.id,
+                tokens_before=record.get("tokens_before"),
+                tokens_after=record.get("tokens_after"),
+            )
+    if as_json:
+        emit_json(doc)
+    elif event is None:
+        click.echo(f"{doc['session']}: nothing to compact")
+    else:
+        click.echo(
+            f"{doc['session']}: compacted ({doc['tokens_before']} -> "
+            f"{doc['tokens_after']} tokens); compaction event {doc['event']}"
+        )
+
+
+def _set_archived(app: App, sessions: tuple[str, ...], archived: bool, as_json: bool) -> None:
+    done = []
+    for ref in sessions:
+        with app.open(ref, write=True) as opened:
+            opened.archive() if archived else opened.unarchive()
+            done.append(opened.id)
+    if as_json:
+        emit_json([{"id": sid, "archived": archived} for sid in done])
+        return
+    for sid in done:
+        click.echo(f"{sid}: {'archived' if archived else 'unarchived'}")
+
+
+@click.command("archive")
+@click.argument("sessions", nargs=-1, required=True, metavar="SESSION...", shell_complete=complete_session)
+@json_option
+@pass_app
+def archive(app: App, sessions: tuple[str, ...], as_json: bool) -> None:
+    """Hide sessions from 'ls' (and --continue) without deleting anything."""
+    _set_archived(app, sessions, True, as_json)
+
+
+@click.command("unarchive")
+@click.argument("sessions", nargs=-1, required=True, metavar="SESSION...", shell_complete=complete_session)
+@json_option
+@pass_app
+def unarchive(app: App, sessions: tuple[str, ...], as_json: bool) -> None:
+    """Show archived sessions in 'ls' again."""
+    _set_archived(app, sessions, False, as_json)
+
+
+@click.command("rename")
+@_session_arg
+@click.argument("title")
+@json_option
+@pass_app
+def rename(app: App, session: str, title: str, as_json: bool) -> None:
+    """Set a session's title; commands then accept the title as SESSION
+    while no other session has it."""
+    title = title.strip()
+    if not title:
+        raise CliError("the title is empty")
+    with app.open(session, write=True) as opened:
+        opened.set_title(title)
+        doc = _summary(opened)
+    if as_json:
+        emit_json(doc)
+    else:
+        click.echo(f"{doc['id']}: renamed to {title!r}")
+
+
+@click.command("label")
+@_session_arg
+@click.argument("name", required=False)
+@click.argument("event", required=False, metavar="[EVENT]", shell_complete=complete_event)
+@click.option("--delete", is_flag=True, help="Remove the label NAME.")
+@json_option
+@pass_app
+def label(app: App, session: str, name: str | None, event: str | None, delete: bool, as_json: bool) -> None:
+    """Name an event (HEAD by default); with no NAME, list the labels.
+
+    A label is kept in the session's metadata, so setting one never moves
+    HEAD or adds an event. Use it anywhere an EVENT is taken
+    ('agentlog show S NAME', 'agentlog checkout S NAME~2')."""
+    if name is None:
+        with app.open(session) as opened:
+            labels = labels_of(opened.meta)
+        if as_json:
+            emit_json(labels)
+        else:
+            for key, target in sorted(labels.items()):
+                click.echo(f"{key}\t{target}")
+        return
+    with app.open(session, write=True) as opened:
+        labels = labels_of(opened.meta)
+        if delete:
+            if event is not None:
+                raise click.UsageError("--delete takes no EVENT")
+            if name not in labels:
+                raise CliError(f"session {opened.id} has no label {name!r}")
+            target = labels.pop(name)
+        else:
+            check_label(name)
+            target = resolve_event(opened, event or "HEAD")
+            labels[name] = target
+        opened.update_meta(labels=labels)
+        sid = opened.id
+    if as_json:
+        emit_json({"session": sid, "label": name, "event": target, "deleted": delete})
+    elif delete:
+        click.echo(f"{sid}: label {name!r} removed (it named {target})")
+    else:
+        click.echo(f"{sid}: {name} -> {target}")
+
+
+@click.command("continue")
+@click.argument("directory", required=False, type=click.Path(file_okay=False), metavar="[DIR]")
+@click.option(
+    "--reroot",
+    is_flag=True,
+    help="If no session belongs to DIR but one's project was moved here (same "
+    "directory name, old path gone), point it at DIR.",
+)
+@json_option
+@pass_app
+def continue_command(app: App, directory: str | None, reroot: bool, as_json: bool) -> None:
+    """Print the latest session of DIR (default: the current directory).
+
+    This is the session an agent started with --continue would resume."""
+    cwd = os.path.abspath(directory or os.getcwd())
+    with app.store.continue_session(cwd, reroot=reroot, readonly=not reroot) as opened:
+        doc = _summary(opened)
+    doc["rerooted"] = reroot and doc["working_dir"] == cwd
+    if as_json:
+        emit_json(doc)
+    else:
+        click.echo(doc["id"] + (f"  {doc['title']}" if doc["title"] else ""))
+
+
+@click.command("rm")
+@click.argument("sessions", nargs=-1, required=True, metavar="SESSION...", shell_complete=complete_session)
+@click.option("-y", "--yes", is_flag=True, help="Delete without asking.")
+@json_option
+@pass_app
+def rm(app: App, sessions: tuple[str, ...], yes: bool, as_json: bool) -> None:
+    """Delete sessions and everything stored for them, after confirmation.
+
+    Without --yes it lists what it would delete and asks; an answer other
+    than yes (or no terminal to ask on) deletes nothing."""
+    store = app.store
+    ids = list(dict.fromkeys(resolve_session(store, ref) for ref in sessions))
+    infos = [store.info(sid) for sid in ids]
+    if not yes:
+        for info in infos:
+            click.echo(f"{info.id}  {info.title or '-'}  ({info.event_count} events)", err=True)
+        noun = "session" if len(ids) == 1 else "sessions"
+        click.confirm(f"delete {len(ids)} {noun}?", abort=True, err=True)
+    for sid in ids:
+        store.delete(sid)
+    if as_json:
+        emit_json({"deleted": ids})
+    else:
+        for sid in ids:
+            click.echo(f"{sid}: deleted")
+
+
+COMMANDS = [fork, compact, archive, unarchive, rename, label, continue_command, rm]

@@ -1,0 +1,116 @@
+"""Export a session to Markdown, one-file HTML or a bundle; import bundles.
+
+    with store.open(sid, readonly=True) as session, open("s.html", "wb") as out:
+        report = export_session(session, "html", out, redact=True)
+    import_bundle(other_store, "s.bundle.jsonl")
+
+The CLI (``agentlog export`` / ``agentlog import``) only parses arguments
+and prints the report; everything else is here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ..errors import AgentlogError
+from ..session import Session
+from .bundle import BUNDLE_VERSION, BundleError, ImportReport, import_bundle, write_bundle
+from .html import render_html
+from .markdown import render_markdown
+from .redact import RedactionUnavailable, Redactor
+from .totals import Totals, totals
+from .view import load_view
+
+__all__ = [
+    "BUNDLE_VERSION",
+    "EXPORT_FORMATS",
+    "BundleError",
+    "ExportReport",
+    "ImportReport",
+    "RedactionUnavailable",
+    "Redactor",
+    "Totals",
+    "UnknownFormat",
+    "export_session",
+    "import_bundle",
+    "totals",
+]
+
+#: Format name -> the file suffix it is usually written with.
+EXPORT_FORMATS = {"md": ".md", "html": ".html", "bundle": ".bundle.jsonl"}
+Progress = Callable[[int, int], None]
+
+
+class UnknownFormat(AgentlogError):
+    """An export or import format agentlog does not have."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExportReport:
+    session_id: str
+    format: str
+    events: int
+    bytes: int
+    redactions: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def redacted(self) -> int:
+        return sum(self.redactions.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session_id,
+            "format": self.format,
+            "events": self.events,
+            "bytes": self.bytes,
+            "redactions": dict(self.redactions),
+            "redacted": self.redacted,
+        }
+
+
+class _Counting:
+    """A binary stream wrapper that counts what passes through."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.count = 0
+
+    def write(self, data: bytes) -> int:
+        self.out.write(data)
+        self.count += len(data)
+        return len(data)
+
+
+def export_session(
+    session: Session,
+    fmt: str,
+    out: IO[bytes],
+    *,
+    all_branches: bool = False,
+    redact: bool = False,
+    progress: Progress | None = None,
+) -> ExportReport:
+    """Write ``session`` in format ``fmt`` (see EXPORT_FORMATS) to ``out``.
+
+    Markdown shows the active path, or every branch with ``all_branches``;
+    HTML and bundles always hold every branch. ``redact`` replaces
+    secrets (detect-secrets) and counts each one in the report."""
+    if fmt not in EXPORT_FORMATS:
+        raise UnknownFormat(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
+    redactor = Redactor() if redact else None
+    sink = _Counting(out)
+    if fmt == "bundle":
+        count = write_bundle(
+            session,
+            sink,
+            redactor=redactor,
+            progress=progress,
+        )
+    else:
+        view = load_view(session, redactor=redactor, progress=progress)
+        text = render_html(view) if fmt == "html" else render_markdown(view, all_branches=all_branches)
+        sink.write(text.encode("utf-8"))
+        count = len(view.order)
+    return ExportReport(session.id, fmt, count, sink.count, dict(redactor.counts) if redactor else {})

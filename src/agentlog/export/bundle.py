@@ -1,0 +1,251 @@
+"""The bundle: one JSONL file that carries a whole session between stores.
+
+    line 1    {"agentlog_bundle": 1, "session": {metadata}, "exported_at": ...,
+               "events": N, "head": id, "redactions": {type: count}}
+    line 2..  {"event": {id, parent_id, branch_from, kind, role, timestamp,
+               record, digest}}          every event, every branch, in log order
+    last      {"end": {"events": N, "head": id}}
+
+A payload kept in a blob travels as its ``record``, with the blob's
+``digest``: importing checks that the record's JSON bytes hash to it, so
+a bundle altered in transit is refused rather than imported. A redacted
+bundle carries no digests (its records are no longer the blobs' bytes).
+The trailer line makes a truncated bundle an error, not a shorter session.
+
+Importing keeps every id, parent, time and HEAD. It is idempotent: a
+session that already holds the bundle's events is left as it is, and a
+session holding the start of them gets only the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO, Any, Protocol
+
+import orjson
+
+from ..errors import AgentlogError, SessionNotFound
+from ..event import NIL_ID, Event, digest_of
+from ..session import Session
+from ..store import Store
+from .redact import Redactor
+
+__all__ = ["BUNDLE_VERSION", "BundleError", "ImportReport", "import_bundle", "write_bundle"]
+
+BUNDLE_VERSION = 1
+Progress = Callable[[int, int], None]
+#: Metadata that describes the session itself and travels with it; the
+#: rest (``schema``, ``id``) is the store's to write.
+_LOCAL_META = frozenset({"schema", "id"})
+
+
+class Sink(Protocol):
+    """Where a bundle is written: any binary stream."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+
+class BundleError(AgentlogError):
+    """A bundle that cannot be imported: malformed, truncated, altered, or
+    in conflict with the session already in the store."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    session_id: str
+    #: "created", "extended" or "unchanged".
+    outcome: str
+    events_added: int
+    events_total: int
+    head: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session_id,
+            "outcome": self.outcome,
+            "events_added": self.events_added,
+            "events_total": self.events_total,
+            "head": self.head,
+        }
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _line(value: Any) -> bytes:
+    return orjson.dumps(value) + b"\n"
+
+
+def write_bundle(
+    session: Session, out: Sink, *, redactor: Redactor | None = None, progress: Progress | None = None
+) -> int:
+    """Write ``session`` as a bundle to ``out``; returns the event count."""
+    entries = session.entries()
+    meta = session.meta
+    if redactor is not None:
+        meta = redactor.value(meta)
+    head = session.head
+    out.write(
+        _line(
+            {
+                "agentlog_bundle": BUNDLE_VERSION,
+                "session": meta,
+                "exported_at": _now(),
+                "events": len(entries),
+                "head": head,
+            }
+        )
+    )
+    for n, entry in enumerate(entries):
+        event = session.resolve(session.event(entry.id))
+        doc = event.to_dict()
+        if redactor is not None:
+            doc["record"] = redactor.value(doc["record"])
+            doc["digest"] = None
+        out.write(_line({"event": doc}))
+        if progress is not None:
+            progress(n + 1, len(entries))
+    out.write(_line({"end": {"events": len(entries), "head": head}}))
+    return len(entries)
+
+
+@dataclass(slots=True)
+class _Bundle:
+    meta: dict[str, Any]
+    head: str
+    events: list[Event] = field(default_factory=list)
+
+
+def _read(path: str, progress: Progress | None) -> _Bundle:
+    try:
+        size = os.path.getsize(path)
+        f = open(path, "rb")
+    except OSError as exc:
+        raise BundleError(f"cannot read bundle {path}: {exc.strerror or exc}") from None
+    with f:
+        lines = _numbered(f, path)
+        header = next(lines, None)
+        if header is None or not isinstance(header[1], dict) or "agentlog_bundle" not in header[1]:
+            raise BundleError(f"{path} is not an agentlog bundle (no bundle header on line 1)")
+        version = header[1]["agentlog_bundle"]
+        if version != BUNDLE_VERSION:
+            raise BundleError(
+                f"{path}: bundle version {version!r} is not supported "
+                f"(this agentlog reads version {BUNDLE_VERSION})"
+            )
+        meta = header[1].get("session")
+        if not isinstance(meta, dict) or not isinstance(meta.get("id"), str):
+            raise BundleError(f"{path}:1: the header has no session metadata with an id")
+        bundle = _Bundle(meta=meta, head=str(header[1].get("head") or NIL_ID))
+        end: dict[str, Any] | None = None
+        for number, doc in lines:
+            if end is not None:
+                raise BundleError(f"{path}:{number}: data after the end line")
+            if isinstance(doc, dict) and isinstance(doc.get("end"), dict):
+                end = doc["end"]
+                continue
+            if not isinstance(doc, dict) or not isinstance(doc.get("event"), dict):
+                raise BundleError(f"{path}:{number}: expected an event line")
+            bundle.events.append(_event(bundle, doc["event"], f"{path}:{number}"))
+            if progress is not None:
+                progress(f.tell(), size)
+    if end is None:
+        raise BundleError(f"{path} is truncated: it has no end line ({len(bundle.events)} events read)")
+    if end.get("events") != len(bundle.events) or end.get("head", bundle.head) != bundle.head:
+        raise BundleError(
+            f"{path}: the end line says {end.get('events')} events and head "
+            f"{end.get('head')}, the bundle holds {len(bundle.events)} and "
+            f"{bundle.head}"
+        )
+    return bundle
+
+
+def _numbered(f: IO[bytes], path: str) -> Iterator[tuple[int, Any]]:
+    for number, raw in enumerate(f, 1):
+        if not raw.strip():
+            continue
+        try:
+            yield number, orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise BundleError(f"{path}:{number}: not JSON: {exc}") from None
+
+
+def _event(bundle: _Bundle, doc: dict[str, Any], where: str) -> Event:
+    try:
+        event = Event(
+            id=doc["id"],
+            parent_id=doc["parent_id"],
+            kind=doc["kind"],
+            role=doc.get("role"),
+            timestamp=doc["timestamp"],
+            record=doc.get("record"),
+            digest=doc.get("digest"),
+            branch_from=doc.get("branch_from"),
+        )
+    except KeyError as exc:
+        raise BundleError(f"{where}: the event has no {exc.args[0]!r}") from None
+    if event.digest is None:
+        return event
+    data = orjson.dumps(event.record)
+    actual = digest_of(data)
+    if actual != event.digest:
+        raise BundleError(
+            f"{where}: the record of event {event.id} does not match its "
+            f"digest {event.digest} (the bundle was altered)"
+        )
+    return event  # loaded: the store splits it into a blob again by its own threshold
+
+
+def _same(a: Any, b: Any) -> bool:
+    keys = ("id", "parent_id", "kind", "role", "timestamp", "branch_from")
+    return all(getattr(a, k) == getattr(b, k) for k in keys)
+
+
+def import_bundle(store: Store, path: str, *, progress: Progress | None = None) -> ImportReport:
+    """Recreate the session in the bundle at ``path`` (ids kept); idempotent."""
+    bundle = _read(path, progress)
+    sid = bundle.meta["id"]
+    try:
+        session = store.open(sid)
+    except SessionNotFound:
+        return _create(store, bundle)
+    with session:
+        entries = session.entries()
+        if len(entries) > len(bundle.events):
+            raise BundleError(
+                f"session {sid} already exists with more events than the "
+                f"bundle ({len(entries)} > {len(bundle.events)}); not imported"
+            )
+        for have, new in zip(entries, bundle.events, strict=False):
+            if not _same(have, new):
+                raise BundleError(
+                    f"session {sid} already exists and differs from the "
+                    f"bundle at event {new.id}; not imported"
+                )
+        rest = bundle.events[len(entries) :]
+        if rest:
+            session.import_events(rest)  # records are loaded: no blob source needed
+        if rest and session.head != bundle.head:
+            session.checkout(bundle.head)
+        outcome = "extended" if rest else "unchanged"
+        return ImportReport(sid, outcome, len(rest), len(bundle.events), session.head)
+
+
+def _create(store: Store, bundle: _Bundle) -> ImportReport:
+    meta = {k: v for k, v in bundle.meta.items() if k not in _LOCAL_META}
+    name, working_dir, model = meta.pop("name", None), meta.pop("working_dir", None), meta.pop("model", None)
+    with store.create(
+        name=name,
+        working_dir=working_dir,
+        model=model,
+        session_id=bundle.meta["id"],
+        events=bundle.events,
+        **meta,
+    ) as session:
+        if bundle.events and session.head != bundle.head:
+            session.checkout(bundle.head)
+        return ImportReport(session.id, "created", len(bundle.events), len(bundle.events), session.head)

@@ -1,0 +1,263 @@
+"""A session as one self-contained HTML file.
+
+Everything is inline (CSS, a few lines of JS); the page makes no network
+request and has no external reference, so it works offline and can be
+mailed. It shows the branch tree in a sidebar (HEAD marked), the active
+path, then every other branch; compactions as boundaries with the
+history before them still there; branch summaries; tool calls and
+results collapsible; and the token and cost totals. All user content is
+escaped, so a record holding ``<script>`` shows as text.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+import orjson
+
+from ..event import NIL_ID, Event
+from ..recordtext import content_text, record_text
+from .view import SessionView
+
+__all__ = ["render_html"]
+
+_CSS = """
+body{margin:0;font:14px/1.45 system-ui,sans-serif;color:#1d1d1f;background:#fafafa;display:flex}
+aside{width:320px;flex:none;height:100vh;overflow:auto;position:sticky;top:0;
+background:#f0f0f3;border-right:1px solid #ddd;padding:12px;box-sizing:border-box;font-size:12px}
+aside ul{list-style:none;margin:0;padding-left:12px;border-left:1px dotted #bbb}
+aside>ul{padding-left:0;border:0}
+aside a{color:#333;text-decoration:none;display:block;white-space:nowrap;overflow:hidden;
+text-overflow:ellipsis}
+aside a:hover{background:#e2e2ea}
+aside .active>a{font-weight:600}
+main{flex:1;max-width:920px;padding:16px 28px}
+article{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:8px 12px;margin:10px 0}
+article.user{border-left:4px solid #3b82f6}
+article.assistant{border-left:4px solid #10b981}
+article.tool_call,article.tool_result{border-left:4px solid #a855f7;background:#fcfaff}
+article.state{opacity:.7}
+.hdr{font-size:12px;color:#666;margin-bottom:4px}
+.hdr code{color:#b45309}
+.head{background:#16a34a;color:#fff;border-radius:3px;padding:0 4px;font-weight:600}
+.label{background:#dcfce7;color:#166534;border-radius:3px;padding:0 4px}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f8;padding:6px;border-radius:4px;
+margin:4px 0}
+.text{white-space:pre-wrap;word-break:break-word}
+.compaction{border:2px dashed #d97706;background:#fffbeb}
+.branch_summary{border:2px dashed #ca8a04;background:#fefce8}
+.boundary{color:#b45309;font-weight:600}
+table.totals td{padding:0 12px 0 0}
+h2{margin-top:28px;border-bottom:1px solid #ddd}
+"""
+
+_JS = """
+function openAll(v){document.querySelectorAll('main details').forEach(function(d){d.open=v;});}
+"""
+
+
+def _e(text: Any) -> str:
+    return escape(str(text), quote=True)
+
+
+def _anchor(eid: str) -> str:
+    return f"e-{eid}"
+
+
+def _marks(view: SessionView, eid: str) -> str:
+    out = ""
+    if eid == view.head:
+        out += ' <span class="head">HEAD</span>'
+    for name in view.labels.get(eid, []):
+        out += f' <span class="label">{_e(name)}</span>'
+    return out
+
+
+def _arguments(record: dict[str, Any]) -> str:
+    args = record.get("arguments")
+    if isinstance(args, str):
+        try:
+            return orjson.dumps(orjson.loads(args), option=orjson.OPT_INDENT_2).decode()
+        except orjson.JSONDecodeError:
+            return args
+    return orjson.dumps(args, option=orjson.OPT_INDENT_2).decode()
+
+
+def _article(view: SessionView, event: Event) -> str:
+    short = view.shorts.get(event.id, event.id)
+    record = event.record if isinstance(event.record, dict) else {}
+    css = event.role if event.kind == "message" and event.role else event.kind
+    hdr = (
+        f'<div class="hdr">{_e(event.kind)} · {_e(event.role or "-")} · '
+        f"<code>{_e(short)}</code> · {_e(event.timestamp)}{_marks(view, event.id)}</div>"
+    )
+    if event.kind == "message":
+        text = content_text(record.get("content")) if record else record_text("message", event.record)
+        body = f'<div class="text">{_e(text)}</div>'
+        reasoning = record.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            body += f"<details><summary>reasoning</summary><pre>{_e(reasoning)}</pre></details>"
+    elif event.kind == "tool_call":
+        body = (
+            f"<details><summary>tool call <b>{_e(record.get('name', '?'))}</b></summary>"
+            f"<pre>{_e(_arguments(record))}</pre></details>"
+        )
+    elif event.kind == "tool_result":
+        error = " (error)" if record.get("is_error") else ""
+        text = content_text(record.get("content")) if record else record_text("tool_result", event.record)
+        body = (
+            f"<details><summary>tool result{error} "
+            f"({len(text):,} characters)</summary><pre>{_e(text)}</pre></details>"
+        )
+    elif event.kind == "compaction":
+        body = (
+            '<div class="boundary">⇤ compaction: the model\'s context was summarized '
+            "here. Every event above is kept and shown.</div>"
+            f'<details open><summary>summary</summary><div class="text">'
+            f"{_e(record.get('summary', ''))}</div></details>"
+        )
+    elif event.kind == "branch_summary":
+        body = (
+            '<div class="boundary">↩ branch summary (what an abandoned branch did)</div>'
+            f'<div class="text">{_e(record.get("summary", ""))}</div>'
+        )
+    else:
+        body = (
+            f"<details><summary>{_e(event.kind)}</summary>"
+            f"<pre>{_e(record_text(event.kind, event.record))}</pre></details>"
+        )
+    return f'<article id="{_anchor(event.id)}" class="{_e(css)}">{hdr}{body}</article>'
+
+
+#: Kinds left out of the sidebar (still shown, collapsed, in the page):
+#: a checkpoint after every step would bury the conversation.
+_SIDEBAR_HIDDEN = frozenset({"state"})
+
+
+def _shown_children(view: SessionView) -> dict[str, list[str]]:
+    """Children in the sidebar: a hidden event's children hang from its
+    nearest shown ancestor."""
+    shown: dict[str, str] = {}  # event id -> the id it hangs from
+
+    def anchor(eid: str) -> str:
+        while eid in view.events and view.events[eid].kind in _SIDEBAR_HIDDEN:
+            eid = view.events[eid].parent_id
+        return eid
+
+    kids: dict[str, list[str]] = {}
+    for eid in view.order:  # log order: a parent comes before its children
+        if view.events[eid].kind in _SIDEBAR_HIDDEN:
+            continue
+        shown[eid] = anchor(view.events[eid].parent_id)
+        kids.setdefault(shown[eid], []).append(eid)
+    return kids
+
+
+def _tree(view: SessionView) -> str:
+    """The branch tree: runs without branching flat, branch points nested
+    (built without recursion, so a deep session is fine)."""
+    active = set(view.active)
+    children = _shown_children(view)
+    head_shown = view.head  # HEAD on a hidden checkpoint is marked on the event before it
+    while head_shown in view.events and view.events[head_shown].kind in _SIDEBAR_HIDDEN:
+        head_shown = view.events[head_shown].parent_id
+    out: list[str] = ["<ul>"]
+    # Each stack item: an event to start a run at, or a closing tag.
+    stack: list[str | None] = []
+    roots = children.get(NIL_ID, ())
+    stack.extend(reversed(roots))
+    while stack:
+        item = stack.pop()
+        if item is None:
+            out.append("</ul></li>")
+            continue
+        current: str | None = item
+        while current is not None:
+            event = view.events[current]
+            cls = ' class="active"' if current in active else ""
+            text = record_text(event.kind, event.record).strip().split("\n")[0][:60]
+            label = f"{view.shorts.get(current, current)} {event.kind}"
+            if event.role:
+                label += f"/{event.role}"
+            kids = children.get(current, ())
+            line = (
+                f'<li{cls}><a href="#{_anchor(current)}" title="{_e(text)}">{_e(label)} '
+                f"{_e(text)}</a>{_marks(view, current)}"
+            )
+            if current == head_shown != view.head:
+                line += ' <span class="head">HEAD</span>'
+
+            if len(kids) == 1:
+                out.append(line + "</li>")
+                current = kids[0]
+                continue
+            if not kids:
+                out.append(line + "</li>")
+                current = None
+                continue
+            out.append(line + f" <small>⑂ {len(kids)}</small><ul>")
+            stack.append(None)
+            stack.extend(reversed(kids))
+            current = None
+    out.append("</ul>")
+    return "".join(out)
+
+
+def _totals(view: SessionView) -> str:
+    t = view.totals
+    if t.source == "none":
+        return "<p>No token usage recorded.</p>"
+    cost = f"${t.cost_usd:.4f}" if t.cost_usd is not None else "-"
+    rows = [
+        ("input tokens", f"{t.input_tokens:,}"),
+        ("output tokens", f"{t.output_tokens:,}"),
+        ("total tokens", f"{t.total_tokens:,}"),
+        ("cost", cost),
+        ("model calls", str(t.calls)),
+        ("from", t.source),
+    ]
+    cells = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows)
+    return f'<table class="totals">{cells}</table>'
+
+
+def render_html(view: SessionView) -> str:
+    meta = view.meta
+    facts = [
+        ("session", view.id),
+        ("working directory", meta.get("working_dir") or "-"),
+        ("model", meta.get("model") or "-"),
+        ("created", meta.get("created_at") or "-"),
+        (
+            "events",
+            f"{len(view.order)} ({len(view.active)} on the active path, {len(view.branches)} other branches)",
+        ),
+    ]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(view.title)}</title><style>{_CSS}</style>",
+        f"<script>{_JS}</script></head><body>",
+        f"<aside><b>Branches</b> (HEAD marked){_tree(view)}</aside><main>",
+        f"<h1>{_e(view.title)}</h1><p>",
+        "<br>".join(f"<b>{_e(k)}</b>: {_e(v)}" for k, v in facts),
+        "</p>",
+        "<h2>Tokens and cost (active path)</h2>",
+        _totals(view),
+        '<p><button onclick="openAll(true)">expand all</button> '
+        '<button onclick="openAll(false)">collapse all</button></p>',
+        "<h2>Active path</h2>",
+    ]
+    parts += [_article(view, view.events[eid]) for eid in view.active]
+    for n, branch in enumerate(view.branches, 1):
+        parent = (
+            "a new root"
+            if branch.parent == NIL_ID
+            else f'<a href="#{_anchor(branch.parent)}">'
+            f"{_e(view.shorts.get(branch.parent, branch.parent))}</a>"
+        )
+        parts.append(f'<h2 id="branch-{n}">Branch {n} <small>(from {parent})</small></h2>')
+        parts += [_article(view, view.events[eid]) for eid in branch.events]
+    parts.append("</main></body></html>")
+    return "\n".join(parts) + "\n"

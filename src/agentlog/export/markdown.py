@@ -1,0 +1,126 @@
+"""A session as Markdown: the active path, or with ``all_branches`` every
+branch after it, each from where it leaves the events already shown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..event import NIL_ID, Event
+from ..recordtext import content_text, record_text
+from .view import SessionView
+
+__all__ = ["render_markdown"]
+
+
+def _fence(text: str, lang: str = "") -> str:
+    """``text`` in a code fence longer than any backtick run inside it."""
+    run = longest = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _arguments(record: dict[str, Any]) -> str:
+    args = record.get("arguments")
+    if isinstance(args, str):
+        try:
+            return orjson.dumps(orjson.loads(args), option=orjson.OPT_INDENT_2).decode()
+        except orjson.JSONDecodeError:
+            return args
+    return orjson.dumps(args, option=orjson.OPT_INDENT_2).decode()
+
+
+def _event(view: SessionView, event: Event) -> list[str]:
+    short = view.shorts.get(event.id, event.id)
+    marks = ""
+    if event.id == view.head:
+        marks += " · **HEAD**"
+    for name in view.labels.get(event.id, []):
+        marks += f" · label `{name}`"
+    where = f"`{short}` · {event.timestamp}{marks}"
+    record = event.record if isinstance(event.record, dict) else {}
+    if event.kind == "message":
+        lines = [f"### {event.role or 'message'} · {where}", ""]
+        text = content_text(record.get("content")) if record else record_text("message", event.record)
+        if text:
+            lines += [text, ""]
+        reasoning = record.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            lines += ["<details><summary>reasoning</summary>", "", reasoning, "", "</details>", ""]
+        return lines
+    if event.kind == "tool_call":
+        name = record.get("name", "?")
+        return [f"#### tool call `{name}` · {where}", "", _fence(_arguments(record), "json"), ""]
+    if event.kind == "tool_result":
+        error = " (error)" if record.get("is_error") else ""
+        body = content_text(record.get("content")) if record else record_text("tool_result", event.record)
+        return [f"#### tool result{error} · {where}", "", _fence(body), ""]
+    if event.kind == "compaction":
+        summary = record.get("summary", "")
+        return [
+            "---",
+            "",
+            f"### ⇤ compaction · {where}",
+            "",
+            "The model's context was summarized here; every event above is kept and still shown.",
+            "",
+            "> " + str(summary).replace("\n", "\n> "),
+            "",
+            "---",
+            "",
+        ]
+    if event.kind == "branch_summary":
+        summary = record.get("summary", "")
+        return [f"### ↩ branch summary · {where}", "", "> " + str(summary).replace("\n", "\n> "), ""]
+    text = record_text(event.kind, event.record)
+    return [f"#### {event.kind} · {where}", "", _fence(text) if text else "(empty)", ""]
+
+
+def _totals(view: SessionView) -> str:
+    t = view.totals
+    if t.source == "none":
+        return "no token usage recorded"
+    cost = f", ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
+    return (
+        f"{t.input_tokens:,} input + {t.output_tokens:,} output tokens"
+        f"{cost} over {t.calls} calls (from {t.source})"
+    )
+
+
+def render_markdown(view: SessionView, *, all_branches: bool = False) -> str:
+    meta = view.meta
+    lines = [
+        f"# {view.title}",
+        "",
+        f"- session: `{view.id}`",
+        f"- working directory: {meta.get('working_dir') or '-'}",
+        f"- model: {meta.get('model') or '-'}",
+        f"- created: {meta.get('created_at') or '-'}",
+        f"- HEAD: `{view.head}`",
+        f"- events: {len(view.order)} ({len(view.active)} on the active path, "
+        f"{len(view.branches)} other branches)",
+        f"- tokens (active path): {_totals(view)}",
+        "",
+        "## Active path",
+        "",
+    ]
+    for eid in view.active:
+        lines += _event(view, view.events[eid])
+    if all_branches:
+        for n, branch in enumerate(view.branches, 1):
+            parent = (
+                "a new root"
+                if branch.parent == NIL_ID
+                else f"`{view.shorts.get(branch.parent, branch.parent)}`"
+            )
+            lines += [
+                f"## Branch {n} (from {parent}, ends at `{view.shorts.get(branch.tip, branch.tip)}`)",
+                "",
+            ]
+            for eid in branch.events:
+                lines += _event(view, view.events[eid])
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,123 @@
+"""Secret redaction for exports, with Yelp's ``detect-secrets`` detectors.
+
+Hand-written patterns age badly (every provider invents a key format);
+detect-secrets is maintained, ships a detector per provider (AWS, GitHub,
+GitLab, OpenAI, Slack, Stripe, private keys, JWTs, basic-auth URLs...) and
+a keyword detector for ``password = "..."`` lines, plus high-entropy
+string detectors. Every string of a record is scanned line by line; each
+secret found is replaced by ``[REDACTED:<type>]`` and counted by type.
+
+The library is the optional extra ``redact``; without it ``--redact``
+fails with a clear error rather than exporting secrets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from ..errors import AgentlogError
+
+__all__ = ["RedactionUnavailable", "Redactor"]
+
+#: High-entropy detectors at detect-secrets' own default limits: lower
+#: ones flag ordinary words and ids.
+_ENTROPY = [{"name": "Base64HighEntropyString", "limit": 4.5}, {"name": "HexHighEntropyString", "limit": 3.0}]
+#: Left out: public IP addresses are not secrets, and redacting them would
+#: mangle logs that are about networking.
+_SKIPPED = frozenset({"IPPublicDetector"})
+#: A captured group shorter than this names a token's prefix (``ghp``), not
+#: the secret: the whole match is redacted instead.
+_MIN_GROUP = 8
+#: Ids agentlog itself writes are high-entropy hex; they are not secrets.
+_UUID = re.compile(r"\A[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+_DIGEST = re.compile(r"\A(sha256:)?[0-9a-f]{64}\Z")
+
+
+class RedactionUnavailable(AgentlogError):
+    """``--redact`` was asked for but detect-secrets is not installed."""
+
+
+class Redactor:
+    """Replaces secrets in JSON values and counts what it replaced."""
+
+    def __init__(self) -> None:
+        try:
+            from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+            from detect_secrets.plugins.base import RegexBasedDetector
+            from detect_secrets.settings import get_plugins, transient_settings
+        except ImportError as exc:
+            raise RedactionUnavailable(
+                "--redact needs the detect-secrets library: pip install 'agentlog[redact]'"
+            ) from exc
+        detectors: list[type] = list(get_mapping_from_secret_type_to_class().values())
+        names = sorted(
+            c.__name__ for c in detectors if c.__name__ not in _SKIPPED and "HighEntropy" not in c.__name__
+        )
+        settings = {"plugins_used": [{"name": n} for n in names] + _ENTROPY}
+        with transient_settings(settings):
+            self._plugins = list(get_plugins())
+        self._regex_based = RegexBasedDetector
+        self._settings = settings
+        self._transient = transient_settings
+        self.counts: Counter[str] = Counter()
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def text(self, value: str) -> str:
+        """``value`` with every secret replaced (and counted)."""
+        if not value.strip():
+            return value
+        with self._transient(self._settings):
+            return "\n".join(self._line(line) for line in value.split("\n"))
+
+    def _line(self, line: str) -> str:
+        spans: list[tuple[int, int, str]] = []
+        for plugin in self._plugins:
+            found = plugin.analyze_line(filename="export.txt", line=line, line_number=0)
+            if not found:
+                continue
+            kind = str(next(iter(found)).type)
+            if isinstance(plugin, self._regex_based):
+                for regex in plugin.denylist:
+                    for match in regex.finditer(line):
+                        group = match.lastindex or 0
+                        if group and len(match.group(group) or "") >= _MIN_GROUP:
+                            spans.append((match.start(group), match.end(group), kind))
+                        else:
+                            spans.append((match.start(), match.end(), kind))
+            else:
+                for secret in found:
+                    value = secret.secret_value or ""
+                    if not value or _UUID.match(value) or _DIGEST.match(value):
+                        continue
+                    start = line.find(value)
+                    while start != -1:
+                        spans.append((start, start + len(value), kind))
+                        start = line.find(value, start + len(value))
+        if not spans:
+            return line
+        out: list[str] = []
+        end = 0
+        for start, stop, kind in sorted(spans):
+            if start < end:  # overlaps one already replaced (two detectors agree)
+                continue
+            out.append(line[end:start])
+            out.append(f"[REDACTED:{kind}]")
+            self.counts[kind] += 1
+            end = stop
+        out.append(line[end:])
+        return "".join(out)
+
+    def value(self, value: Any) -> Any:
+        """A copy of a JSON value with every string redacted."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        return value

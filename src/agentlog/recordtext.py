@@ -1,0 +1,95 @@
+"""The human text of a record, by kind (see docs/records.md).
+
+Search indexes it, and the Markdown and HTML exports print it; one
+function keeps the two agreeing on what a record "says".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+__all__ = ["content_text", "record_text", "usage_of"]
+
+
+def _json(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+def content_text(content: Any) -> str:
+    """Text of a ``content`` field: a string, or a list of parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        pieces = []
+        for part in content:
+            if isinstance(part, str):
+                pieces.append(part)
+            elif isinstance(part, dict):
+                text = part.get("text")
+                if isinstance(text, str):
+                    pieces.append(text)
+                elif part.get("type"):
+                    pieces.append(f"[{part['type']}]")
+        return "\n".join(pieces)
+    return _json(content)
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    """Every string leaf of a JSON value, depth first (without recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+
+
+def record_text(kind: str, record: Any) -> str:
+    """What a record says, as plain text: a message's content (and its
+    reasoning), a tool call's name and arguments, a tool result's content,
+    a summary; for other kinds, every string in the record."""
+    if record is None:
+        return ""
+    if isinstance(record, str):
+        return record
+    if not isinstance(record, dict):
+        return _json(record)
+    if kind == "message":
+        parts = [content_text(record.get("content"))]
+        reasoning = record.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            parts.append(reasoning)
+        return "\n".join(p for p in parts if p)
+    if kind == "tool_call":
+        args = record.get("arguments")
+        return f"{record.get('name', '')} {args if isinstance(args, str) else _json(args)}".strip()
+    if kind == "tool_result":
+        name = record.get("name")
+        text = content_text(record.get("content"))
+        return f"{name}: {text}" if isinstance(name, str) and name else text
+    if kind in ("compaction", "branch_summary"):
+        summary = record.get("summary")
+        return summary if isinstance(summary, str) else _json(record)
+    strings: list[str] = []
+    _strings(record, strings)
+    return "\n".join(strings)
+
+
+def usage_of(record: Any) -> dict[str, float]:
+    """The numeric ``usage`` fields of an assistant message record."""
+    if not isinstance(record, dict):
+        return {}
+    usage = record.get("usage")
+    if not isinstance(usage, dict):
+        return {}
+    return {k: v for k, v in usage.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

@@ -1,0 +1,220 @@
+"""Full-text search over every event of every session.
+
+    hits = search(store, "flaky test", kind="tool_result", limit=10)
+    for hit in hits:
+        print(hit.session_id, hit.event_id, hit.snippet)
+
+The index (see ``index.py``) covers all history: every branch, events
+before a compaction, tool calls and results. ``search`` first catches up
+with what was appended since the last call, then queries; ``reindex``
+rebuilds it from nothing. A query over an up-to-date index reads the
+index only, never a session's event log or blobs.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ..event import format_timestamp, parse_timestamp
+from ..store import Store
+from .index import Index, IndexStats, ProgressFn, drop, index_location, open_index, tag
+from .query import SearchError, SearchWarning, highlight_words, to_match
+from .rank import rank
+from .snippet import make_snippet
+
+__all__ = [
+    "CANDIDATES",
+    "IndexStats",
+    "SearchError",
+    "SearchHit",
+    "SearchWarning",
+    "catch_up",
+    "index_location",
+    "reindex",
+    "search",
+]
+
+#: Past this many matches, a query ranks the newest this many (see ``_ranked``).
+CANDIDATES = 1000
+#: Row ids per ``IN (...)`` when reading candidates' text.
+_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One matching event. ``snippet`` is plain text around the match;
+    ``highlights`` are (start, end) character spans of matched words in
+    it. ``score`` is FTS5's bm25: lower is a better match."""
+
+    session_id: str
+    event_id: str
+    kind: str
+    role: str | None
+    timestamp: str
+    snippet: str
+    highlights: tuple[tuple[int, int], ...]
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "event_id": self.event_id,
+            "kind": self.kind,
+            "role": self.role,
+            "timestamp": self.timestamp,
+            "snippet": self.snippet,
+            "highlights": [list(span) for span in self.highlights],
+            "score": self.score,
+        }
+
+
+def _since(value: str | datetime | None) -> str | None:
+    """A canonical timestamp (the stored form, so strings compare as times)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return format_timestamp(int(aware.timestamp() * 1_000_000_000))
+    try:
+        return format_timestamp(parse_timestamp(value))
+    except ValueError:
+        pass  # not RFC 3339 with a Z: try the looser ISO forms (a bare date)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise SearchError(f"--since {value!r} is not a date or time") from None
+    return _since(parsed)
+
+
+def catch_up(store: Store, progress: ProgressFn | None = None) -> IndexStats:
+    """Bring the index up to date with the store (incremental)."""
+    with open_index(store) as index:
+        return index.catch_up(progress)
+
+
+def reindex(store: Store, progress: ProgressFn | None = None) -> IndexStats:
+    """Drop the index and build it again from every session."""
+    drop(store)
+    with open_index(store) as index:
+        stats = index.catch_up(progress)
+        index.optimize()
+    return stats
+
+
+def search(
+    store: Store,
+    query: str,
+    *,
+    session: str | None = None,
+    kind: str | None = None,
+    role: str | None = None,
+    since: str | datetime | None = None,
+    cwd: str | None = None,
+    limit: int = 20,
+    refresh: bool = True,
+) -> list[SearchHit]:
+    """The events that best match ``query``, best first.
+
+    ``query`` is words (ANDed), ``"a phrase"``, ``prefix*``, and OR / NOT
+    between words. Filters: one session id, an event kind and role, a
+    time (events at or after it) and a working directory (the session's,
+    or one below it). ``refresh=False`` skips the catch-up.
+
+    When more than ``CANDIDATES`` events match, the best of the newest
+    ``CANDIDATES`` are returned: ranking every match of a word found in
+    half a million events would take far longer than a query should."""
+    if limit < 1:
+        raise SearchError(f"limit must be at least 1, not {limit}")
+    native = getattr(store.backend, "search", None)
+    if callable(native):
+        # A backend with its own full-text index (PostgreSQL's) answers
+        # behind the same call, with the same arguments and hit type.
+        hits: list[SearchHit] = native(
+            query, session=session, kind=kind, role=role, since=_since(since), cwd=cwd, limit=limit
+        )
+        return hits
+    terms = [f"text : ({to_match(query)})"]
+    for field, value in (("s", session), ("k", kind), ("r", role)):
+        if value is not None:
+            terms.append(f'tags : "{tag(field, value)}"')
+    match = " AND ".join(terms)
+    where = ["fts MATCH ?"]
+    params: list[Any] = [match]
+    join = ""
+    after = _since(since)
+    if after is not None:
+        join = "JOIN events e ON e.rowid = fts.rowid"
+        where.append("e.timestamp >= ?")
+        params.append(after)
+    if cwd is not None:
+        directory = os.path.abspath(cwd)
+        if not join:
+            join = "JOIN events e ON e.rowid = fts.rowid"
+        join += " JOIN sessions s ON s.session_id = e.session_id"
+        where.append("(s.working_dir = ? OR substr(s.working_dir, 1, ?) = ?)")
+        below = directory.rstrip(os.sep) + os.sep
+        params += [directory, len(below), below]
+    base = f"FROM fts {join} WHERE {' AND '.join(where)}"
+    plan = _Plan(
+        newest=f"SELECT fts.rowid {base} ORDER BY fts.rowid DESC LIMIT ?",
+        exact=f"SELECT fts.rowid, bm25(fts, 1.0, 0.0) AS score {base} ORDER BY score, fts.rowid DESC LIMIT ?",
+        params=params,
+        limit=limit,
+    )
+    with open_index(store) as index:
+        if refresh:
+            index.catch_up()
+        return _run(index, plan, query)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    newest: str
+    exact: str
+    params: list[Any]
+    limit: int
+
+
+def _ranked(index: Index, plan: _Plan, query: str) -> list[tuple[int, float]]:
+    """(rowid, score) of the best hits. Up to CANDIDATES matches, FTS5's
+    bm25 ranks them all; past that, the newest CANDIDATES are ranked (see
+    ``rank``): FTS5 streams them in rowid order, bounded however common
+    the word, and rowids grow as the index catches up."""
+    conn = index.conn
+    newest = [r for (r,) in conn.execute(plan.newest, [*plan.params, CANDIDATES + 1])]
+    if len(newest) <= CANDIDATES:
+        return [(r, float(s)) for r, s in conn.execute(plan.exact, [*plan.params, plan.limit])]
+    del newest[CANDIDATES:]
+    texts: list[tuple[int, str]] = []
+    for lo in range(0, len(newest), _BATCH):
+        batch = newest[lo : lo + _BATCH]
+        marks = ",".join("?" * len(batch))
+        texts += conn.execute(f"SELECT rowid, text FROM fts WHERE rowid IN ({marks})", batch).fetchall()
+    return rank(texts, highlight_words(query), plan.limit)
+
+
+_HIT_SQL = (
+    "SELECT e.session_id, e.event_id, e.kind, e.role, e.timestamp, fts.text "
+    "FROM fts JOIN events e ON e.rowid = fts.rowid WHERE fts.rowid = ?"
+)
+
+
+def _run(index: Index, plan: _Plan, query: str) -> list[SearchHit]:
+    words = highlight_words(query)
+    try:
+        ranked = _ranked(index, plan, query)
+        hits = []
+        for rowid, score in ranked:
+            row = index.conn.execute(_HIT_SQL, (rowid,)).fetchone()
+            if row is None:
+                continue  # removed by a concurrent catch-up between the two reads
+            sid, eid, kind, role, ts, text = row
+            snippet, spans = make_snippet(text, words)
+            hits.append(SearchHit(sid, eid, kind, role, ts, snippet, spans, float(score)))
+    except sqlite3.OperationalError as exc:
+        raise SearchError(f"cannot search for {query!r}: {exc}") from None
+    return hits

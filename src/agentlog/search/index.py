@@ -1,0 +1,314 @@
+"""The derived full-text index: SQLite FTS5 through the standard library.
+
+The index is never a source of truth. It holds, per session, how many of
+the session's index entries it has read and the id of the last one; a
+catch-up reads only the entries after that (opening the session read-only,
+so a running writer is never blocked) and a session whose count went down
+or whose last indexed event moved (a repair, a delete and re-create) is
+indexed again from scratch. Deleting the index file loses nothing: the
+next search rebuilds it.
+
+SQLite runs in WAL mode, so searches read while a catch-up writes, and
+each catch-up transaction holds the write lock for one batch only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from ..errors import AgentlogError, SessionNotFound
+from ..recordtext import record_text
+from ..store import Store
+from .query import SearchError, SearchWarning
+
+__all__ = ["SCHEMA_VERSION", "Index", "IndexStats", "index_location", "open_index", "tag"]
+
+SCHEMA_VERSION = "2"
+#: Events written per transaction: short enough that another process's
+#: catch-up waits milliseconds, long enough to amortize the commit.
+BATCH = 500
+#: Kinds left out of the index: a ``state`` checkpoint after every step
+#: repeats the same todo list and would crowd every result page.
+SKIPPED_KINDS = frozenset({"state"})
+_BUSY_TIMEOUT_S = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS info(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions(
+    session_id TEXT PRIMARY KEY,
+    indexed INTEGER NOT NULL,
+    last_event_id TEXT NOT NULL,
+    updated_ns INTEGER NOT NULL,
+    working_dir TEXT
+);
+CREATE TABLE IF NOT EXISTS events(
+    rowid INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    role TEXT,
+    timestamp TEXT NOT NULL,
+    UNIQUE(session_id, event_id)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tags, tokenize='unicode61 remove_diacritics 2');
+"""
+
+ProgressFn = Callable[[int, int], None]
+
+
+def tag(field: str, value: str) -> str:
+    """The token that stands for ``field`` = ``value`` in the ``tags``
+    column (s: session, k: kind, r: role). Hex keeps any id one token.
+
+    Filters are FTS5 terms rather than joins, so FTS5 intersects them with
+    the words inside its own index: a common word filtered to one session
+    costs about what the session's events cost, not every match."""
+    return field + value.encode("utf-8").hex()
+
+
+_memory_lock = threading.Lock()
+_memory: dict[str, sqlite3.Connection] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """What one catch-up did."""
+
+    sessions: int
+    sessions_indexed: int
+    events_added: int
+    sessions_removed: int
+    #: (session id, error) of each session that could not be read: it is
+    #: left out of the results (what was indexed before stays) until fixed.
+    failed: tuple[tuple[str, str], ...] = ()
+
+
+def index_location(home: str) -> str | None:
+    """Where the index of the store at ``home`` lives; None: in memory.
+
+    A directory home keeps it in ``<home>/search/fts.sqlite3``; an
+    ``sqlite:///path`` store beside its database; a ``memory:`` store (and
+    any other URL) in memory, for the life of the process."""
+    if home.startswith("memory:"):
+        return None
+    if home.startswith("sqlite:///"):
+        return home[len("sqlite:///") - 1 :] + ".search.sqlite3"
+    if "://" in home:
+        return None
+    return os.path.join(home, "search", "fts.sqlite3")
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    # Created 0600 like every file of the store (it holds the same text);
+    # SQLite gives its -wal and -shm files the database file's mode.
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    # A derived index needs no fsync per commit: after a power loss it is
+    # rebuilt or caught up from the log, which is durable.
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def _setup(conn: sqlite3.Connection) -> None:
+    """Create the tables; an index of another schema version is dropped and
+    rebuilt by the next catch-up (it is derived, so nothing is lost)."""
+    with _write(conn):
+        has_info = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='info'").fetchone()
+        row = conn.execute("SELECT value FROM info WHERE key='schema'").fetchone() if has_info else None
+        if row is not None and row[0] != SCHEMA_VERSION:
+            for table in ("fts", "events", "sessions", "info"):
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+            row = None
+        for statement in filter(str.strip, _SCHEMA.split(";")):
+            conn.execute(statement)
+        if row is None:
+            conn.execute("INSERT OR REPLACE INTO info VALUES('schema', ?)", (SCHEMA_VERSION,))
+
+
+@contextlib.contextmanager
+def _write(conn: sqlite3.Connection) -> Iterator[None]:
+    """One short write transaction (BEGIN IMMEDIATE: take the lock up front
+    rather than fail to upgrade a read lock half way)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def open_index(store: Store) -> Iterator[Index]:
+    """The index of ``store``, created if missing; closed after use."""
+    path = index_location(store.home)
+    if path is None:
+        with _memory_lock:
+            conn = _memory.get(store.home)
+            if conn is None:
+                conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                _setup(conn)
+                _memory[store.home] = conn
+                # The index dies with the store's backend, so a new memory
+                # store never inherits an old one's index.
+                weakref.finalize(store.backend, _memory.pop, store.home, None)
+        with _memory_lock:
+            yield Index(store, conn)
+        return
+    try:
+        conn = _connect(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise SearchError(f"cannot open the search index {path}: {exc}") from exc
+    try:
+        _setup(conn)
+        yield Index(store, conn)
+    finally:
+        conn.close()
+
+
+def drop(store: Store) -> None:
+    """Delete the index of ``store`` (it is derived: nothing is lost)."""
+    path = index_location(store.home)
+    if path is None:
+        with _memory_lock:
+            conn = _memory.pop(store.home, None)
+        if conn is not None:
+            conn.close()
+        return
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path + suffix)
+
+
+class Index:
+    """One open connection to a store's index."""
+
+    def __init__(self, store: Store, conn: sqlite3.Connection) -> None:
+        self.store = store
+        self.conn = conn
+
+    def optimize(self) -> None:
+        """Merge the index's segments into one (after a bulk build): fewer
+        segments to consult per query."""
+        with _write(self.conn):
+            self.conn.execute("INSERT INTO fts(fts) VALUES('optimize')")
+
+    # --- catching up -------------------------------------------------------------
+    def catch_up(self, progress: ProgressFn | None = None) -> IndexStats:
+        """Index what was appended since the last catch-up, in every session.
+
+        Unchanged sessions cost one stat each (the event count and time
+        the backend keeps without reading events); no event log is opened."""
+        ids = sorted(self.store.backend.session_ids())
+        known = {
+            row[0]: (row[1], row[2], row[3])
+            for row in self.conn.execute(
+                "SELECT session_id, indexed, last_event_id, updated_ns FROM sessions"
+            )
+        }
+        present = set(ids)
+        removed = [sid for sid in known if sid not in present]
+        for sid in removed:
+            with _write(self.conn):
+                self._forget(sid)
+        touched = added = 0
+        failed: list[tuple[str, str]] = []
+        for n, sid in enumerate(ids):
+            if progress is not None:
+                progress(n, len(ids))
+            try:
+                stats = self.store.backend.stats(sid)
+            except SessionNotFound:
+                continue  # deleted since it was listed
+            except AgentlogError as exc:
+                failed.append((sid, str(exc)))
+                continue
+            seen = known.get(sid)
+            if seen is not None and seen[0] == stats.event_count and seen[2] == stats.updated_ns:
+                continue
+            try:
+                count = self._index_session(sid, seen, stats.updated_ns)
+            except SessionNotFound:
+                continue  # deleted since it was listed
+            except AgentlogError as exc:
+                # What was committed batch by batch stays; the rest of this
+                # session is retried on the next catch-up.
+                failed.append((sid, str(exc)))
+                continue
+            touched += 1
+            added += count
+        if progress is not None:
+            progress(len(ids), len(ids))
+        for sid, reason in failed:
+            warnings.warn(
+                SearchWarning(f"search cannot read session {sid}: {reason}; see 'agentlog fsck {sid}'"),
+                stacklevel=3,
+            )
+        return IndexStats(len(ids), touched, added, len(removed), tuple(failed))
+
+    def _forget(self, sid: str) -> None:
+        self.conn.execute(
+            "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM events WHERE session_id=?)", (sid,)
+        )
+        self.conn.execute("DELETE FROM events WHERE session_id=?", (sid,))
+        self.conn.execute("DELETE FROM sessions WHERE session_id=?", (sid,))
+
+    def _index_session(self, sid: str, seen: tuple[int, str, int] | None, updated_ns: int) -> int:
+        with self.store.open(sid, readonly=True) as session:
+            entries = session.entries()
+            working_dir = session.meta.get("working_dir")
+            start = 0
+            if seen is not None:
+                indexed, last = seen[0], seen[1]
+                still_there = (indexed == 0 and last == "") or (
+                    0 < indexed <= len(entries) and entries[indexed - 1].id == last
+                )
+                if still_there:
+                    start = indexed
+                else:  # repaired, or deleted and made again: start over
+                    with _write(self.conn):
+                        self._forget(sid)
+            added = 0
+            for lo in range(start, max(len(entries), start + 1), BATCH):
+                batch = entries[lo : lo + BATCH]
+                with _write(self.conn):
+                    for entry in batch:
+                        if entry.kind in SKIPPED_KINDS:
+                            continue
+                        event = session.resolve(session.event(entry.id))
+                        text = record_text(event.kind, event.record)
+                        if not text:
+                            continue
+                        cur = self.conn.execute(
+                            "INSERT OR IGNORE INTO events(session_id, event_id, kind, role, "
+                            "timestamp) VALUES(?,?,?,?,?)",
+                            (sid, event.id, event.kind, event.role, event.timestamp),
+                        )
+                        if cur.rowcount == 1:
+                            tags = [tag("s", sid), tag("k", event.kind)]
+                            if event.role:
+                                tags.append(tag("r", event.role))
+                            self.conn.execute(
+                                "INSERT INTO fts(rowid, text, tags) VALUES(?,?,?)",
+                                (cur.lastrowid, text, " ".join(tags)),
+                            )
+                            added += 1
+                    done = lo + len(batch)
+                    last_id = entries[done - 1].id if done else ""
+                    self.conn.execute(
+                        "INSERT INTO sessions VALUES(?,?,?,?,?) ON CONFLICT(session_id) DO "
+                        "UPDATE SET indexed=excluded.indexed, last_event_id=excluded.last_event_id,"
+                        " updated_ns=excluded.updated_ns, working_dir=excluded.working_dir "
+                        "WHERE excluded.indexed >= sessions.indexed",
+                        (sid, done, last_id, updated_ns if done == len(entries) else 0, working_dir),
+                    )
+            return added

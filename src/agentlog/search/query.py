@@ -1,0 +1,77 @@
+"""A query as a person types it, turned into an FTS5 MATCH expression.
+
+Words are matched as words, whatever punctuation they hold (``foo-bar``,
+``a.py`` or ``don't`` are FTS5 syntax errors when passed raw): each word
+becomes a quoted FTS5 string. ``"two words"`` is a phrase, a trailing
+``*`` a prefix, and a bare ``OR`` / ``NOT`` / ``AND`` between words keeps
+its FTS5 meaning. Words are ANDed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import AgentlogError
+
+__all__ = ["SearchError", "SearchWarning", "highlight_words", "to_match"]
+
+_TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
+_OPERATORS = frozenset({"OR", "NOT", "AND"})
+#: A word as FTS5's unicode61 tokenizer sees one: letters and digits.
+_WORD = re.compile(r"[^\W_]+")
+
+
+class SearchError(AgentlogError):
+    """A search that cannot run: an empty or malformed query, or no index."""
+
+
+class SearchWarning(UserWarning):
+    """A session the index could not read (damaged): searched without it."""
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def to_match(query: str) -> str:
+    """The FTS5 expression for ``query`` (SearchError if it has no words)."""
+    parts: list[str] = []
+    for found in _TOKEN.finditer(query):
+        phrase, word = found.group(1), found.group(2)
+        if phrase is not None:
+            if phrase.strip():
+                parts.append(_quote(phrase))
+            continue
+        if word in _OPERATORS:
+            if parts and parts[-1] not in _OPERATORS:
+                parts.append(word)
+            continue
+        prefix = word.endswith("*") and len(word) > 1
+        body = word.rstrip("*") if prefix else word
+        if body:
+            parts.append(_quote(body) + ("*" if prefix else ""))
+    while parts and parts[-1] in _OPERATORS:
+        parts.pop()
+    if not parts:
+        raise SearchError(f"the search query {query!r} has no words to look for")
+    return " ".join(parts)
+
+
+def highlight_words(query: str) -> list[tuple[str, bool]]:
+    """The words a hit is highlighted on: (word, is_prefix), leaving out
+    words after NOT (they are, by definition, not in the hit)."""
+    words: list[tuple[str, bool]] = []
+    negated = False
+    for found in _TOKEN.finditer(query):
+        phrase, word = found.group(1), found.group(2)
+        if word in _OPERATORS:
+            negated = word == "NOT"
+            continue
+        if not negated:
+            if phrase is not None:
+                words += [(w, False) for w in _WORD.findall(phrase)]
+            elif word:
+                prefix = word.endswith("*")
+                words += [(w, prefix) for w in _WORD.findall(word.rstrip("*"))]
+        negated = False
+    return words

@@ -1,0 +1,47 @@
+"""Snippets: a window of an event's text around the words a query found.
+
+Built from the stored text in Python rather than with FTS5's
+``snippet()``, which re-runs the whole query for each hit (a prefix
+query that way costs a full doclist merge per hit shown).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["SNIPPET_CHARS", "make_snippet"]
+
+SNIPPET_CHARS = 240
+_BEFORE = SNIPPET_CHARS // 3
+
+
+def _fold(text: str) -> str:
+    """Case and diacritics folded, one character for one (so offsets hold)."""
+    if text.isascii():
+        return text.lower()
+    out = []
+    for ch in text:
+        base = unicodedata.normalize("NFD", ch)[0] if ord(ch) > 127 else ch
+        out.append(base.lower() if len(base.lower()) == 1 else ch)
+    return "".join(out)
+
+
+def make_snippet(text: str, words: list[tuple[str, bool]]) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """(snippet, highlighted spans in it) for ``text``; ``words`` are
+    (word, is_prefix) as from ``highlight_words``."""
+    folded = _fold(text)
+    spans: list[tuple[int, int]] = []
+    for word, prefix in words:
+        tail = r"[^\W_]*" if prefix else r"(?![^\W_])"
+        pattern = re.compile(r"(?<![^\W_])" + re.escape(_fold(word)) + tail)
+        spans += [(m.start(), m.end()) for m in pattern.finditer(folded)]
+    spans = sorted(set(spans))
+    first = spans[0][0] if spans else 0
+    lo = max(0, min(first - _BEFORE, len(text) - SNIPPET_CHARS))
+    hi = min(len(text), lo + SNIPPET_CHARS)
+    head = "…" if lo else ""
+    shift = len(head) - lo
+    kept = tuple((a + shift, min(b, hi) + shift) for a, b in spans if lo <= a < hi)
+    flat = head + text[lo:hi] + ("…" if hi < len(text) else "")
+    return flat, kept
