@@ -18,7 +18,7 @@ from agentlog.export import (
     totals,
 )
 from agentlog.export.redact import Redactor
-from agentlog.recordtext import content_text
+from agentlog.recordtext import readable_content
 
 BIG = 20_000
 SECRETS = {
@@ -117,7 +117,7 @@ def test_html_parses_holds_every_active_message_and_is_offline(store):
         everything = [s.resolve(s.event(e.id)) for e in s.entries()]
     for event in active:
         if event.kind == "message":
-            assert content_text(event.record["content"]) in text, event.id
+            assert readable_content(event.record["content"]) in text, event.id
     assert "abandoned idea" in text  # other branches are there too
     assert "please <b>fix</b> calc.py" in text  # escaped, shown as typed
     # No network reference of any kind.

@@ -14,10 +14,15 @@ from .backends import (
     Ticket,
 )
 from .compaction import CompactionPolicy
+from .copying import CopyReport
 from .errors import (
     AgentlogError,
+    AmbiguousRef,
+    BadRef,
     BlobIntegrityError,
+    BundleError,
     ContextMismatch,
+    CopyDiverged,
     CorruptionError,
     EventNotFound,
     HeadConflict,
@@ -30,6 +35,9 @@ from .errors import (
     NothingToContinue,
     ReadOnlySession,
     RecoveryWarning,
+    RedactionUnavailable,
+    SearchError,
+    SearchWarning,
     SessionClosed,
     SessionExists,
     SessionLocked,
@@ -39,29 +47,38 @@ from .errors import (
     StreamedDeltaError,
     SummarizerError,
     UnknownBackend,
+    UnknownFormat,
 )
 from .event import KINDS, NIL_ID, Event
+from .search import SearchHit
 from .session import Session
-from .state import Checkpoint, Todo
+from .state import Checkpoint, Todo, UsageTotals
 from .store import BrokenSession, SessionInfo, Store, default_home, default_location
-from .summarize import Summarizer, Summary
+from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer, Summary
 from .timeline import NewEvent
+from .tokens import Usage
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AgentlogError",
+    "AmbiguousRef",
     "Backend",
+    "BadRef",
     "BlobCopy",
     "BlobIntegrityError",
     "BrokenSession",
+    "BundleError",
     "Checkpoint",
     "Commit",
     "CompactionPolicy",
     "ContextMismatch",
+    "CopyDiverged",
+    "CopyReport",
     "CorruptionError",
     "Event",
     "EventNotFound",
+    "ExtractiveSummarizer",
     "FileBackend",
     "HeadConflict",
     "IndexEntry",
@@ -70,6 +87,7 @@ __all__ = [
     "InvalidName",
     "InvalidSessionId",
     "KINDS",
+    "LLMSummarizer",
     "LeaseLost",
     "MemoryBackend",
     "ModelError",
@@ -79,6 +97,10 @@ __all__ = [
     "Problem",
     "ReadOnlySession",
     "RecoveryWarning",
+    "RedactionUnavailable",
+    "SearchError",
+    "SearchHit",
+    "SearchWarning",
     "Session",
     "SessionClosed",
     "SessionExists",
@@ -98,6 +120,9 @@ __all__ = [
     "Ticket",
     "Todo",
     "UnknownBackend",
+    "UnknownFormat",
+    "Usage",
+    "UsageTotals",
     "default_home",
     "default_location",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .errors import AgentlogError, SessionNotFound
+from .errors import CopyDiverged, SessionNotFound
 from .event import NIL_ID
 from .session import Session
 from .store import Store
@@ -22,10 +22,6 @@ __all__ = ["BATCH", "CopyDiverged", "CopyReport", "copy_sessions"]
 
 #: Events per atomic import: bounds memory for huge sessions.
 BATCH = 2000
-
-
-class CopyDiverged(AgentlogError):
-    """The target has a session of that id whose events differ from the source's."""
 
 
 @dataclass

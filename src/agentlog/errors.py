@@ -7,6 +7,13 @@
      +-- InvalidEventId            an event id that is not a canonical UUID
      +-- InvalidEvent              a kind, role or record the store refuses
      +-- InvalidName               a sidecar name that is not one safe path component
+     +-- AmbiguousRef              a ref (short id, name, label) naming more than one thing
+     +-- BadRef                    a ref that cannot name anything
+     +-- SearchError               a query that cannot run
+     +-- UnknownFormat             an export or import format agentlog does not have
+     +-- BundleError               a bundle that cannot be imported
+     +-- RedactionUnavailable      --redact without detect-secrets installed
+     +-- CopyDiverged              a copy's target differs from its source
      |    `-- StreamedDeltaError   a live streaming delta sent to durable storage
      +-- SessionNotFound
      +-- NothingToContinue         no session to --continue in a directory
@@ -26,7 +33,8 @@
      `-- StorageError              the operating system refused an operation
           `-- SessionPoisoned      an earlier I/O failure left state unknown
 
-``RecoveryWarning`` (a UserWarning, not an error) reports what opening a
+``SearchWarning`` (a UserWarning) names a session the search index could
+not read. ``RecoveryWarning`` (a UserWarning, not an error) reports what opening a
 session repaired on its own: a torn final record cut off, an index rebuilt.
 
 A backend translates OS and driver errors into this tree in exactly one
@@ -37,8 +45,12 @@ from __future__ import annotations
 
 __all__ = [
     "AgentlogError",
+    "AmbiguousRef",
+    "BadRef",
     "BlobIntegrityError",
+    "BundleError",
     "ContextMismatch",
+    "CopyDiverged",
     "CorruptionError",
     "EventNotFound",
     "HeadConflict",
@@ -51,6 +63,9 @@ __all__ = [
     "NothingToContinue",
     "ReadOnlySession",
     "RecoveryWarning",
+    "RedactionUnavailable",
+    "SearchError",
+    "SearchWarning",
     "SessionClosed",
     "SessionExists",
     "SessionLocked",
@@ -60,6 +75,7 @@ __all__ = [
     "StreamedDeltaError",
     "SummarizerError",
     "UnknownBackend",
+    "UnknownFormat",
 ]
 
 
@@ -228,6 +244,46 @@ class SessionPoisoned(StorageError):
             getattr(cause, "errno", None),
             f"an earlier failure left the session in an unknown state ({cause}); close and reopen it",
         )
+
+
+class CopyDiverged(AgentlogError):
+    """The target has a session of that id whose events differ from the source's."""
+
+
+
+class UnknownFormat(AgentlogError):
+    """An export or import format agentlog does not have."""
+
+
+
+class RedactionUnavailable(AgentlogError):
+    """``--redact`` was asked for but detect-secrets is not installed."""
+
+
+
+class BundleError(AgentlogError):
+    """A bundle that cannot be imported: malformed, truncated, altered, or
+    in conflict with the session already in the store."""
+
+
+
+class SearchError(AgentlogError):
+    """A search that cannot run: an empty or malformed query, or no index."""
+
+
+
+class SearchWarning(UserWarning):
+    """A session the index could not read (damaged): searched without it."""
+
+
+
+class AmbiguousRef(AgentlogError):
+    """A ref that names more than one session or event."""
+
+
+
+class BadRef(AgentlogError):
+    """A ref that cannot name anything (bad syntax, or past a root)."""
 
 
 class RecoveryWarning(UserWarning):

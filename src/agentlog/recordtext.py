@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["content_text", "record_text", "usage_of"]
+__all__ = ["readable_content", "record_text", "usage_of"]
 
 
 def _json(value: Any) -> str:
@@ -20,7 +20,7 @@ def _json(value: Any) -> str:
         return repr(value)
 
 
-def content_text(content: Any) -> str:
+def readable_content(content: Any) -> str:
     """Text of a ``content`` field: a string, or a list of parts."""
     if content is None:
         return ""
@@ -65,7 +65,7 @@ def record_text(kind: str, record: Any) -> str:
     if not isinstance(record, dict):
         return _json(record)
     if kind == "message":
-        parts = [content_text(record.get("content"))]
+        parts = [readable_content(record.get("content"))]
         reasoning = record.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             parts.append(reasoning)
@@ -75,7 +75,7 @@ def record_text(kind: str, record: Any) -> str:
         return f"{record.get('name', '')} {args if isinstance(args, str) else _json(args)}".strip()
     if kind == "tool_result":
         name = record.get("name")
-        text = content_text(record.get("content"))
+        text = readable_content(record.get("content"))
         return f"{name}: {text}" if isinstance(name, str) and name else text
     if kind in ("compaction", "branch_summary"):
         summary = record.get("summary")

@@ -32,6 +32,8 @@ from .event import (
     parse_timestamp,
 )
 from .lifecycle import meta_with_defaults
+from .search import SearchHit
+from .search import search as search_sessions
 from .session import Session
 from .timeline import Timeline, stage_existing
 
@@ -374,6 +376,13 @@ class Store:
 
     def broken(self) -> builtins.list[BrokenSession]:
         return self.scan()[1]
+
+    # --- searching ---------------------------------------------------------------
+    def search(self, query: str, **options: Any) -> builtins.list[SearchHit]:
+        """Full-text search over every session, every branch and the history
+        before compactions, best first (``agentlog.search.search`` has the
+        options: ``session``, ``kind``, ``role``, ``since``, ``cwd``, ``limit``)."""
+        return search_sessions(self, query, **options)
 
     # --- checking ----------------------------------------------------------------
     def fsck(self, session_id: str | None = None) -> builtins.list[Problem]:

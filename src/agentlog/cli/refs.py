@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from ..errors import AgentlogError, EventNotFound, SessionNotFound
+from ..errors import AmbiguousRef, BadRef, EventNotFound, InvalidSessionId, SessionNotFound
 from ..event import NIL_ID, check_session_id
 from ..session import Session
 from ..shortid import SHORT_LEN, is_uuid, short_ids
@@ -44,14 +44,6 @@ _SHOWN = 4
 _HEX = re.compile(r"[0-9a-f]+\Z")
 _ANCESTRY = re.compile(r"(?P<base>.+?)(?P<steps>(?:~\d*|\^)+)\Z")
 _STEP = re.compile(r"~(\d*)|\^")
-
-
-class AmbiguousRef(AgentlogError):
-    """A ref that names more than one session or event."""
-
-
-class BadRef(AgentlogError):
-    """A ref that cannot name anything (bad syntax, or past a root)."""
 
 
 def _matches(ids: Iterable[str], text: str) -> list[str]:
@@ -111,7 +103,7 @@ def resolve_session(store: Store, text: str) -> str:
 def _valid_session_id(text: str) -> bool:
     try:
         check_session_id(text)
-    except AgentlogError:
+    except InvalidSessionId:
         return False
     return True
 

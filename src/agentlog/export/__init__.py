@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..errors import AgentlogError
+from ..errors import UnknownFormat
 from ..session import Session
 from .bundle import BUNDLE_VERSION, BundleError, ImportReport, import_bundle, write_bundle
 from .html import render_html
-from .markdown import render_markdown
+from .markdown import session_markdown
 from .redact import RedactionUnavailable, Redactor
 from .totals import Totals, totals
 from .view import load_view
@@ -41,10 +41,6 @@ __all__ = [
 #: Format name -> the file suffix it is usually written with.
 EXPORT_FORMATS = {"md": ".md", "html": ".html", "bundle": ".bundle.jsonl"}
 Progress = Callable[[int, int], None]
-
-
-class UnknownFormat(AgentlogError):
-    """An export or import format agentlog does not have."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +106,7 @@ def export_session(
         )
     else:
         view = load_view(session, redactor=redactor, progress=progress)
-        text = render_html(view) if fmt == "html" else render_markdown(view, all_branches=all_branches)
+        text = render_html(view) if fmt == "html" else session_markdown(view, all_branches=all_branches)
         sink.write(text.encode("utf-8"))
         count = len(view.order)
     return ExportReport(session.id, fmt, count, sink.count, dict(redactor.counts) if redactor else {})

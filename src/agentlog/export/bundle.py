@@ -27,7 +27,7 @@ from typing import IO, Any, Protocol
 
 import orjson
 
-from ..errors import AgentlogError, SessionNotFound
+from ..errors import BundleError, SessionNotFound
 from ..event import NIL_ID, Event, digest_of
 from ..session import Session
 from ..store import Store
@@ -46,11 +46,6 @@ class Sink(Protocol):
     """Where a bundle is written: any binary stream."""
 
     def write(self, data: bytes, /) -> int: ...
-
-
-class BundleError(AgentlogError):
-    """A bundle that cannot be imported: malformed, truncated, altered, or
-    in conflict with the session already in the store."""
 
 
 @dataclass(frozen=True, slots=True)

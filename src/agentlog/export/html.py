@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 
 from ..event import NIL_ID, Event
-from ..recordtext import content_text, record_text
-from .view import SessionView
+from ..recordtext import readable_content, record_text
+from .view import ExportView
 
 __all__ = ["render_html"]
 
@@ -65,7 +65,7 @@ def _anchor(eid: str) -> str:
     return f"e-{eid}"
 
 
-def _marks(view: SessionView, eid: str) -> str:
+def _marks(view: ExportView, eid: str) -> str:
     out = ""
     if eid == view.head:
         out += ' <span class="head">HEAD</span>'
@@ -84,7 +84,7 @@ def _arguments(record: dict[str, Any]) -> str:
     return orjson.dumps(args, option=orjson.OPT_INDENT_2).decode()
 
 
-def _article(view: SessionView, event: Event) -> str:
+def _article(view: ExportView, event: Event) -> str:
     short = view.shorts.get(event.id, event.id)
     record = event.record if isinstance(event.record, dict) else {}
     css = event.role if event.kind == "message" and event.role else event.kind
@@ -93,7 +93,7 @@ def _article(view: SessionView, event: Event) -> str:
         f"<code>{_e(short)}</code> · {_e(event.timestamp)}{_marks(view, event.id)}</div>"
     )
     if event.kind == "message":
-        text = content_text(record.get("content")) if record else record_text("message", event.record)
+        text = readable_content(record.get("content")) if record else record_text("message", event.record)
         body = f'<div class="text">{_e(text)}</div>'
         reasoning = record.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
@@ -105,7 +105,7 @@ def _article(view: SessionView, event: Event) -> str:
         )
     elif event.kind == "tool_result":
         error = " (error)" if record.get("is_error") else ""
-        text = content_text(record.get("content")) if record else record_text("tool_result", event.record)
+        text = readable_content(record.get("content")) if record else record_text("tool_result", event.record)
         body = (
             f"<details><summary>tool result{error} "
             f"({len(text):,} characters)</summary><pre>{_e(text)}</pre></details>"
@@ -135,7 +135,7 @@ def _article(view: SessionView, event: Event) -> str:
 _SIDEBAR_HIDDEN = frozenset({"state"})
 
 
-def _shown_children(view: SessionView) -> dict[str, list[str]]:
+def _shown_children(view: ExportView) -> dict[str, list[str]]:
     """Children in the sidebar: a hidden event's children hang from its
     nearest shown ancestor."""
     shown: dict[str, str] = {}  # event id -> the id it hangs from
@@ -154,7 +154,7 @@ def _shown_children(view: SessionView) -> dict[str, list[str]]:
     return kids
 
 
-def _tree(view: SessionView) -> str:
+def _tree(view: ExportView) -> str:
     """The branch tree: runs without branching flat, branch points nested
     (built without recursion, so a deep session is fine)."""
     active = set(view.active)
@@ -204,7 +204,7 @@ def _tree(view: SessionView) -> str:
     return "".join(out)
 
 
-def _totals(view: SessionView) -> str:
+def _totals(view: ExportView) -> str:
     t = view.totals
     if t.source == "none":
         return "<p>No token usage recorded.</p>"
@@ -221,7 +221,7 @@ def _totals(view: SessionView) -> str:
     return f'<table class="totals">{cells}</table>'
 
 
-def render_html(view: SessionView) -> str:
+def render_html(view: ExportView) -> str:
     meta = view.meta
     facts = [
         ("session", view.id),

@@ -8,10 +8,10 @@ from typing import Any
 import orjson
 
 from ..event import NIL_ID, Event
-from ..recordtext import content_text, record_text
-from .view import SessionView
+from ..recordtext import readable_content, record_text
+from .view import ExportView
 
-__all__ = ["render_markdown"]
+__all__ = ["session_markdown"]
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -34,7 +34,7 @@ def _arguments(record: dict[str, Any]) -> str:
     return orjson.dumps(args, option=orjson.OPT_INDENT_2).decode()
 
 
-def _event(view: SessionView, event: Event) -> list[str]:
+def _event(view: ExportView, event: Event) -> list[str]:
     short = view.shorts.get(event.id, event.id)
     marks = ""
     if event.id == view.head:
@@ -45,7 +45,7 @@ def _event(view: SessionView, event: Event) -> list[str]:
     record = event.record if isinstance(event.record, dict) else {}
     if event.kind == "message":
         lines = [f"### {event.role or 'message'} · {where}", ""]
-        text = content_text(record.get("content")) if record else record_text("message", event.record)
+        text = readable_content(record.get("content")) if record else record_text("message", event.record)
         if text:
             lines += [text, ""]
         reasoning = record.get("reasoning")
@@ -57,7 +57,7 @@ def _event(view: SessionView, event: Event) -> list[str]:
         return [f"#### tool call `{name}` · {where}", "", _fence(_arguments(record), "json"), ""]
     if event.kind == "tool_result":
         error = " (error)" if record.get("is_error") else ""
-        body = content_text(record.get("content")) if record else record_text("tool_result", event.record)
+        body = readable_content(record.get("content")) if record else record_text("tool_result", event.record)
         return [f"#### tool result{error} · {where}", "", _fence(body), ""]
     if event.kind == "compaction":
         summary = record.get("summary", "")
@@ -80,7 +80,7 @@ def _event(view: SessionView, event: Event) -> list[str]:
     return [f"#### {event.kind} · {where}", "", _fence(text) if text else "(empty)", ""]
 
 
-def _totals(view: SessionView) -> str:
+def _totals(view: ExportView) -> str:
     t = view.totals
     if t.source == "none":
         return "no token usage recorded"
@@ -91,7 +91,7 @@ def _totals(view: SessionView) -> str:
     )
 
 
-def render_markdown(view: SessionView, *, all_branches: bool = False) -> str:
+def session_markdown(view: ExportView, *, all_branches: bool = False) -> str:
     meta = view.meta
     lines = [
         f"# {view.title}",

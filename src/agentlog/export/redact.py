@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from ..errors import AgentlogError
+from ..errors import RedactionUnavailable
 
 __all__ = ["RedactionUnavailable", "Redactor"]
 
@@ -33,10 +33,6 @@ _MIN_GROUP = 8
 #: Ids agentlog itself writes are high-entropy hex; they are not secrets.
 _UUID = re.compile(r"\A[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _DIGEST = re.compile(r"\A(sha256:)?[0-9a-f]{64}\Z")
-
-
-class RedactionUnavailable(AgentlogError):
-    """``--redact`` was asked for but detect-secrets is not installed."""
 
 
 class Redactor:

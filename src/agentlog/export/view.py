@@ -17,7 +17,7 @@ from ..shortid import short_ids
 from .redact import Redactor
 from .totals import Totals, totals
 
-__all__ = ["Branch", "SessionView", "load_view"]
+__all__ = ["Branch", "ExportView", "load_view"]
 
 Progress = Callable[[int, int], None]
 
@@ -33,7 +33,7 @@ class Branch:
 
 
 @dataclass(frozen=True, slots=True)
-class SessionView:
+class ExportView:
     id: str
     meta: dict[str, Any]
     head: str
@@ -54,7 +54,7 @@ class SessionView:
 
 def load_view(
     session: Session, *, redactor: Redactor | None = None, progress: Progress | None = None
-) -> SessionView:
+) -> ExportView:
     entries = session.entries()
     events: dict[str, Event] = {}
     for n, entry in enumerate(entries):
@@ -96,7 +96,7 @@ def load_view(
                 labels.setdefault(target, []).append(str(name))
     meta = session.meta if redactor is None else redactor.value(session.meta)
     path_totals = totals(events[eid] for eid in active)
-    return SessionView(
+    return ExportView(
         id=session.id,
         meta=meta,
         head=head,

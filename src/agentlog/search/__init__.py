@@ -17,14 +17,16 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..event import format_timestamp, parse_timestamp
-from ..store import Store
-from .index import Index, IndexStats, ProgressFn, drop, index_location, open_index, tag
+from .index import IndexStats, ProgressFn, SearchIndex, drop, index_location, open_index, tag
 from .query import SearchError, SearchWarning, highlight_words, to_match
 from .rank import rank
 from .snippet import make_snippet
+
+if TYPE_CHECKING:  # annotations only: the store imports this package to offer search()
+    from ..store import Store
 
 __all__ = [
     "CANDIDATES",
@@ -179,7 +181,7 @@ class _Plan:
     limit: int
 
 
-def _ranked(index: Index, plan: _Plan, query: str) -> list[tuple[int, float]]:
+def _ranked(index: SearchIndex, plan: _Plan, query: str) -> list[tuple[int, float]]:
     """(rowid, score) of the best hits. Up to CANDIDATES matches, FTS5's
     bm25 ranks them all; past that, the newest CANDIDATES are ranked (see
     ``rank``): FTS5 streams them in rowid order, bounded however common
@@ -203,7 +205,7 @@ _HIT_SQL = (
 )
 
 
-def _run(index: Index, plan: _Plan, query: str) -> list[SearchHit]:
+def _run(index: SearchIndex, plan: _Plan, query: str) -> list[SearchHit]:
     words = highlight_words(query)
     try:
         ranked = _ranked(index, plan, query)

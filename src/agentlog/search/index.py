@@ -22,13 +22,16 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import AgentlogError, SessionNotFound
 from ..recordtext import record_text
-from ..store import Store
 from .query import SearchError, SearchWarning
 
-__all__ = ["SCHEMA_VERSION", "Index", "IndexStats", "index_location", "open_index", "tag"]
+if TYPE_CHECKING:  # annotations only: the store imports this package to offer search()
+    from ..store import Store
+
+__all__ = ["SCHEMA_VERSION", "SearchIndex", "IndexStats", "index_location", "open_index", "tag"]
 
 SCHEMA_VERSION = "2"
 #: Events written per transaction: short enough that another process's
@@ -148,7 +151,7 @@ def _write(conn: sqlite3.Connection) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def open_index(store: Store) -> Iterator[Index]:
+def open_index(store: Store) -> Iterator[SearchIndex]:
     """The index of ``store``, created if missing; closed after use."""
     path = index_location(store.home)
     if path is None:
@@ -162,7 +165,7 @@ def open_index(store: Store) -> Iterator[Index]:
                 # store never inherits an old one's index.
                 weakref.finalize(store.backend, _memory.pop, store.home, None)
         with _memory_lock:
-            yield Index(store, conn)
+            yield SearchIndex(store, conn)
         return
     try:
         conn = _connect(path)
@@ -170,7 +173,7 @@ def open_index(store: Store) -> Iterator[Index]:
         raise SearchError(f"cannot open the search index {path}: {exc}") from exc
     try:
         _setup(conn)
-        yield Index(store, conn)
+        yield SearchIndex(store, conn)
     finally:
         conn.close()
 
@@ -189,7 +192,7 @@ def drop(store: Store) -> None:
             os.unlink(path + suffix)
 
 
-class Index:
+class SearchIndex:
     """One open connection to a store's index."""
 
     def __init__(self, store: Store, conn: sqlite3.Connection) -> None:
@@ -204,7 +207,7 @@ class Index:
 
     # --- catching up -------------------------------------------------------------
     def catch_up(self, progress: ProgressFn | None = None) -> IndexStats:
-        """Index what was appended since the last catch-up, in every session.
+        """SearchIndex what was appended since the last catch-up, in every session.
 
         Unchanged sessions cost one stat each (the event count and time
         the backend keeps without reading events); no event log is opened."""

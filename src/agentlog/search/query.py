@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import AgentlogError
+from ..errors import SearchError, SearchWarning
 
 __all__ = ["SearchError", "SearchWarning", "highlight_words", "to_match"]
 
@@ -19,14 +19,6 @@ _TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
 _OPERATORS = frozenset({"OR", "NOT", "AND"})
 #: A word as FTS5's unicode61 tokenizer sees one: letters and digits.
 _WORD = re.compile(r"[^\W_]+")
-
-
-class SearchError(AgentlogError):
-    """A search that cannot run: an empty or malformed query, or no index."""
-
-
-class SearchWarning(UserWarning):
-    """A session the index could not read (damaged): searched without it."""
 
 
 def _quote(text: str) -> str:
