@@ -1,0 +1,85 @@
+"""``GET /api/v1/sessions/{id}/stream``: settled events and live deltas over SSE.
+
+Stream format (docs/server.md):
+
+- ``ready``: first, ``{"head", "last_event_id", "replayed"}``.
+- ``settled``: one per durable event, SSE ``id:`` = event id, data = the
+  event (``record`` null for a blob) plus ``head`` after its batch.
+- ``head``: HEAD moved without a new event (a checkout).
+- ``delta``: ``{"delta": true, "item": {...}}``, live only, never stored.
+- ``problem``: the server could not read the log or lost deltas.
+- ``dropped``: the client was too slow; the stream ends after it.
+
+A client that reconnects with ``Last-Event-ID`` (browsers do it on their
+own) or passes ``?after=<event id>`` first gets every settled event after
+that id from the log, then the live stream; duplicates are never sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator
+
+import orjson
+from sse_starlette.sse import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..event import check_event_id
+from . import params
+from .errors import ApiError
+from .feed import Item, read_after
+from .service import Service
+
+__all__ = ["stream_routes"]
+
+PING_SECONDS = 15
+SEND_TIMEOUT_SECONDS = 30
+
+
+def _sse(item: Item) -> dict[str, Any]:
+    name, event_id, data = item
+    message: dict[str, Any] = {"event": name, "data": orjson.dumps(data).decode()}
+    if event_id is not None:
+        message["id"] = event_id
+    return message
+
+
+def stream_routes(service: Service) -> list[Route]:
+    store = service.store
+
+    async def stream(request: Request) -> Response:
+        sid = params.session_id(request)
+        after_text = request.headers.get("last-event-id") or request.query_params.get("after")
+        after = check_event_id(after_text.strip()) if after_text else None
+        queue_size = params.integer(request, "queue", service.feeds.queue_size, 1, 1_000_000)
+        if not await service.run(lambda: store.exists(sid)):
+            raise ApiError(404, "session_not_found", f"session {sid!r} not found")
+
+        async def messages() -> AsyncIterator[dict[str, Any]]:
+            async with service.feeds.subscribe(sid, queue_size) as sub:
+                # Subscribed before reading the log: nothing committed in
+                # between is missed, and ids filter out what both deliver.
+                replay, head, last = await service.run(lambda: read_after(store, sid, after))
+                sent = max(after or "", last)
+                yield _sse(("ready", None, {"head": head, "last_event_id": last or None,
+                                            "replayed": len(replay)}))
+                for item in replay:
+                    yield _sse(item)
+                while True:
+                    item = await sub.get()
+                    if item is None:
+                        return
+                    if item[0] == "settled":
+                        assert item[1] is not None
+                        if item[1] <= sent:
+                            continue
+                        sent = item[1]
+                    yield _sse(item)
+                    if item[0] == "dropped":
+                        return
+
+        return EventSourceResponse(messages(), ping=PING_SECONDS, send_timeout=SEND_TIMEOUT_SECONDS,
+                                   headers={"Cache-Control": "no-store"})
+
+    return [Route("/api/v1/sessions/{session_id}/stream", stream, methods=["GET"], name="stream")]
