@@ -108,3 +108,49 @@ def live_server(store: Store, **options: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+class SSE:
+    """A blocking SSE reader over an httpx streaming response (test side)."""
+
+    def __init__(self, client: Any, url: str, headers: dict[str, str] | None = None) -> None:
+        self._cm = client.stream("GET", url, headers=headers or {}, timeout=30)
+        self.response = self._cm.__enter__()
+        self._lines = self.response.iter_lines()
+
+    def next(self) -> dict[str, Any] | None:
+        """The next message: {"event", "id", "data"}; None at the end of the stream."""
+        import orjson
+
+        message: dict[str, Any] = {}
+        data: list[str] = []
+        for line in self._lines:
+            if line == "":
+                if data or message:
+                    message.setdefault("event", "message")
+                    message["data"] = orjson.loads("\n".join(data)) if data else None
+                    return message
+                continue
+            if line.startswith(":"):
+                continue  # a comment: sse-starlette's ping
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data":
+                data.append(value)
+            elif name in ("event", "id"):
+                message[name] = value
+        return None
+
+    def until(self, predicate: Any, limit: int = 1_000_000) -> list[dict[str, Any]]:
+        got = []
+        while len(got) < limit:
+            message = self.next()
+            if message is None:
+                break
+            got.append(message)
+            if predicate(message):
+                break
+        return got
+
+    def close(self) -> None:
+        self._cm.__exit__(None, None, None)
