@@ -171,7 +171,7 @@ function nodeText(entry) {
   const note = view.notes[entry.id];
   if (note && note.summary) return firstLine(note.summary);
   const preview = view.previews.get(entry.id);
-  return preview ? `${entry.role || ""}: ${preview}` : entry.role || "";
+  return preview ? (entry.role ? `${entry.role}: ${preview}` : preview) : entry.role || "";
 }
 
 function remember(e) {
@@ -294,7 +294,9 @@ function blobLoader(e) {
     box.dataset.loaded = "1";
     try {
       const record = await api(`/sessions/${encodeURIComponent(view.sid)}/events/${e.id}/blob`);
-      box.append(recordBody({ ...e, record }));
+      const body = recordBody({ ...e, record });
+      if (body.tagName === "DETAILS") body.open = true;  // the user asked to see it
+      box.append(body);
     } catch (err) {
       box.append(el("p", { class: "dim", text: `could not load: ${err.message}` }));
     }
