@@ -19,7 +19,7 @@ from agentlog.agent.loop import Agent  # noqa: E402
 from agentlog.agent.models import Delta  # noqa: E402
 from agentlog.agent.scripted import ScriptedModel  # noqa: E402
 from agentlog.server import RemoteHub  # noqa: E402
-from agentlog.server.feed import Subscriber  # noqa: E402
+from agentlog.server.feed import Item, Subscriber  # noqa: E402
 
 API = "/api/v1"
 pytestmark = pytest.mark.timeout(120)
@@ -128,11 +128,11 @@ def test_slow_subscriber_is_dropped_without_blocking() -> None:
         sub = Subscriber(maxsize=5)
         started = time.perf_counter()
         for i in range(10_000):
-            sub.offer(("settled", f"{i:08d}", {}))
+            sub.offer(Item("settled", f"{i:08d}", {}))
         assert time.perf_counter() - started < 5  # generous: offering is O(1), never a wait
         got = [await sub.get() for _ in range(6)]
-        assert [g[1] for g in got[:5] if g] == [f"{i:08d}" for i in range(5)]
-        assert got[5] is not None and got[5][0] == "dropped"
+        assert [g.id for g in got[:5] if g] == [f"{i:08d}" for i in range(5)]
+        assert got[5] is not None and got[5].name == "dropped"
         assert await sub.get() is None
 
     asyncio.run(main())

@@ -31,6 +31,7 @@ import threading
 from collections import deque
 from typing import Any, AsyncIterator
 
+import orjson
 import watchfiles
 
 from ..agent.hub import Dropped, LiveHub
@@ -43,8 +44,25 @@ __all__ = ["Feed", "Feeds", "Item", "Subscriber", "read_after"]
 
 log = logging.getLogger("agentlog.server")
 
-#: One item for a subscriber: (SSE event name, event id or None, data).
-Item = tuple[str, str | None, dict[str, Any]]
+class Item:
+    """One SSE message for subscribers: event name, event id (or None), data.
+
+    The same object goes to every subscriber, so it is encoded once."""
+
+    __slots__ = ("_wire", "data", "id", "name")
+
+    def __init__(self, name: str, event_id: str | None, data: dict[str, Any]) -> None:
+        self.name = name
+        self.id = event_id
+        self.data = data
+        self._wire: bytes | None = None
+
+    def wire(self) -> bytes:
+        """The message as it goes on the wire (orjson output has no newline)."""
+        if self._wire is None:
+            head = f"event: {self.name}\r\n" + (f"id: {self.id}\r\n" if self.id else "")
+            self._wire = head.encode() + b"data: " + orjson.dumps(self.data) + b"\r\n\r\n"
+        return self._wire
 
 
 def settled_items(session: Session, ids: list[str]) -> list[Item]:
@@ -55,7 +73,7 @@ def settled_items(session: Session, ids: list[str]) -> list[Item]:
     for event_id in ids:
         document = event_json(session.event(event_id))
         document["head"] = head
-        items.append(("settled", event_id, document))
+        items.append(Item("settled", event_id, document))
     return items
 
 
@@ -110,15 +128,22 @@ class Subscriber:
 
     async def get(self) -> Item | None:
         """The next item; a final ``dropped`` item after a drop; None at the end."""
+        batch = await self.get_many(1)
+        return batch[0] if batch else None
+
+    async def get_many(self, limit: int) -> list[Item]:
+        """Up to ``limit`` queued items, waiting for at least one; a final
+        ``dropped`` item after a drop; an empty list at the end."""
         while True:
             if self._items:
-                return self._items.popleft()
+                count = min(limit, len(self._items))
+                return [self._items.popleft() for _ in range(count)]
             if self.dropped is not None:
                 reason, self.dropped = self.dropped, None
                 self.closed = True
-                return ("dropped", None, {"reason": reason})
+                return [Item("dropped", None, {"reason": reason})]
             if self.closed:
-                return None
+                return []
             self._wake.clear()
             await self._wake.wait()
 
@@ -191,7 +216,7 @@ class Feed:
                 items = await asyncio.to_thread(self._read_new)
             except Exception as exc:  # noqa: BLE001 - reported to every subscriber, feed stays up
                 log.warning("feed %s: reading the log failed: %s", self.session_id, exc)
-                items = [("problem", None, {"message": f"{type(exc).__name__}: {exc}"})]
+                items = [Item("problem", None, {"message": f"{type(exc).__name__}: {exc}"})]
             for item in items:
                 self._broadcast(item)
 
@@ -204,7 +229,7 @@ class Feed:
         items = settled_items(self._reader, fresh)
         head = self._reader.head
         if not fresh and head != self._head:
-            items.append(("head", None, {"head": head}))  # a checkout: HEAD moved, no event
+            items.append(Item("head", None, {"head": head}))  # a checkout: HEAD moved, no event
         self._head = head
         return items
 
@@ -231,7 +256,7 @@ class Feed:
             if self._stop.is_set() or not isinstance(sub.dropped, Dropped):
                 return
             # The bridge itself fell behind (65536 items): say so and resubscribe.
-            notice = ("problem", None, {"message": "live deltas were lost: the server fell behind"})
+            notice = Item("problem", None, {"message": "live deltas were lost: the server fell behind"})
             self._loop.call_soon_threadsafe(self._broadcast, notice)
             sub = self._hub_sub = self.hub.subscribe(self.session_id, maxsize=65536)
 
@@ -239,7 +264,7 @@ class Feed:
         if isinstance(item, Event):
             self._dirty.set()  # settled: it reaches subscribers from the log, once
         else:
-            self._broadcast(("delta", None, delta_json(item)))
+            self._broadcast(Item("delta", None, delta_json(item)))
 
     def _broadcast(self, item: Item) -> None:
         for sub in list(self.subscribers):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any, AsyncIterator
 
-import orjson
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
@@ -37,12 +36,8 @@ PING_SECONDS = 15
 SEND_TIMEOUT_SECONDS = 30
 
 
-def _sse(item: Item) -> dict[str, Any]:
-    name, event_id, data = item
-    message: dict[str, Any] = {"event": name, "data": orjson.dumps(data).decode()}
-    if event_id is not None:
-        message["id"] = event_id
-    return message
+#: At most this many queued messages go out in one write.
+BATCH = 256
 
 
 def stream_routes(service: Service) -> list[Route]:
@@ -56,27 +51,32 @@ def stream_routes(service: Service) -> list[Route]:
         if not await service.run(lambda: store.exists(sid)):
             raise ApiError(404, "session_not_found", f"session {sid!r} not found")
 
-        async def messages() -> AsyncIterator[dict[str, Any]]:
+        async def messages() -> AsyncIterator[bytes]:
             async with service.feeds.subscribe(sid, queue_size) as sub:
                 # Subscribed before reading the log: nothing committed in
                 # between is missed, and ids filter out what both deliver.
                 replay, head, last = await service.run(lambda: read_after(store, sid, after))
                 sent = max(after or "", last)
-                yield _sse(("ready", None, {"head": head, "last_event_id": last or None,
-                                            "replayed": len(replay)}))
-                for item in replay:
-                    yield _sse(item)
+                ready = Item("ready", None, {"head": head, "last_event_id": last or None,
+                                             "replayed": len(replay)})
+                yield ready.wire()
+                for start in range(0, len(replay), BATCH):
+                    yield b"".join(item.wire() for item in replay[start:start + BATCH])
                 while True:
-                    item = await sub.get()
-                    if item is None:
+                    batch = await sub.get_many(BATCH)
+                    if not batch:
                         return
-                    if item[0] == "settled":
-                        assert item[1] is not None
-                        if item[1] <= sent:
-                            continue
-                        sent = item[1]
-                    yield _sse(item)
-                    if item[0] == "dropped":
+                    out = []
+                    for item in batch:
+                        if item.name == "settled":
+                            assert item.id is not None
+                            if item.id <= sent:
+                                continue
+                            sent = item.id
+                        out.append(item.wire())
+                    if out:
+                        yield b"".join(out)
+                    if batch[-1].name == "dropped":
                         return
 
         return EventSourceResponse(messages(), ping=PING_SECONDS, send_timeout=SEND_TIMEOUT_SECONDS,
