@@ -65,8 +65,20 @@ class Fanout:
 
 def start_server(home: str) -> tuple[subprocess.Popen[str], str]:
     server = subprocess.Popen(
-        [sys.executable, "-c", "from agentlog.cli import main; main()", "--home", home, "serve",
-         "--port", "0"], stdout=subprocess.PIPE, text=True, env={**os.environ, "AGENTLOG_TOKEN": ""})
+        [
+            sys.executable,
+            "-c",
+            "from agentlog.cli import main; main()",
+            "--home",
+            home,
+            "serve",
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "AGENTLOG_TOKEN": ""},
+    )
     assert server.stdout is not None
     line = server.stdout.readline()
     if " at http://" not in line:
@@ -75,8 +87,15 @@ def start_server(home: str) -> tuple[subprocess.Popen[str], str]:
     return server, line.rsplit(" at ", 1)[1].strip().rstrip("/")
 
 
-async def _subscribe(client: httpx.AsyncClient, url: str, expect: int, ready: asyncio.Event,
-                     counter: list[int], ids: list[str], stamps: list[tuple[str, int]]) -> None:
+async def _subscribe(
+    client: httpx.AsyncClient,
+    url: str,
+    expect: int,
+    ready: asyncio.Event,
+    counter: list[int],
+    ids: list[str],
+    stamps: list[tuple[str, int]],
+) -> None:
     async with client.stream("GET", url, timeout=None) as response:
         response.raise_for_status()
         name = ""
@@ -99,8 +118,9 @@ async def _subscribe(client: httpx.AsyncClient, url: str, expect: int, ready: as
                     raise RuntimeError(f"a subscriber was dropped: {data}")
 
 
-async def _run(url: str, session_id: str, subscribers: int, expect: int,
-               writer: subprocess.Popen[str]) -> tuple[list[list[str]], list[float], float, float]:
+async def _run(
+    url: str, session_id: str, subscribers: int, expect: int, writer: subprocess.Popen[str]
+) -> tuple[list[list[str]], list[float], float, float]:
     limits = httpx.Limits(max_connections=subscribers + 10, max_keepalive_connections=subscribers + 10)
     async with httpx.AsyncClient(limits=limits) as client:
         ready = asyncio.Event()
@@ -108,8 +128,10 @@ async def _run(url: str, session_id: str, subscribers: int, expect: int,
         ids: list[list[str]] = [[] for _ in range(subscribers)]
         stamps: list[list[tuple[str, int]]] = [[] for _ in range(subscribers)]
         stream = f"{url}/api/v1/sessions/{session_id}/stream"
-        tasks = [asyncio.create_task(_subscribe(client, stream, expect, ready, counter, ids[i], stamps[i]))
-                 for i in range(subscribers)]
+        tasks = [
+            asyncio.create_task(_subscribe(client, stream, expect, ready, counter, ids[i], stamps[i]))
+            for i in range(subscribers)
+        ]
         await asyncio.wait_for(ready.wait(), 60)
         assert writer.stdin is not None and writer.stdout is not None
         started = time.perf_counter()
@@ -132,8 +154,12 @@ def run_fanout(home: str, subscribers: int, events: int, rate: float = 0.0) -> F
     with store.create(name="fan-out") as session:
         sid = session.id
     server, url = start_server(home)
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, home, sid, str(events), str(rate)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, home, sid, str(events), str(rate)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert writer.stdout is not None
         if writer.stdout.readline().strip() != "ready":
@@ -155,12 +181,16 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.server_fanout", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.server_fanout",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--subscribers", type=int, default=100)
     parser.add_argument("--events", type=int, default=1000)
-    parser.add_argument("--rate", type=float, default=0.0,
-                        help="writer's appends per second (default 0: as fast as it can)")
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="writer's appends per second (default 0: as fast as it can)"
+    )
     parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="agentlog-fanout-") as tmp:
@@ -168,13 +198,19 @@ def main(argv: list[str] | None = None) -> int:
     in_order = all(r == result.written for r in result.received)
     lat = result.latencies_ms
     figures: dict[str, Any] = {
-        "subscribers": args.subscribers, "events": args.events, "rate": args.rate or "max",
+        "subscribers": args.subscribers,
+        "events": args.events,
+        "rate": args.rate or "max",
         "every_subscriber_got_every_event_in_order": in_order,
         "writer_events_per_s": round(args.events / result.write_seconds),
         "all_delivered_after_s": round(result.deliver_seconds, 2),
         "deliveries": len(lat),
-        "latency_ms": {"p50": round(percentile(lat, 0.50), 1), "p90": round(percentile(lat, 0.90), 1),
-                       "p99": round(percentile(lat, 0.99), 1), "max": round(max(lat), 1)},
+        "latency_ms": {
+            "p50": round(percentile(lat, 0.50), 1),
+            "p90": round(percentile(lat, 0.90), 1),
+            "p99": round(percentile(lat, 0.99), 1),
+            "max": round(max(lat), 1),
+        },
         "cpus": os.cpu_count(),
     }
     print(json.dumps(figures, indent=2))

@@ -23,10 +23,13 @@ import uvicorn  # noqa: E402
 from agentlog import Session, Store  # noqa: E402
 from agentlog.server import create_app  # noqa: E402
 
+#: The stores every backend-independent server test runs on.
+BACKENDS = ["files", "memory"]
 
-@pytest.fixture(params=["files", "memory"])
-def store(request: pytest.FixtureRequest, tmp_path: Any) -> Store:
-    if request.param == "files":
+
+def make_store(kind: str, tmp_path: Any) -> Store:
+    """A store of ``kind`` (one of BACKENDS); a small blob threshold makes blobs cheap."""
+    if kind == "files":
         return Store(tmp_path / "home", blob_threshold=4096)
     return Store.memory(blob_threshold=4096)
 
@@ -42,38 +45,65 @@ def build_demo(store: Store) -> dict[str, Any]:
     ids: dict[str, Any] = {}
     with store.create(name="demo: fix the parser", working_dir="/tmp/project") as s:
         ids["session"] = s.id
-        first = s.append("message", {"content": "EARLY-QUESTION: why does the parser drop the last "
-                                                "line of input? " + "context " * 120}, role="user")
+        first = s.append(
+            "message",
+            {
+                "content": "EARLY-QUESTION: why does the parser drop the last "
+                "line of input? " + "context " * 120
+            },
+            role="user",
+        )
         ids["first"] = first.id
-        s.append("message", {"content": "Let me look at the reader. " + "thinking " * 120,
-                             "usage": usage(1200, 80, 0.0123)}, role="assistant")
-        call = s.append("tool_call", {"id": "call_1", "name": "read_file",
-                                      "arguments": '{"path": "parser.py"}'}, role="assistant")
+        s.append(
+            "message",
+            {"content": "Let me look at the reader. " + "thinking " * 120, "usage": usage(1200, 80, 0.0123)},
+            role="assistant",
+        )
+        call = s.append(
+            "tool_call",
+            {"id": "call_1", "name": "read_file", "arguments": '{"path": "parser.py"}'},
+            role="assistant",
+        )
         ids["call"] = call.id
         big = "line of parser.py\n" * 400  # over the blob threshold
-        result = s.append("tool_result", {"tool_call_id": "call_1", "name": "read_file",
-                                          "content": big, "is_error": False}, role="tool")
+        result = s.append(
+            "tool_result",
+            {"tool_call_id": "call_1", "name": "read_file", "content": big, "is_error": False},
+            role="tool",
+        )
         ids["blob"] = result.id
-        fork_point = s.append("message", {"content": "The loop stops at len-1. " + "detail " * 120,
-                                          "usage": usage(3400, 150, 0.0311)}, role="assistant")
+        fork_point = s.append(
+            "message",
+            {"content": "The loop stops at len-1. " + "detail " * 120, "usage": usage(3400, 150, 0.0311)},
+            role="assistant",
+        )
         ids["fork_point"] = fork_point.id
         s.append("message", {"content": "Try the off-by-one fix. " + "more " * 120}, role="user")
-        abandoned = s.append("message", {"content": "ABANDONED-ATTEMPT rewriting everything",
-                                         "usage": usage(4000, 60, 0.02)}, role="assistant")
+        abandoned = s.append(
+            "message",
+            {"content": "ABANDONED-ATTEMPT rewriting everything", "usage": usage(4000, 60, 0.02)},
+            role="assistant",
+        )
         ids["abandoned"] = abandoned.id
         s.select(fork_point.id)
         summary = s.summarize_branch()
         assert summary is not None
         ids["branch_summary"] = summary.id
         s.append("message", {"content": "Please fix only the loop bound."}, role="user")
-        s.append("message", {"content": "Fixed: range(len(lines)).",
-                             "usage": usage(3600, 40, 0.0201)}, role="assistant")
+        s.append(
+            "message",
+            {"content": "Fixed: range(len(lines)).", "usage": usage(3600, 40, 0.0201)},
+            role="assistant",
+        )
         compaction = s.compact(keep_tokens=50)
         assert compaction is not None, "the demo session should be long enough to compact"
         ids["compaction"] = compaction.id
         s.append("label", {"name": "fixed", "target": s.head})
-        s.append("message", {"content": "LATEST-REPLY all tests pass now",
-                             "usage": usage(900, 20, 0.004)}, role="assistant")
+        s.append(
+            "message",
+            {"content": "LATEST-REPLY all tests pass now", "usage": usage(900, 20, 0.004)},
+            role="assistant",
+        )
         ids["head"] = s.head
     return ids
 
@@ -94,8 +124,11 @@ def live_server(store: Store, **options: Any) -> Iterator[str]:
     """The app under a real uvicorn on loopback, in a thread; yields its base URL."""
     app = create_app(store, **options)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           lifespan="on", timeout_graceful_shutdown=2))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+        )
+    )
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

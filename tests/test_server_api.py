@@ -13,7 +13,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from server_support import build_demo, store  # noqa: F401 - the store fixture
+from server_support import BACKENDS, build_demo, make_store
 
 httpx = pytest.importorskip("httpx")
 
@@ -24,14 +24,18 @@ from agentlog.server.openapi import openapi_document  # noqa: E402
 API = "/api/v1"
 
 
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Any) -> Store:
+    return make_store(request.param, tmp_path)
+
+
 class Client:
     """A synchronous face on an httpx AsyncClient over the ASGI app."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.loop = asyncio.new_event_loop()
-        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                        base_url="http://localhost")
+        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
 
     def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         response = self.loop.run_until_complete(self.client.request(method, url, **kwargs))
@@ -63,6 +67,7 @@ def error_code(response: httpx.Response) -> str:
 
 
 # --- reads ---------------------------------------------------------------------------
+
 
 def test_list_get_entries_path_context(client: Client, store: Store) -> None:
     ids = build_demo(store)
@@ -141,33 +146,51 @@ def test_list_filters_and_paging(client: Client, store: Store) -> None:
 
 # --- writes --------------------------------------------------------------------------
 
+
 def test_create_append_batch_and_if_match(client: Client, store: Store) -> None:
     created = client.post(f"{API}/sessions", json={"name": "api made"})
     assert created.status_code == 201
     sid = created.json()["session"]["id"]
     assert created.json()["head"] == NIL_ID
-    one = client.post(f"{API}/sessions/{sid}/events",
-                      json={"kind": "message", "role": "user", "record": {"content": "hi"}})
+    one = client.post(
+        f"{API}/sessions/{sid}/events", json={"kind": "message", "role": "user", "record": {"content": "hi"}}
+    )
     assert one.status_code == 201
     head = one.json()["head"]
     assert one.json()["event"]["id"] == head and one.json()["event"]["parent_id"] == NIL_ID
 
-    batch = client.post(f"{API}/sessions/{sid}/batch", headers={"If-Match": f'"{head}"'}, json={
-        "events": [{"kind": "message", "role": "assistant", "record": {"content": "a"}},
-                   {"kind": "custom", "record": [1, 2, 3]}]})
+    batch = client.post(
+        f"{API}/sessions/{sid}/batch",
+        headers={"If-Match": f'"{head}"'},
+        json={
+            "events": [
+                {"kind": "message", "role": "assistant", "record": {"content": "a"}},
+                {"kind": "custom", "record": [1, 2, 3]},
+            ]
+        },
+    )
     assert batch.status_code == 201
     events = batch.json()["events"]
     assert events[0]["parent_id"] == head and events[1]["parent_id"] == events[0]["id"]
 
-    stale = client.post(f"{API}/sessions/{sid}/events", headers={"If-Match": head},
-                        json={"kind": "message", "role": "user", "record": {"content": "late"}})
+    stale = client.post(
+        f"{API}/sessions/{sid}/events",
+        headers={"If-Match": head},
+        json={"kind": "message", "role": "user", "record": {"content": "late"}},
+    )
     assert stale.status_code == 409 and error_code(stale) == "head_mismatch"
     assert stale.json()["error"]["head"] == events[1]["id"]
 
     # A batch with one bad event writes nothing (all or nothing).
-    bad = client.post(f"{API}/sessions/{sid}/batch", json={
-        "events": [{"kind": "message", "role": "user", "record": {"content": "ok"}},
-                   {"kind": "Not A Kind"}]})
+    bad = client.post(
+        f"{API}/sessions/{sid}/batch",
+        json={
+            "events": [
+                {"kind": "message", "role": "user", "record": {"content": "ok"}},
+                {"kind": "Not A Kind"},
+            ]
+        },
+    )
     assert bad.status_code == 400 and error_code(bad) == "invalid_event"
     with store.open(sid, readonly=True) as s:
         assert len(s.entries()) == 3 and s.head == events[1]["id"]
@@ -176,14 +199,19 @@ def test_create_append_batch_and_if_match(client: Client, store: Store) -> None:
 def test_checkout_fork_compact(client: Client, store: Store) -> None:
     ids = build_demo(store)
     sid = ids["session"]
-    moved = client.post(f"{API}/sessions/{sid}/checkout", json={"event_id": ids["abandoned"]},
-                        headers={"If-Match": ids["head"]})
+    moved = client.post(
+        f"{API}/sessions/{sid}/checkout",
+        json={"event_id": ids["abandoned"]},
+        headers={"If-Match": ids["head"]},
+    )
     assert moved.status_code == 200 and moved.json()["head"] == ids["abandoned"]
-    again = client.post(f"{API}/sessions/{sid}/checkout", json={"event_id": ids["head"]},
-                        headers={"If-Match": ids["head"]})
+    again = client.post(
+        f"{API}/sessions/{sid}/checkout", json={"event_id": ids["head"]}, headers={"If-Match": ids["head"]}
+    )
     assert again.status_code == 409 and again.json()["error"]["head"] == ids["abandoned"]
-    missing = client.post(f"{API}/sessions/{sid}/checkout",
-                          json={"event_id": "01900000-0000-7000-8000-000000000000"})
+    missing = client.post(
+        f"{API}/sessions/{sid}/checkout", json={"event_id": "01900000-0000-7000-8000-000000000000"}
+    )
     assert missing.status_code == 404 and error_code(missing) == "event_not_found"
 
     forked = client.post(f"{API}/sessions/{sid}/fork", json={"at": ids["fork_point"], "name": "f"})
@@ -194,9 +222,14 @@ def test_checkout_fork_compact(client: Client, store: Store) -> None:
         assert f.event(ids["blob"]).digest is not None
 
     for i in range(12):
-        client.post(f"{API}/sessions/{fid}/events",
-                    json={"kind": "message", "role": "user" if i % 2 == 0 else "assistant",
-                          "record": {"content": f"turn {i} " + "words " * 200}})
+        client.post(
+            f"{API}/sessions/{fid}/events",
+            json={
+                "kind": "message",
+                "role": "user" if i % 2 == 0 else "assistant",
+                "record": {"content": f"turn {i} " + "words " * 200},
+            },
+        )
     compacted = client.post(f"{API}/sessions/{fid}/compact", json={"keep_tokens": 100})
     assert compacted.status_code == 200
     assert compacted.json()["event"]["kind"] == "compaction"
@@ -204,6 +237,7 @@ def test_checkout_fork_compact(client: Client, store: Store) -> None:
 
 
 # --- errors --------------------------------------------------------------------------
+
 
 def test_bad_input_is_json_4xx(client: Client, store: Store) -> None:
     ids = build_demo(store)
@@ -213,25 +247,48 @@ def test_bad_input_is_json_4xx(client: Client, store: Store) -> None:
         ("GET", f"{API}/sessions/a.b", {}, 400, "invalid_session_id"),
         ("GET", f"{API}/sessions/nope", {}, 404, "session_not_found"),
         ("GET", f"{API}/sessions/{sid}/events/not-a-uuid", {}, 400, "invalid_event_id"),
-        ("GET", f"{API}/sessions/{sid}/events/01900000-0000-7000-8000-000000000000", {}, 404,
-         "event_not_found"),
+        (
+            "GET",
+            f"{API}/sessions/{sid}/events/01900000-0000-7000-8000-000000000000",
+            {},
+            404,
+            "event_not_found",
+        ),
         ("GET", f"{API}/sessions/{sid}/path?at=xyz", {}, 400, "invalid_event_id"),
         ("GET", f"{API}/nothing/here", {}, 404, "not_found"),
         ("DELETE", f"{API}/sessions/{sid}", {}, 405, "method_not_allowed"),
-        ("POST", f"{API}/sessions/{sid}/events", {"content": b"{", "headers": {
-            "content-type": "application/json"}}, 400, "invalid_json"),
-        ("POST", f"{API}/sessions/{sid}/events", {"content": b"[]", "headers": {
-            "content-type": "application/json"}}, 400, "invalid_body"),
-        ("POST", f"{API}/sessions/{sid}/events", {"content": b"{}", "headers": {
-            "content-type": "text/plain"}}, 415, "unsupported_media_type"),
+        (
+            "POST",
+            f"{API}/sessions/{sid}/events",
+            {"content": b"{", "headers": {"content-type": "application/json"}},
+            400,
+            "invalid_json",
+        ),
+        (
+            "POST",
+            f"{API}/sessions/{sid}/events",
+            {"content": b"[]", "headers": {"content-type": "application/json"}},
+            400,
+            "invalid_body",
+        ),
+        (
+            "POST",
+            f"{API}/sessions/{sid}/events",
+            {"content": b"{}", "headers": {"content-type": "text/plain"}},
+            415,
+            "unsupported_media_type",
+        ),
         ("POST", f"{API}/sessions/{sid}/events", {"json": {"record": {}}}, 400, "invalid_body"),
         ("POST", f"{API}/sessions/{sid}/events", {"json": {"kind": 3}}, 400, "invalid_body"),
         ("POST", f"{API}/sessions/{sid}/events", {"json": {"kind": "BAD"}}, 400, "invalid_event"),
-        ("POST", f"{API}/sessions/{sid}/events", {"json": {"kind": "message", "role": "user"},
-                                                  "headers": {"If-Match": "x"}}, 400,
-         "invalid_event_id"),
-        ("POST", f"{API}/sessions/nope/events", {"json": {"kind": "message"}}, 404,
-         "session_not_found"),
+        (
+            "POST",
+            f"{API}/sessions/{sid}/events",
+            {"json": {"kind": "message", "role": "user"}, "headers": {"If-Match": "x"}},
+            400,
+            "invalid_event_id",
+        ),
+        ("POST", f"{API}/sessions/nope/events", {"json": {"kind": "message"}}, 404, "session_not_found"),
         ("POST", f"{API}/sessions/{sid}/batch", {"json": {"events": []}}, 400, "invalid_body"),
         ("POST", f"{API}/sessions/{sid}/checkout", {"json": {}}, 400, "invalid_body"),
         ("POST", f"{API}/sessions/{sid}/compact", {"json": {"keep_tokens": -1}}, 400, "invalid_body"),
@@ -240,8 +297,13 @@ def test_bad_input_is_json_4xx(client: Client, store: Store) -> None:
         ("POST", f"{API}/sessions", {"json": {"session_id": "../x"}}, 400, "invalid_session_id"),
         ("POST", f"{API}/sessions/{sid}/live", {"json": {"items": [1]}}, 400, "invalid_body"),
         ("POST", f"{API}/sessions/nope/live", {"json": {"items": []}}, 404, "session_not_found"),
-        ("GET", f"{API}/sessions/{sid}/stream", {"headers": {"Last-Event-ID": "zz"}}, 400,
-         "invalid_event_id"),
+        (
+            "GET",
+            f"{API}/sessions/{sid}/stream",
+            {"headers": {"Last-Event-ID": "zz"}},
+            400,
+            "invalid_event_id",
+        ),
         ("GET", f"{API}/sessions/nope/stream", {}, 404, "session_not_found"),
     ]
     for method, url, kwargs, status, code in cases:
@@ -278,19 +340,29 @@ def test_locked_session_is_423(tmp_path: Any) -> None:
         s.append("message", {"content": "hi"}, role="user")
         sid = s.id
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys
             from agentlog import Store
             with Store({str(tmp_path / "home")!r}).open({sid!r}):
                 print("holding", flush=True)
                 sys.stdin.read()
-        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
         c = Client(create_app(store))
         try:
-            response = c.post(f"{API}/sessions/{sid}/events",
-                              json={"kind": "message", "role": "user", "record": {"content": "x"}})
+            response = c.post(
+                f"{API}/sessions/{sid}/events",
+                json={"kind": "message", "role": "user", "record": {"content": "x"}},
+            )
             assert response.status_code == 423 and error_code(response) == "session_locked"
             assert c.get(f"{API}/sessions/{sid}/path").status_code == 200
         finally:
@@ -303,8 +375,7 @@ def test_locked_session_is_423(tmp_path: Any) -> None:
 def test_openapi_matches_routes(client: Client) -> None:
     served = client.get(f"{API}/openapi.json").json()
     assert served == openapi_document(token=False)
-    documented = {(method.upper(), f"{API}{path}") for path, ops in served["paths"].items()
-                  for method in ops}
+    documented = {(method.upper(), f"{API}{path}") for path, ops in served["paths"].items() for method in ops}
     routed = set()
     for route in client.app.routes:
         path = getattr(route, "path", "")

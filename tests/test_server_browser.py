@@ -16,21 +16,32 @@ from typing import Any
 import pytest
 from server_support import build_demo, live_server
 
-sync_api = pytest.importorskip("playwright.sync_api",
-                               reason="the playwright package is not installed (extra 'server-test')")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the playwright package is not installed (extra 'server-test')"
+)
 
 import httpx  # noqa: E402
 
 from agentlog import Store  # noqa: E402
 
 CHROMIUM = os.environ.get("AGENTLOG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 pytestmark = [
-    pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
-                       reason=f"SKIPPED LOUDLY: no Chromium at {CHROMIUM}; install Debian's "
-                              "'chromium' package (make test does it as root) or set AGENTLOG_CHROMIUM"),
+    pytest.mark.skipif(
+        not os.access(CHROMIUM, os.X_OK),
+        reason=f"SKIPPED LOUDLY: no Chromium at {CHROMIUM}; install Debian's "
+        "'chromium' package (make test does it as root) or set AGENTLOG_CHROMIUM",
+    ),
     pytest.mark.timeout(180),
 ]
 
@@ -108,21 +119,31 @@ def test_list_session_tree_history_and_live_append(page: Any, tmp_path: Any) -> 
         blob.locator("summary").click()
         page.wait_for_function(
             f"document.querySelector(\"#conversation li[data-id='{ids['blob']}']\").innerText"
-            ".includes('line of parser.py')")
+            ".includes('line of parser.py')"
+        )
         page.screenshot(path=str(tmp_path / "02-session.png"), full_page=True)
 
         # Live: append through the API and see it appear without a reload.
         page.wait_for_function("document.getElementById('live-state').textContent === 'on'")
         page.evaluate("window.__notReloaded = true")
         with httpx.Client(base_url=url) as client:
-            client.post(f"/api/v1/sessions/{sid}/live",
-                        json={"items": [{"type": "delta", "text": "TYPING-LIVE "}]})
-            page.wait_for_function("document.getElementById('live-delta').textContent"
-                                   ".includes('TYPING-LIVE')")
-            posted = client.post(f"/api/v1/sessions/{sid}/events", json={
-                "kind": "message", "role": "assistant",
-                "record": {"content": "APPENDED-LIVE through the API",
-                           "usage": {"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.001}}})
+            client.post(
+                f"/api/v1/sessions/{sid}/live", json={"items": [{"type": "delta", "text": "TYPING-LIVE "}]}
+            )
+            page.wait_for_function(
+                "document.getElementById('live-delta').textContent.includes('TYPING-LIVE')"
+            )
+            posted = client.post(
+                f"/api/v1/sessions/{sid}/events",
+                json={
+                    "kind": "message",
+                    "role": "assistant",
+                    "record": {
+                        "content": "APPENDED-LIVE through the API",
+                        "usage": {"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.001},
+                    },
+                },
+            )
             assert posted.status_code == 201
         new_id = posted.json()["event"]["id"]
         page.wait_for_selector(f"#conversation li[data-id='{new_id}']")

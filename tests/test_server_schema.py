@@ -29,8 +29,7 @@ schema = schemathesis.openapi.from_asgi("/api/v1/openapi.json", APP).exclude(ope
 
 
 @schema.parametrize()
-@settings(max_examples=8, deadline=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 def test_no_server_errors(case: schemathesis.Case) -> None:
     if "session_id" in (case.path_parameters or {}) and case.operation.method.upper() == "GET":
         # Half the time aim at the real session, so reads get past the 404.

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from server_support import SSE, append_some, live_server, store  # noqa: F401
+from server_support import BACKENDS, SSE, append_some, live_server, make_store
 
 httpx = pytest.importorskip("httpx")
 
@@ -23,6 +23,11 @@ from agentlog.server.feed import Item, Subscriber  # noqa: E402
 
 API = "/api/v1"
 pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Any) -> Store:
+    return make_store(request.param, tmp_path)
 
 
 def settled_ids(messages: list[dict[str, Any]]) -> list[str]:
@@ -50,8 +55,9 @@ def test_reconnect_with_last_event_id_loses_nothing(store: Store) -> None:
         assert ready is not None and ready["event"] == "ready"
         thread = threading.Thread(target=write)
         thread.start()
-        part = settled_ids(first.until(lambda m: m["event"] == "settled"
-                                       and m["data"]["record"]["content"] == "n99"))
+        part = settled_ids(
+            first.until(lambda m: m["event"] == "settled" and m["data"]["record"]["content"] == "n99")
+        )
         first.close()
         assert part == written[:100]
         time.sleep(0.2)  # the writer keeps committing while nobody listens
@@ -77,8 +83,10 @@ def test_settled_events_carry_head_and_checkout_moves_it(store: Store) -> None:
         replayed = [sse.next() for _ in range(2)]
         assert [m["id"] for m in replayed if m] == ids[1:]
         assert all(m and m["data"]["head"] == ids[2] and m["data"]["record"] for m in replayed)
-        posted = client.post(f"{API}/sessions/{sid}/events",
-                             json={"kind": "message", "role": "assistant", "record": {"content": "x"}})
+        posted = client.post(
+            f"{API}/sessions/{sid}/events",
+            json={"kind": "message", "role": "assistant", "record": {"content": "x"}},
+        )
         new = posted.json()["event"]["id"]
         got = sse.until(lambda m: m["event"] == "settled")
         assert got[-1]["id"] == new and got[-1]["data"]["parent_id"] == ids[2]
@@ -102,8 +110,10 @@ def test_hub_deltas_and_remote_publisher(tmp_path: Any) -> None:
         assert (sse.next() or {})["event"] == "ready"
         hub.publish(sid, Delta(text="in-process"))
         local = sse.until(lambda m: m["event"] == "delta")[-1]
-        assert local["data"] == {"delta": True, "item": {"text": "in-process", "reasoning": "",
-                                                         "tool_call_delta": None, "type": "delta"}}
+        assert local["data"] == {
+            "delta": True,
+            "item": {"text": "in-process", "reasoning": "", "tool_call_delta": None, "type": "delta"},
+        }
         assert "id" not in local  # deltas never move Last-Event-ID
 
         remote = RemoteHub(url)
@@ -126,10 +136,8 @@ def test_slow_subscriber_is_dropped_without_blocking() -> None:
 
     async def main() -> None:
         sub = Subscriber(maxsize=5)
-        started = time.perf_counter()
-        for i in range(10_000):
+        for i in range(10_000):  # offer() is synchronous: it cannot wait for the reader
             sub.offer(Item("settled", f"{i:08d}", {}))
-        assert time.perf_counter() - started < 5  # generous: offering is O(1), never a wait
         got = [await sub.get() for _ in range(6)]
         assert [g.id for g in got[:5] if g] == [f"{i:08d}" for i in range(5)]
         assert got[5] is not None and got[5].name == "dropped"
@@ -139,9 +147,10 @@ def test_slow_subscriber_is_dropped_without_blocking() -> None:
 
 
 def test_slow_client_does_not_slow_the_writer(tmp_path: Any) -> None:
-    """A client that never reads its socket while a writer appends 200 events
-    of 14 KB each (7 MB: more than the kernel buffers on loopback) through the API: every append succeeds, a normal client
-    gets every event, and the stalled client is told it was dropped."""
+    """A client that never reads its socket while a writer appends 500 events
+    of 14 KB each through the API (7 MB: more than the kernel buffers on
+    loopback hold): every append succeeds, a normal client gets every
+    event, and the stalled client is told it was dropped."""
     store = Store(tmp_path / "home", durability="off")
     with store.create(name="busy") as s:
         sid = s.id
@@ -150,15 +159,19 @@ def test_slow_client_does_not_slow_the_writer(tmp_path: Any) -> None:
         stalled = socket.socket()
         stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a tiny window
         stalled.connect((host, int(port)))
-        stalled.sendall(f"GET {API}/sessions/{sid}/stream HTTP/1.1\r\nHost: localhost\r\n"
-                        "Accept: text/event-stream\r\n\r\n".encode())
+        stalled.sendall(
+            f"GET {API}/sessions/{sid}/stream HTTP/1.1\r\nHost: localhost\r\n"
+            "Accept: text/event-stream\r\n\r\n".encode()
+        )
         fast = SSE(client, f"{API}/sessions/{sid}/stream?queue=100000")
         assert (fast.next() or {})["event"] == "ready"
         time.sleep(0.3)  # the stalled client is subscribed too
         written = []
         for i in range(500):
-            response = client.post(f"{API}/sessions/{sid}/events", json={
-                "kind": "message", "role": "user", "record": {"content": f"{i} " + "z" * 14_000}})
+            response = client.post(
+                f"{API}/sessions/{sid}/events",
+                json={"kind": "message", "role": "user", "record": {"content": f"{i} " + "z" * 14_000}},
+            )
             assert response.status_code == 201
             written.append(response.json()["event"]["id"])
         got = settled_ids(fast.until(lambda m: m.get("id") == written[-1]))

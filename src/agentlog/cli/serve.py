@@ -20,14 +20,33 @@ def missing_extra() -> str | None:
 
 
 @click.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to bind. Anything but loopback needs a token.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
-              help="Port to bind (0: any free port).")
-@click.option("--token", envvar="AGENTLOG_TOKEN", show_envvar=True, default=None,
-              help="Bearer token every client must present.")
-@click.option("--max-body", default=8 * 1024 * 1024, show_default=True,
-              type=click.IntRange(1024, 1 << 30), help="Largest request body, in bytes.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind. Anything but loopback needs a token.",
+)
+@click.option(
+    "--port",
+    default=8765,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to bind (0: any free port).",
+)
+@click.option(
+    "--token",
+    envvar="AGENTLOG_TOKEN",
+    show_envvar=True,
+    default=None,
+    help="Bearer token every client must present.",
+)
+@click.option(
+    "--max-body",
+    default=8 * 1024 * 1024,
+    show_default=True,
+    type=click.IntRange(1024, 1 << 30),
+    help="Largest request body, in bytes.",
+)
 @pass_app
 def serve(app: App, host: str, port: int, token: str | None, max_body: int) -> None:
     """Serve the store over HTTP: JSON API, live SSE streams, web viewer.
@@ -38,8 +57,10 @@ def serve(app: App, host: str, port: int, token: str | None, max_body: int) -> N
     docs/server.md."""
     missing = missing_extra()
     if missing:
-        raise CliError(f"agentlog serve needs the 'server' extra (missing: {missing}); "
-                       "install it with: pip install 'agentlog[server]'")
+        raise CliError(
+            f"agentlog serve needs the 'server' extra (missing: {missing}); "
+            "install it with: pip install 'agentlog[server]'"
+        )
     # Imported here, not at the top: the server's packages are an optional
     # extra and the rest of the CLI must work without them.
     from ..server.run import run_server
@@ -48,16 +69,16 @@ def serve(app: App, host: str, port: int, token: str | None, max_body: int) -> N
     if token is not None and not token.strip():
         raise click.BadParameter("the token is empty", param_hint="'--token'")
     if token is None and not is_loopback(host):
-        raise CliError(f"refusing to bind {host} without a token: set --token or "
-                       "AGENTLOG_TOKEN, or bind 127.0.0.1")
+        raise CliError(
+            f"refusing to bind {host} without a token: set --token or AGENTLOG_TOKEN, or bind 127.0.0.1"
+        )
 
     def announce(url: str) -> None:
         click.echo(f"agentlog: serving {app.store.home} at {url}")
         click.echo("agentlog: press Ctrl-C to stop", err=True)
 
     try:
-        run_server(app.store, host=host, port=port, token=token, max_body=max_body,
-                   announce=announce)
+        run_server(app.store, host=host, port=port, token=token, max_body=max_body, announce=announce)
     except KeyboardInterrupt:
         return
 

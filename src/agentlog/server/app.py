@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -40,14 +40,23 @@ def _viewer_routes(token: str | None) -> list[BaseRoute]:
             return response
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
 
-    return [Route("/", index, methods=["GET"], name="viewer"),
-            Mount("/static", StaticFiles(directory=STATIC), name="static")]
+    return [
+        Route("/", index, methods=["GET"], name="viewer"),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
 
 
-def create_app(store: Store, *, token: str | None = None, hub: LiveHub | None = None,
-               max_body: int = DEFAULT_MAX_BODY, loopback_only: bool = True,
-               queue_size: int = 4096, poll_interval: float = 0.2,
-               watch_debounce_ms: int = 20) -> Starlette:
+def create_app(
+    store: Store,
+    *,
+    token: str | None = None,
+    hub: LiveHub | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    loopback_only: bool = True,
+    queue_size: int = 4096,
+    poll_interval: float = 0.2,
+    watch_debounce_ms: int = 20,
+) -> Starlette:
     """The app serving ``store``.
 
     ``token``: required from every client when set (bearer or cookie).
@@ -59,8 +68,9 @@ def create_app(store: Store, *, token: str | None = None, hub: LiveHub | None = 
     ``poll_interval``: seconds between looks at a backend that cannot be watched.
     """
     hub = hub if hub is not None else LiveHub()
-    feeds = Feeds(store, hub, queue_size=queue_size, poll_interval=poll_interval,
-                  watch_debounce_ms=watch_debounce_ms)
+    feeds = Feeds(
+        store, hub, queue_size=queue_size, poll_interval=poll_interval, watch_debounce_ms=watch_debounce_ms
+    )
     service = Service(store, hub, feeds)
     document = openapi_document(token=token is not None)
 
@@ -82,8 +92,14 @@ def create_app(store: Store, *, token: str | None = None, hub: LiveHub | None = 
     app = Starlette(
         routes=routes,
         exception_handlers=install_handlers(),
-        middleware=[Middleware(Guard, token=token, max_body=max_body,  # type: ignore[arg-type]
-                               check_host=loopback_only and token is None)],
+        middleware=[
+            Middleware(
+                Guard,
+                token=token,
+                max_body=max_body,
+                check_host=loopback_only and token is None,
+            )
+        ],
         lifespan=lifespan,
     )
     app.state.service = service

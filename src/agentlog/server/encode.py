@@ -28,8 +28,9 @@ __all__ = [
 
 
 def json_response(document: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(document), status_code=status, media_type="application/json",
-                    headers=headers)
+    return Response(
+        orjson.dumps(document), status_code=status, media_type="application/json", headers=headers
+    )
 
 
 def event_json(event: Event) -> dict[str, Any]:
@@ -63,8 +64,13 @@ def usage_totals(events: list[Event]) -> dict[str, Any]:
 
     Events whose payload sits in an unloaded blob are counted in
     ``unknown`` rather than guessed."""
-    totals: dict[str, Any] = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
-                              "calls": 0, "unknown": 0}
+    totals: dict[str, Any] = {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+        "calls": 0,
+        "unknown": 0,
+    }
     for event in events:
         if event.kind != "message" or event.role != "assistant":
             continue
@@ -100,8 +106,9 @@ async def read_json_object(request: Request) -> dict[str, Any]:
     return document
 
 
-def field(document: dict[str, Any], name: str, kinds: type | tuple[type, ...], *,
-          required: bool = False) -> Any:
+def field(
+    document: dict[str, Any], name: str, kinds: type | tuple[type, ...], *, required: bool = False
+) -> Any:
     """``document[name]`` checked against ``kinds`` (None allowed when optional)."""
     value = document.get(name)
     if value is None:

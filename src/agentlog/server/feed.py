@@ -29,7 +29,8 @@ import logging
 import os
 import threading
 from collections import deque
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import orjson
 import watchfiles
@@ -43,6 +44,7 @@ from .encode import event_json
 __all__ = ["Feed", "Feeds", "Item", "Subscriber", "read_after"]
 
 log = logging.getLogger("agentlog.server")
+
 
 class Item:
     """One SSE message for subscribers: event name, event id (or None), data.
@@ -116,8 +118,10 @@ class Subscriber:
         if self.dropped is not None or self.closed:
             return
         if len(self._items) >= self.maxsize:
-            self.dropped = (f"subscriber too slow: its queue of {self.maxsize} items was full; "
-                            "reconnect with Last-Event-ID to catch up from the log")
+            self.dropped = (
+                f"subscriber too slow: its queue of {self.maxsize} items was full; "
+                "reconnect with Last-Event-ID to catch up from the log"
+            )
         else:
             self._items.append(item)
         self._wake.set()
@@ -151,8 +155,9 @@ class Subscriber:
 class Feed:
     """The settled events and deltas of one session, for its subscribers."""
 
-    def __init__(self, store: Store, session_id: str, hub: LiveHub, *,
-                 poll_interval: float, watch_debounce_ms: int) -> None:
+    def __init__(
+        self, store: Store, session_id: str, hub: LiveHub, *, poll_interval: float, watch_debounce_ms: int
+    ) -> None:
         self.store = store
         self.session_id = session_id
         self.hub = hub
@@ -185,8 +190,9 @@ class Feed:
             self.mode = "poll"
             self._tasks.append(asyncio.create_task(self._poll()))
         self._hub_sub = self.hub.subscribe(self.session_id, maxsize=65536)
-        self._bridge = threading.Thread(target=self._bridge_hub, daemon=True,
-                                        name=f"agentlog-feed-{self.session_id}")
+        self._bridge = threading.Thread(
+            target=self._bridge_hub, daemon=True, name=f"agentlog-feed-{self.session_id}"
+        )
         self._bridge.start()
 
     async def stop(self) -> None:
@@ -224,7 +230,7 @@ class Feed:
         assert self._reader is not None
         self._reader.refresh()
         entries = self._reader.entries()
-        fresh = [e.id for e in entries[self._count:]]
+        fresh = [e.id for e in entries[self._count :]]
         self._count = len(entries)
         items = settled_items(self._reader, fresh)
         head = self._reader.head
@@ -234,9 +240,9 @@ class Feed:
         return items
 
     async def _watch(self, directory: str) -> None:
-        async for _changes in watchfiles.awatch(directory, stop_event=self._stop,
-                                                 debounce=self.watch_debounce_ms, step=5,
-                                                 recursive=True):
+        async for _changes in watchfiles.awatch(
+            directory, stop_event=self._stop, debounce=self.watch_debounce_ms, step=5, recursive=True
+        ):
             self._dirty.set()
 
     async def _poll(self) -> None:
@@ -274,8 +280,9 @@ class Feed:
 class Feeds:
     """The feeds of the sessions somebody is watching, made and ended on demand."""
 
-    def __init__(self, store: Store, hub: LiveHub, *, queue_size: int, poll_interval: float,
-                 watch_debounce_ms: int) -> None:
+    def __init__(
+        self, store: Store, hub: LiveHub, *, queue_size: int, poll_interval: float, watch_debounce_ms: int
+    ) -> None:
         self.store = store
         self.hub = hub
         self.queue_size = queue_size
@@ -286,15 +293,19 @@ class Feeds:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @contextlib.asynccontextmanager
-    async def subscribe(self, session_id: str, queue_size: int | None = None
-                        ) -> AsyncIterator[Subscriber]:
+    async def subscribe(self, session_id: str, queue_size: int | None = None) -> AsyncIterator[Subscriber]:
         self._loop = asyncio.get_running_loop()
         sub = Subscriber(queue_size or self.queue_size)
         async with self._lock:
             feed = self._feeds.get(session_id)
             if feed is None:
-                feed = Feed(self.store, session_id, self.hub, poll_interval=self.poll_interval,
-                            watch_debounce_ms=self.watch_debounce_ms)
+                feed = Feed(
+                    self.store,
+                    session_id,
+                    self.hub,
+                    poll_interval=self.poll_interval,
+                    watch_debounce_ms=self.watch_debounce_ms,
+                )
                 await feed.start()
                 self._feeds[session_id] = feed
             feed.subscribers.add(sub)
@@ -320,8 +331,7 @@ class Feeds:
             feed.wake()
 
     def active(self) -> dict[str, dict[str, Any]]:
-        return {sid: {"subscribers": len(f.subscribers), "mode": f.mode}
-                for sid, f in self._feeds.items()}
+        return {sid: {"subscribers": len(f.subscribers), "mode": f.mode} for sid, f in self._feeds.items()}
 
     async def close(self) -> None:
         async with self._lock:

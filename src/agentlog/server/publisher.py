@@ -43,8 +43,9 @@ def _jsonable(item: Any) -> dict[str, Any]:
 class RemoteHub(LiveHub):
     """Local fan-out as a LiveHub, plus a copy of every delta to ``url``."""
 
-    def __init__(self, url: str, *, token: str | None = None, max_pending: int = 10_000,
-                 timeout: float = 5.0) -> None:
+    def __init__(
+        self, url: str, *, token: str | None = None, max_pending: int = 10_000, timeout: float = 5.0
+    ) -> None:
         super().__init__()
         self.url = url.rstrip("/")
         self.token = token
@@ -65,7 +66,7 @@ class RemoteHub(LiveHub):
                 self.lost += 1  # never block the agent: a lost delta is only a live preview
         return delivered
 
-    def close(self, session_id: str | None = None) -> None:  # type: ignore[override]
+    def close(self, session_id: str | None = None) -> None:
         """With a session id: end its local subscriptions (as LiveHub). Without:
         send what is queued and stop the sender thread."""
         if session_id is not None:
@@ -101,9 +102,13 @@ class RemoteHub(LiveHub):
     def _post(self, session_id: str, items: list[dict[str, Any]]) -> None:
         request = urllib.request.Request(
             f"{self.url}/api/v1/sessions/{session_id}/live",
-            data=orjson.dumps({"items": items}), method="POST",
-            headers={"Content-Type": "application/json",
-                     **({"Authorization": f"Bearer {self.token}"} if self.token else {})})
+            data=orjson.dumps({"items": items}),
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                **({"Authorization": f"Bearer {self.token}"} if self.token else {}),
+            },
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 response.read()

@@ -38,8 +38,10 @@ def _notes(session: Session) -> tuple[dict[str, list[str]], dict[str, dict[str, 
                 labels.setdefault(record["target"], []).append(record["name"])
             continue
         summary = record.get("summary")
-        note: dict[str, Any] = {"kind": entry.kind,
-                                "summary": summary[:_NOTE_CHARS] if isinstance(summary, str) else None}
+        note: dict[str, Any] = {
+            "kind": entry.kind,
+            "summary": summary[:_NOTE_CHARS] if isinstance(summary, str) else None,
+        }
         for key in ("first_kept_event_id", "tokens_before", "tokens_after", "abandoned_head"):
             if key in record:
                 note[key] = record[key]
@@ -55,8 +57,9 @@ def read_routes(service: Service) -> list[Route]:
     store = service.store
 
     async def health(request: Request) -> Response:
-        return json_response({"ok": True, "version": __version__, "store": store.home,
-                              "feeds": service.feeds.active()})
+        return json_response(
+            {"ok": True, "version": __version__, "store": store.home, "feeds": service.feeds.active()}
+        )
 
     async def list_sessions(request: Request) -> Response:
         archived = params.flag(request, "archived")
@@ -73,22 +76,28 @@ def read_routes(service: Service) -> list[Route]:
             if status is not None and info.status != status:
                 continue
             if query:
-                hay = " ".join(str(v) for v in (info.id, info.title, info.name, info.working_dir,
-                                                 info.summary) if v).lower()
+                hay = " ".join(
+                    str(v) for v in (info.id, info.title, info.name, info.working_dir, info.summary) if v
+                ).lower()
                 if query not in hay:
                     continue
             rows.append(info)
-        page = rows[offset:offset + limit]
+        page = rows[offset : offset + limit]
         following = offset + limit if offset + limit < len(rows) else None
-        return json_response({"sessions": [info_json(i) for i in page], "total": len(rows),
-                              "offset": offset, "next_offset": following})
+        return json_response(
+            {
+                "sessions": [info_json(i) for i in page],
+                "total": len(rows),
+                "offset": offset,
+                "next_offset": following,
+            }
+        )
 
     async def get_session(request: Request) -> Response:
         sid = params.session_id(request)
 
         def work(session: Session) -> dict[str, Any]:
-            return {"session": info_json(store.info(sid)), "meta": session.meta,
-                    "head": session.head}
+            return {"session": info_json(store.info(sid)), "meta": session.meta, "head": session.head}
 
         return json_response(await service.read(sid, work))
 
@@ -97,9 +106,13 @@ def read_routes(service: Service) -> list[Route]:
 
         def work(session: Session) -> dict[str, Any]:
             labels, notes = _notes(session)
-            return {"head": session.head, "root": NIL_ID,
-                    "entries": [entry_json(e) for e in session.entries()],
-                    "labels": labels, "notes": notes}
+            return {
+                "head": session.head,
+                "root": NIL_ID,
+                "entries": [entry_json(e) for e in session.entries()],
+                "labels": labels,
+                "notes": notes,
+            }
 
         return json_response(await service.read(sid, work))
 
@@ -110,8 +123,12 @@ def read_routes(service: Service) -> list[Route]:
 
         def work(session: Session) -> dict[str, Any]:
             events = _events(session, session.path(at), resolve)
-            return {"head": session.head, "at": at or session.head,
-                    "events": [event_json(e) for e in events], "totals": usage_totals(events)}
+            return {
+                "head": session.head,
+                "at": at or session.head,
+                "events": [event_json(e) for e in events],
+                "totals": usage_totals(events),
+            }
 
         return json_response(await service.read(sid, work))
 
@@ -121,8 +138,11 @@ def read_routes(service: Service) -> list[Route]:
 
         def work(session: Session) -> dict[str, Any]:
             events = session.context(resolve=resolve)
-            return {"head": session.head, "events": [event_json(e) for e in events],
-                    "totals": usage_totals(events)}
+            return {
+                "head": session.head,
+                "events": [event_json(e) for e in events],
+                "totals": usage_totals(events),
+            }
 
         return json_response(await service.read(sid, work))
 
@@ -148,8 +168,10 @@ def read_routes(service: Service) -> list[Route]:
             return session.resolve(found)  # verifies the digest (invariant 9)
 
         resolved = await service.read(sid, work)
-        return json_response(resolved.record, headers={"Digest": str(resolved.digest),
-                                                       "Cache-Control": "private, max-age=31536000, immutable"})
+        return json_response(
+            resolved.record,
+            headers={"Digest": str(resolved.digest), "Cache-Control": "private, max-age=31536000, immutable"},
+        )
 
     prefix = "/api/v1"
     return [
@@ -159,8 +181,8 @@ def read_routes(service: Service) -> list[Route]:
         Route(f"{prefix}/sessions/{{session_id}}/entries", entries, methods=["GET"], name="entries"),
         Route(f"{prefix}/sessions/{{session_id}}/path", path, methods=["GET"], name="path"),
         Route(f"{prefix}/sessions/{{session_id}}/context", context, methods=["GET"], name="context"),
-        Route(f"{prefix}/sessions/{{session_id}}/events/{{event_id}}", event, methods=["GET"],
-              name="event"),
-        Route(f"{prefix}/sessions/{{session_id}}/events/{{event_id}}/blob", blob, methods=["GET"],
-              name="blob"),
+        Route(f"{prefix}/sessions/{{session_id}}/events/{{event_id}}", event, methods=["GET"], name="event"),
+        Route(
+            f"{prefix}/sessions/{{session_id}}/events/{{event_id}}/blob", blob, methods=["GET"], name="blob"
+        ),
     ]

@@ -17,7 +17,7 @@ that id from the log, then the live stream; duplicates are never sent.
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
 
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
@@ -57,11 +57,12 @@ def stream_routes(service: Service) -> list[Route]:
                 # between is missed, and ids filter out what both deliver.
                 replay, head, last = await service.run(lambda: read_after(store, sid, after))
                 sent = max(after or "", last)
-                ready = Item("ready", None, {"head": head, "last_event_id": last or None,
-                                             "replayed": len(replay)})
+                ready = Item(
+                    "ready", None, {"head": head, "last_event_id": last or None, "replayed": len(replay)}
+                )
                 yield ready.wire()
                 for start in range(0, len(replay), BATCH):
-                    yield b"".join(item.wire() for item in replay[start:start + BATCH])
+                    yield b"".join(item.wire() for item in replay[start : start + BATCH])
                 while True:
                     batch = await sub.get_many(BATCH)
                     if not batch:
@@ -79,7 +80,11 @@ def stream_routes(service: Service) -> list[Route]:
                     if batch[-1].name == "dropped":
                         return
 
-        return EventSourceResponse(messages(), ping=PING_SECONDS, send_timeout=SEND_TIMEOUT_SECONDS,
-                                   headers={"Cache-Control": "no-store"})
+        return EventSourceResponse(
+            messages(),
+            ping=PING_SECONDS,
+            send_timeout=SEND_TIMEOUT_SECONDS,
+            headers={"Cache-Control": "no-store"},
+        )
 
     return [Route("/api/v1/sessions/{session_id}/stream", stream, methods=["GET"], name="stream")]

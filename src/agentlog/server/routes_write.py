@@ -52,8 +52,7 @@ def write_routes(service: Service) -> list[Route]:
             check_session_id(sid)
 
         def work() -> dict[str, Any]:
-            with store.create(name=name, working_dir=working_dir, model=model,
-                              session_id=sid) as session:
+            with store.create(name=name, working_dir=working_dir, model=model, session_id=sid) as session:
                 created = session.id
                 head = session.head
             return {"session": info_json(store.info(created)), "head": head}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import quote
 
 import uvicorn
@@ -23,12 +23,14 @@ def viewer_url(host: str, port: int, token: str | None) -> str:
     return f"http://{shown}:{port}/{query}"
 
 
-def run_server(store: Store, *, host: str, port: int, token: str | None, max_body: int,
-               announce: Callable[[str], None]) -> None:
+def run_server(
+    store: Store, *, host: str, port: int, token: str | None, max_body: int, announce: Callable[[str], None]
+) -> None:
     """Serve until interrupted; ``announce(url)`` once the port is bound."""
     app = create_app(store, token=token, max_body=max_body, loopback_only=is_loopback(host))
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                           access_log=False, lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+    )
 
     async def main() -> None:
         task = asyncio.create_task(server.serve())

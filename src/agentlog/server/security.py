@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+from collections.abc import Awaitable, Callable
 from http.cookies import SimpleCookie
-from typing import Any, Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
@@ -78,8 +79,7 @@ class _TooLarge(ApiError):
 class Guard:
     """ASGI middleware applying the token, host and body-size rules."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, max_body: int,
-                 check_host: bool) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | None, max_body: int, check_host: bool) -> None:
         self.app = app
         self.token = token
         self.max_body = max_body
@@ -94,8 +94,13 @@ class Guard:
             await _reply(send, 421, "bad_host", "this server answers to localhost only")
             return
         if self.token is not None and not self._authorized(scope, headers):
-            await _reply(send, 401, "unauthorized", "a valid bearer token is required",
-                         extra_headers=[(b"www-authenticate", b'Bearer realm="agentlog"')])
+            await _reply(
+                send,
+                401,
+                "unauthorized",
+                "a valid bearer token is required",
+                extra_headers=[(b"www-authenticate", b'Bearer realm="agentlog"')],
+            )
             return
         length = headers.get("content-length")
         if length is not None:
@@ -103,8 +108,7 @@ class Guard:
                 await _reply(send, 400, "bad_request", "Content-Length is not a number")
                 return
             if int(length) > self.max_body:
-                await _reply(send, 413, "body_too_large",
-                             f"request body over {self.max_body} bytes")
+                await _reply(send, 413, "body_too_large", f"request body over {self.max_body} bytes")
                 return
         await self._call_limited(scope, receive, send)
 
@@ -155,10 +159,12 @@ class Guard:
                 await _reply(send, 413, "body_too_large", f"request body over {self.max_body} bytes")
 
 
-async def _reply(send: Send, status: int, code: str, message: str,
-                 extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+async def _reply(
+    send: Send, status: int, code: str, message: str, extra_headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     body = orjson.dumps({"error": {"code": code, "message": message}})
-    headers = [(b"content-type", b"application/json"),
-               (b"content-length", str(len(body)).encode())] + (extra_headers or [])
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())] + (
+        extra_headers or []
+    )
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -15,7 +15,8 @@ instead of failing against each other.
 from __future__ import annotations
 
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import anyio.to_thread
 
@@ -54,8 +55,7 @@ class Service:
 
         return await anyio.to_thread.run_sync(work)
 
-    async def write(self, session_id: str, fn: Callable[[Session], T],
-                    if_match: str | None = None) -> T:
+    async def write(self, session_id: str, fn: Callable[[Session], T], if_match: str | None = None) -> T:
         """``fn(session)`` with the session open for writing; HEAD must equal
         ``if_match`` when given (else 409 head_mismatch with the current head).
         Subscribers of the session are woken once the write is committed."""
@@ -64,9 +64,9 @@ class Service:
             with self._lock(session_id):
                 with self.store.open(session_id) as session:
                     if if_match is not None and session.head != if_match:
-                        raise ApiError(409, "head_mismatch",
-                                       f"HEAD is {session.head}, not {if_match}",
-                                       head=session.head)
+                        raise ApiError(
+                            409, "head_mismatch", f"HEAD is {session.head}, not {if_match}", head=session.head
+                        )
                     try:
                         return fn(session)
                     finally:
@@ -83,4 +83,3 @@ def if_match_header(value: str | None) -> str | None:
     if value.startswith("W/"):
         value = value[2:]
     return value.strip('"')
-
