@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+from importlib import resources
 from typing import Any
 
 import pytest
@@ -158,3 +164,73 @@ def test_loopback_names_and_printed_url() -> None:
     assert viewer_url("127.0.0.1", 8765, None) == "http://127.0.0.1:8765/"
     assert viewer_url("0.0.0.0", 80, "a b") == "http://127.0.0.1:80/?token=a%20b"
     assert viewer_url("::1", 1, None) == "http://[::1]:1/"
+
+
+def test_serve_reports_a_busy_port_in_one_line(tmp_path: Any) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(main, ["--home", str(tmp_path), "serve", "--port", str(port)])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"agentlog: error: cannot serve on 127.0.0.1:{port}: ")
+    assert result.output.count("\n") == 1
+
+
+def test_serve_process_with_a_token(tmp_path: Any) -> None:
+    """The real command: prints its URL (--json), demands the token, takes
+    it from AGENTLOG_TOKEN, and hands the browser a cookie for it."""
+    env = {**os.environ, "AGENTLOG_TOKEN": TOKEN}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from agentlog.cli import main; main()",
+            "--home",
+            str(tmp_path),
+            "serve",
+            "--port",
+            "0",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert server.stdout is not None
+        lines = [server.stdout.readline()]
+        while lines[-1] not in ("}\n", ""):  # --json prints one indented document
+            lines.append(server.stdout.readline())
+        announced = json.loads("".join(lines))
+        url = announced["url"]
+        assert url.endswith(f"/?token={TOKEN}") and url.startswith("http://127.0.0.1:")
+        base = url.split("/?")[0]
+        with httpx.Client(base_url=base) as client:
+            assert client.get("/api/v1/health").status_code == 401
+            ok = client.get("/api/v1/health", headers={"Authorization": f"Bearer {TOKEN}"})
+            assert ok.status_code == 200 and ok.json()["ok"] is True
+            entry = client.get(f"/?token={TOKEN}")
+            assert entry.status_code == 303 and "agentlog_token" in entry.headers["set-cookie"]
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def test_core_never_imports_the_server_packages() -> None:
+    code = (
+        "import sys, agentlog, agentlog.cli, agentlog.agent\n"
+        "heavy = {'starlette', 'uvicorn', 'sse_starlette', 'watchfiles', 'agentlog.server'}\n"
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_viewer_assets_ship_inside_the_package() -> None:
+    static = resources.files("agentlog.server") / "static"
+    for name in ("index.html", "viewer.js", "viewer.css"):
+        assert (static / name).is_file()
+    page = (static / "index.html").read_text(encoding="utf-8")
+    assert "http://" not in page and "https://" not in page  # no CDN, nothing fetched elsewhere

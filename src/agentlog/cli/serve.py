@@ -6,7 +6,7 @@ import importlib.util
 
 import click
 
-from .common import App, CliError, pass_app
+from .common import App, CliError, emit_json, json_option, pass_app
 
 __all__ = ["COMMANDS"]
 
@@ -47,12 +47,13 @@ def missing_extra() -> str | None:
     type=click.IntRange(1024, 1 << 30),
     help="Largest request body, in bytes.",
 )
+@json_option
 @pass_app
-def serve(app: App, host: str, port: int, token: str | None, max_body: int) -> None:
+def serve(app: App, host: str, port: int, token: str | None, max_body: int, as_json: bool) -> None:
     """Serve the store over HTTP: JSON API, live SSE streams, web viewer.
 
-    Prints the viewer's URL (with the token, if any), then serves until
-    interrupted. Binds to 127.0.0.1 by default; any other address is
+    Prints the viewer's URL (with the token, if any; with --json as one
+    JSON document, {"url", "home"}), then serves until interrupted. Binds to 127.0.0.1 by default; any other address is
     refused unless a token is set (--token or AGENTLOG_TOKEN). See
     docs/server.md."""
     missing = missing_extra()
@@ -74,13 +75,18 @@ def serve(app: App, host: str, port: int, token: str | None, max_body: int) -> N
         )
 
     def announce(url: str) -> None:
-        click.echo(f"agentlog: serving {app.store.home} at {url}")
+        if as_json:
+            emit_json({"url": url, "home": app.store.home})
+        else:
+            click.echo(f"agentlog: serving {app.store.home} at {url}")
         click.echo("agentlog: press Ctrl-C to stop", err=True)
 
     try:
         run_server(app.store, host=host, port=port, token=token, max_body=max_body, announce=announce)
     except KeyboardInterrupt:
         return
+    except OSError as exc:
+        raise CliError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
 
 
 COMMANDS = [serve]
