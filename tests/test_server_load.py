@@ -9,11 +9,19 @@ figures are the bench's business (docs/performance.md).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("starlette", reason="the 'server' extra is not installed")
+
+# The harness lives in bench/ at the repository's root, which is on
+# sys.path under `python -m pytest` but not under a bare `pytest`.
+ROOT = str(Path(__file__).resolve().parent.parent)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
 
 from bench.server_fanout import run_fanout  # noqa: E402
 
