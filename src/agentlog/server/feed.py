@@ -258,7 +258,10 @@ class Feed:
             for item in sub:
                 if isinstance(item, Dropped):
                     break
-                self._loop.call_soon_threadsafe(self._on_live, item)
+                try:
+                    self._loop.call_soon_threadsafe(self._on_live, item)
+                except RuntimeError:
+                    return  # the event loop has closed: the server is gone, so is the feed
             if self._stop.is_set() or not isinstance(sub.dropped, Dropped):
                 return
             # The bridge itself fell behind (65536 items): say so and resubscribe.

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from sse_starlette.sse import EventSourceResponse
+from sse_starlette.sse import EventSourceResponse, SendTimeoutError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from ..event import check_event_id
 from . import params
@@ -38,6 +39,16 @@ SEND_TIMEOUT_SECONDS = 30
 
 #: At most this many queued messages go out in one write.
 BATCH = 256
+
+
+class _Stream(EventSourceResponse):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except SendTimeoutError:
+            # The client stopped reading for SEND_TIMEOUT_SECONDS: it is cut
+            # off, which is the intended end of this stream, not an error.
+            return
 
 
 def stream_routes(service: Service) -> list[Route]:
@@ -80,7 +91,7 @@ def stream_routes(service: Service) -> list[Route]:
                     if batch[-1].name == "dropped":
                         return
 
-        return EventSourceResponse(
+        return _Stream(
             messages(),
             ping=PING_SECONDS,
             send_timeout=SEND_TIMEOUT_SECONDS,
