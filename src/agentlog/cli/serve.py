@@ -53,9 +53,9 @@ def serve(app: App, host: str, port: int, token: str | None, max_body: int, as_j
     """Serve the store over HTTP: JSON API, live SSE streams, web viewer.
 
     Prints the viewer's URL (with the token, if any; with --json as one
-    JSON document, {"url", "home"}), then serves until interrupted. Binds to 127.0.0.1 by default; any other address is
-    refused unless a token is set (--token or AGENTLOG_TOKEN). See
-    docs/server.md."""
+    JSON document, {"url", "home"}), then serves until interrupted. Binds
+    to 127.0.0.1 by default; any other address is refused unless a token
+    is set (--token or AGENTLOG_TOKEN). See docs/server.md."""
     missing = missing_extra()
     if missing:
         raise CliError(
