@@ -13,8 +13,8 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..agent.hub import LiveHub
-from ..store import Store
+from .. import Store
+from ..agent import LiveHub
 from .encode import json_response
 from .errors import install_handlers
 from .feed import Feeds

@@ -13,8 +13,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..event import Event
-from ..store import SessionInfo
+from .. import Event, SessionInfo
 from .errors import ApiError
 
 __all__ = [

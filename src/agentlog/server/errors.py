@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import (
+from .. import (
     AgentlogError,
     BlobIntegrityError,
     ContextMismatch,

@@ -35,10 +35,8 @@ from typing import Any
 import orjson
 import watchfiles
 
-from ..agent.hub import Dropped, LiveHub
-from ..event import Event
-from ..session import Session
-from ..store import Store
+from .. import Event, Session, Store
+from ..agent import Dropped, LiveHub
 from .encode import event_json
 
 __all__ = ["Feed", "Feeds", "Item", "Subscriber", "read_after"]

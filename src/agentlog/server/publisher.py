@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from ..agent.hub import LiveHub
-from ..event import Event
+from .. import Event
+from ..agent import LiveHub
 
 __all__ = ["RemoteHub"]
 

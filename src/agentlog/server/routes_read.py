@@ -8,9 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .. import __version__
-from ..event import NIL_ID, Event
-from ..session import Session
+from .. import NIL_ID, Event, Session, __version__
 from . import params
 from .encode import entry_json, event_json, info_json, json_response, usage_totals
 from .errors import ApiError

@@ -13,8 +13,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from .. import Session
 from ..event import check_event_id, check_session_id
-from ..session import Session
 from . import params
 from .encode import event_json, field, info_json, json_response, read_json_object
 from .errors import ApiError

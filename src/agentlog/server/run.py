@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import uvicorn
 
-from ..store import Store
+from .. import Store
 from .app import create_app
 from .security import is_loopback
 

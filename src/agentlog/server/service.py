@@ -20,9 +20,8 @@ from typing import TypeVar
 
 import anyio.to_thread
 
-from ..agent.hub import LiveHub
-from ..session import Session
-from ..store import Store
+from .. import Session, Store
+from ..agent import LiveHub
 from .errors import ApiError
 from .feed import Feeds
 
