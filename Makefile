@@ -4,18 +4,29 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench crash-test fuzz clean
+.PHONY: demo test lint bench crash-test fuzz clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,postgres,redact]'
+	$(PY) -m pip install --quiet -e '.[dev,postgres,redact,server,server-test]'
 	touch $(STAMP)
+
+# The browser tests drive Debian's chromium (Playwright's own download does
+# not work here). Installed when missing and we are root; otherwise those
+# tests skip and say why.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+			|| echo "warning: could not install chromium; the browser tests will be skipped"; \
+	else echo "warning: no chromium and not root; the browser tests will be skipped"; fi
 
 demo: $(STAMP)
 	$(PY) -m agentlog.demo
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(PY) -m pytest -q
 
 # Lint and the strict type check (config in pyproject.toml). Not yet a

@@ -1,0 +1,106 @@
+"""``create_app``: the Starlette application behind ``agentlog serve``."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .. import Store
+from ..agent import LiveHub
+from .encode import json_response
+from .errors import install_handlers
+from .feed import Feeds
+from .openapi import openapi_document
+from .routes_read import read_routes
+from .routes_stream import stream_routes
+from .routes_write import write_routes
+from .security import COOKIE, Guard
+from .service import Service
+
+__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+
+STATIC = Path(__file__).with_name("static")
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
+
+
+def _viewer_routes(token: str | None) -> list[BaseRoute]:
+    async def index(request: Request) -> Response:
+        if token is not None and "token" in request.query_params:
+            # The Guard has checked it; trade it for a cookie and drop it from the URL.
+            response: Response = RedirectResponse("/", status_code=303)
+            response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+            return response
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    return [
+        Route("/", index, methods=["GET"], name="viewer"),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+
+
+def create_app(
+    store: Store,
+    *,
+    token: str | None = None,
+    hub: LiveHub | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    loopback_only: bool = True,
+    queue_size: int = 4096,
+    poll_interval: float = 0.2,
+    watch_debounce_ms: int = 20,
+) -> Starlette:
+    """The app serving ``store``.
+
+    ``token``: required from every client when set (bearer or cookie).
+    ``hub``: the in-process LiveHub whose deltas the streams carry (an agent
+    running in this process publishes there); one is made when omitted.
+    ``loopback_only``: accept only localhost Host headers (against DNS
+    rebinding); ``agentlog serve`` turns it off when it binds publicly.
+    ``queue_size``: items a stream client may lag behind before it is dropped.
+    ``poll_interval``: seconds between looks at a backend that cannot be watched.
+    """
+    hub = hub if hub is not None else LiveHub()
+    feeds = Feeds(
+        store, hub, queue_size=queue_size, poll_interval=poll_interval, watch_debounce_ms=watch_debounce_ms
+    )
+    service = Service(store, hub, feeds)
+    document = openapi_document(token=token is not None)
+
+    async def openapi(request: Request) -> Response:
+        return json_response(document)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await feeds.close()
+
+    routes: list[BaseRoute] = [
+        Route("/api/v1/openapi.json", openapi, methods=["GET"], name="openapi"),
+        *read_routes(service),
+        *write_routes(service),
+        *stream_routes(service),
+        *_viewer_routes(token),
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers=install_handlers(),
+        middleware=[
+            Middleware(
+                Guard,
+                token=token,
+                max_body=max_body,
+                check_host=loopback_only and token is None,
+            )
+        ],
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    return app

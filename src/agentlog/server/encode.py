@@ -1,0 +1,121 @@
+"""JSON shapes of the API (events, entries, sessions) and request parsing.
+
+One place decides what an event looks like on the wire, for the JSON
+routes and the SSE stream alike; docs/server.md documents these shapes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from .. import Event, SessionInfo
+from .errors import ApiError
+
+__all__ = [
+    "entry_json",
+    "event_json",
+    "info_json",
+    "json_response",
+    "read_json_object",
+    "usage_totals",
+]
+
+
+def json_response(document: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        orjson.dumps(document), status_code=status, media_type="application/json", headers=headers
+    )
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """An event; ``record`` is null and ``blob`` true while its payload is in a blob."""
+    document = event.to_dict()
+    document["blob"] = event.digest is not None
+    return document
+
+
+def entry_json(entry: Any) -> dict[str, Any]:
+    """An index entry (no payload): what the tree is drawn from."""
+    return {
+        "id": entry.id,
+        "parent_id": entry.parent_id,
+        "branch_from": entry.branch_from,
+        "kind": entry.kind,
+        "role": entry.role,
+        "timestamp": entry.timestamp,
+        "blob": entry.digest is not None,
+    }
+
+
+def info_json(info: SessionInfo) -> dict[str, Any]:
+    document = dataclasses.asdict(info)
+    document.pop("meta", None)
+    return document
+
+
+def usage_totals(events: list[Event]) -> dict[str, Any]:
+    """Token and cost totals of the assistant messages among ``events``.
+
+    Events whose payload sits in an unloaded blob are counted in
+    ``unknown`` rather than guessed."""
+    totals: dict[str, Any] = {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+        "calls": 0,
+        "unknown": 0,
+    }
+    for event in events:
+        if event.kind != "message" or event.role != "assistant":
+            continue
+        if event.record is None:
+            totals["unknown"] += 1
+            continue
+        usage = event.record.get("usage") if isinstance(event.record, dict) else None
+        if not isinstance(usage, dict):
+            continue
+        totals["calls"] += 1
+        for key in ("input_tokens", "output_tokens"):
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                totals[key] += value
+        cost = usage.get("cost_usd")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            totals["cost_usd"] += float(cost)
+    return totals
+
+
+async def read_json_object(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object, or a 4xx ApiError saying why not."""
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if kind != "application/json":
+        raise ApiError(415, "unsupported_media_type", "send the body as application/json")
+    body = await request.body()
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(400, "invalid_json", f"the body is not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise ApiError(400, "invalid_body", "the body must be a JSON object")
+    return document
+
+
+def field(
+    document: dict[str, Any], name: str, kinds: type | tuple[type, ...], *, required: bool = False
+) -> Any:
+    """``document[name]`` checked against ``kinds`` (None allowed when optional)."""
+    value = document.get(name)
+    if value is None:
+        if required:
+            raise ApiError(400, "invalid_body", f"field {name!r} is required")
+        return None
+    if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+        raise ApiError(400, "invalid_body", f"field {name!r} has the wrong type")
+    if not isinstance(value, kinds):
+        raise ApiError(400, "invalid_body", f"field {name!r} has the wrong type")
+    return value

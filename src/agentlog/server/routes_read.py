@@ -1,0 +1,186 @@
+"""Read routes: sessions, entries (the tree), path, context, events, blobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .. import NIL_ID, Event, Session, __version__
+from . import params
+from .encode import entry_json, event_json, info_json, json_response, usage_totals
+from .errors import ApiError
+from .service import Service
+
+__all__ = ["read_routes"]
+
+_NOTE_KINDS = ("compaction", "branch_summary", "label")
+_NOTE_CHARS = 2000
+
+
+def _notes(session: Session) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+    """Labels by target, and the summaries of compactions and branch summaries:
+    what the tree shows beside its nodes (small records, read one by one)."""
+    labels: dict[str, list[str]] = {}
+    notes: dict[str, dict[str, Any]] = {}
+    for entry in session.entries():
+        if entry.kind not in _NOTE_KINDS:
+            continue
+        record = session.resolve(session.event(entry.id)).record
+        if not isinstance(record, dict):
+            continue
+        if entry.kind == "label":
+            if isinstance(record.get("target"), str) and isinstance(record.get("name"), str):
+                labels.setdefault(record["target"], []).append(record["name"])
+            continue
+        summary = record.get("summary")
+        note: dict[str, Any] = {
+            "kind": entry.kind,
+            "summary": summary[:_NOTE_CHARS] if isinstance(summary, str) else None,
+        }
+        for key in ("first_kept_event_id", "tokens_before", "tokens_after", "abandoned_head"):
+            if key in record:
+                note[key] = record[key]
+        notes[entry.id] = note
+    return labels, notes
+
+
+def _events(session: Session, events: list[Event], resolve: bool) -> list[Event]:
+    return [session.resolve(e) for e in events] if resolve else events
+
+
+def read_routes(service: Service) -> list[Route]:
+    store = service.store
+
+    async def health(request: Request) -> Response:
+        return json_response(
+            {"ok": True, "version": __version__, "store": store.home, "feeds": service.feeds.active()}
+        )
+
+    async def list_sessions(request: Request) -> Response:
+        archived = params.flag(request, "archived")
+        query = (params.text(request, "q") or "").lower()
+        working_dir = params.text(request, "working_dir")
+        status = params.text(request, "status", 64)
+        limit = params.integer(request, "limit", 50, 1, 500)
+        offset = params.integer(request, "offset", 0, 0, 10_000_000)
+        infos = await service.run(lambda: store.list(archived=archived))
+        rows = []
+        for info in infos:
+            if working_dir is not None and info.working_dir != working_dir:
+                continue
+            if status is not None and info.status != status:
+                continue
+            if query:
+                hay = " ".join(
+                    str(v) for v in (info.id, info.title, info.name, info.working_dir, info.summary) if v
+                ).lower()
+                if query not in hay:
+                    continue
+            rows.append(info)
+        page = rows[offset : offset + limit]
+        following = offset + limit if offset + limit < len(rows) else None
+        return json_response(
+            {
+                "sessions": [info_json(i) for i in page],
+                "total": len(rows),
+                "offset": offset,
+                "next_offset": following,
+            }
+        )
+
+    async def get_session(request: Request) -> Response:
+        sid = params.session_id(request)
+
+        def work(session: Session) -> dict[str, Any]:
+            return {"session": info_json(store.info(sid)), "meta": session.meta, "head": session.head}
+
+        return json_response(await service.read(sid, work))
+
+    async def entries(request: Request) -> Response:
+        sid = params.session_id(request)
+
+        def work(session: Session) -> dict[str, Any]:
+            labels, notes = _notes(session)
+            return {
+                "head": session.head,
+                "root": NIL_ID,
+                "entries": [entry_json(e) for e in session.entries()],
+                "labels": labels,
+                "notes": notes,
+            }
+
+        return json_response(await service.read(sid, work))
+
+    async def path(request: Request) -> Response:
+        sid = params.session_id(request)
+        at = params.optional_event_id(request, "at")
+        resolve = params.flag(request, "resolve")
+
+        def work(session: Session) -> dict[str, Any]:
+            events = _events(session, session.path(at), resolve)
+            return {
+                "head": session.head,
+                "at": at or session.head,
+                "events": [event_json(e) for e in events],
+                "totals": usage_totals(events),
+            }
+
+        return json_response(await service.read(sid, work))
+
+    async def context(request: Request) -> Response:
+        sid = params.session_id(request)
+        resolve = params.flag(request, "resolve")
+
+        def work(session: Session) -> dict[str, Any]:
+            events = session.context(resolve=resolve)
+            return {
+                "head": session.head,
+                "events": [event_json(e) for e in events],
+                "totals": usage_totals(events),
+            }
+
+        return json_response(await service.read(sid, work))
+
+    async def event(request: Request) -> Response:
+        sid = params.session_id(request)
+        eid = params.event_id(request)
+        resolve = params.flag(request, "resolve")
+
+        def work(session: Session) -> dict[str, Any]:
+            found = session.event(eid)
+            return event_json(session.resolve(found) if resolve else found)
+
+        return json_response(await service.read(sid, work))
+
+    async def blob(request: Request) -> Response:
+        sid = params.session_id(request)
+        eid = params.event_id(request)
+
+        def work(session: Session) -> Event:
+            found = session.event(eid)
+            if found.digest is None:
+                raise ApiError(404, "no_blob", f"event {eid} keeps its record inline, not in a blob")
+            return session.resolve(found)  # verifies the digest (invariant 9)
+
+        resolved = await service.read(sid, work)
+        return json_response(
+            resolved.record,
+            headers={"Digest": str(resolved.digest), "Cache-Control": "private, max-age=31536000, immutable"},
+        )
+
+    prefix = "/api/v1"
+    return [
+        Route(f"{prefix}/health", health, methods=["GET"], name="health"),
+        Route(f"{prefix}/sessions", list_sessions, methods=["GET"], name="list_sessions"),
+        Route(f"{prefix}/sessions/{{session_id}}", get_session, methods=["GET"], name="get_session"),
+        Route(f"{prefix}/sessions/{{session_id}}/entries", entries, methods=["GET"], name="entries"),
+        Route(f"{prefix}/sessions/{{session_id}}/path", path, methods=["GET"], name="path"),
+        Route(f"{prefix}/sessions/{{session_id}}/context", context, methods=["GET"], name="context"),
+        Route(f"{prefix}/sessions/{{session_id}}/events/{{event_id}}", event, methods=["GET"], name="event"),
+        Route(
+            f"{prefix}/sessions/{{session_id}}/events/{{event_id}}/blob", blob, methods=["GET"], name="blob"
+        ),
+    ]
