@@ -1,0 +1,474 @@
+"""LangGraph ``BaseCheckpointSaver`` on agentlog timelines.
+
+``AgentlogSaver(store=None)``: a thread is one agentlog session (id
+``lg--<thread_id>``, or ``lg--h--<digest>`` for a thread id that is not a
+valid session id); every namespace of the thread lives in it, so
+``delete_thread`` and ``copy_thread`` act on the whole thread at once.
+
+The session holds three kinds of events:
+
+- ``lg.checkpoint``: one per checkpoint; its parent is the event of its
+  parent checkpoint (a namespace's first checkpoint is a root), so
+  ``agentlog tree`` shows the graph's history, forks included. Its record
+  holds the checkpoint without its channel values, the metadata, and for
+  each channel a reference ``[event id, sha256]`` to the value's event.
+- ``lg.value``: one channel value, serialized with the saver's ``serde``.
+  A value is written only when its channel's version changed *and* its
+  bytes are not already stored in the thread (by sha256), so a value that
+  does not change between checkpoints is stored once; large values go to
+  agentlog's content-addressed blobs.
+- ``lg.writes``: the pending writes of one ``put_writes`` call.
+
+Values and writes hang on a side chain (its own root), so checkpoints keep
+their parent links. A ``put`` appends the values first and the checkpoint
+after them: a crash in between leaves only unreferenced values.
+
+Opening a thread reads its checkpoint and writes records (not the values)
+to build an in-memory index; later calls read only what they return.
+Requires the ``langgraph`` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    SerializerProtocol,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+
+from .. import NIL_ID, CorruptionError, Session, SessionExists, Store
+from ._ids import session_key
+
+__all__ = ["AgentlogSaver"]
+
+CHECKPOINT = "lg.checkpoint"
+VALUE = "lg.value"
+WRITES = "lg.writes"
+FRAMEWORK = "langgraph"
+
+Typed = tuple[str, bytes]
+
+
+def _pack(typed: Typed) -> list[str]:
+    return [typed[0], base64.b64encode(typed[1]).decode("ascii")]
+
+
+def _unpack(packed: Any) -> Typed:
+    return str(packed[0]), base64.b64decode(packed[1])
+
+
+def _digest(typed: Typed) -> str:
+    return hashlib.sha256(typed[0].encode() + b"\0" + typed[1]).hexdigest()
+
+
+@dataclass
+class _Stored:
+    """What the index keeps of one checkpoint (no channel values)."""
+
+    event_id: str
+    parent_id: str | None  # the parent checkpoint's id
+    record: dict[str, Any]
+
+
+@dataclass
+class _Thread:
+    """An open thread: its session and the index built when it was opened."""
+
+    session: Session
+    checkpoints: dict[str, dict[str, _Stored]] = field(default_factory=dict)  # ns -> id -> stored
+    writes: dict[tuple[str, str], dict[tuple[str, int], list[Any]]] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)  # sha256 -> value event id
+    side_tail: str = NIL_ID  # last event of the values/writes chain
+
+
+class AgentlogSaver(BaseCheckpointSaver[int]):
+    """Checkpoints of LangGraph threads, kept as agentlog sessions.
+
+    Each open thread holds agentlog's writer lease until ``close()``; a
+    saver in another process gets ``SessionLocked`` for it. Safe to share
+    between threads of one process (one lock), and the async methods run the
+    blocking store calls in a worker thread.
+    """
+
+    def __init__(self, store: Store | None = None, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        self.store = store if store is not None else Store()
+        self._threads: dict[str, _Thread] = {}
+        self._lock = threading.RLock()
+
+    # --- lifecycle ------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every open thread, releasing their writer leases."""
+        with self._lock:
+            for thread in self._threads.values():
+                thread.session.close()
+            self._threads.clear()
+
+    def __enter__(self) -> AgentlogSaver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> AgentlogSaver:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # --- threads ----------------------------------------------------------------------
+    @staticmethod
+    def session_id(thread_id: str) -> str:
+        """The agentlog session id of a LangGraph thread."""
+        return session_key("lg", str(thread_id))
+
+    def _thread(self, thread_id: str, create: bool) -> _Thread | None:
+        thread_id = str(thread_id)
+        if thread_id in self._threads:
+            return self._threads[thread_id]
+        sid = self.session_id(thread_id)
+        if self.store.exists(sid):
+            session = self.store.open(sid)
+        elif not create:
+            return None
+        else:
+            try:
+                session = self.store.create(
+                    name=f"langgraph {thread_id}", session_id=sid, framework=FRAMEWORK, thread_id=thread_id
+                )
+            except SessionExists:
+                session = self.store.open(sid)
+        thread = _Thread(session)
+        try:
+            self._load(thread)
+        except BaseException:
+            session.close()
+            raise
+        self._threads[thread_id] = thread
+        return thread
+
+    def _load(self, thread: _Thread) -> None:
+        """Build the index from the checkpoint and writes records (values stay unread)."""
+        session = thread.session
+        for entry in session.entries():
+            if entry.kind in (VALUE, WRITES):
+                thread.side_tail = entry.id
+            if entry.kind not in (CHECKPOINT, WRITES):
+                continue
+            event = session.resolve(session.event(entry.id))
+            record = event.record
+            if not isinstance(record, dict):
+                raise CorruptionError(session.id, None, f"event {entry.id} has no {entry.kind} record")
+            if entry.kind == CHECKPOINT:
+                self._index_checkpoint(thread, event.id, record)
+            else:
+                self._index_writes(thread, record)
+
+    @staticmethod
+    def _index_checkpoint(thread: _Thread, event_id: str, record: dict[str, Any]) -> None:
+        stored = _Stored(event_id, record.get("parent"), record)
+        thread.checkpoints.setdefault(record["ns"], {})[record["id"]] = stored
+        for ref in record["values"].values():
+            if ref is not None:
+                thread.digests[ref[1]] = ref[0]
+
+    @staticmethod
+    def _index_writes(thread: _Thread, record: dict[str, Any]) -> None:
+        slot = thread.writes.setdefault((record["ns"], record["checkpoint"]), {})
+        for task_id, idx, channel, packed, task_path in record["writes"]:
+            slot[(task_id, idx)] = [task_id, channel, packed, task_path]
+
+    def _append_side(self, thread: _Thread, drafts: list[tuple[str, dict[str, Any], None]]) -> list[str]:
+        """Append events to the values/writes chain; their ids."""
+        session = thread.session
+        session.select(thread.side_tail)
+        events = session.append_many(drafts)
+        thread.side_tail = events[-1].id
+        return [e.id for e in events]
+
+    # --- reading ----------------------------------------------------------------------
+    def _tuple(self, thread_id: str, ns: str, thread: _Thread, stored: _Stored) -> CheckpointTuple:
+        record = stored.record
+        session = thread.session
+        checkpoint: Checkpoint = self.serde.loads_typed(_unpack(record["checkpoint"]))
+        values: dict[str, Any] = {}
+        for channel, ref in record["values"].items():
+            if ref is None:
+                continue  # the channel was empty at this checkpoint
+            event = session.resolve(session.event(ref[0]))
+            if not isinstance(event.record, list):
+                raise CorruptionError(session.id, None, f"value event {ref[0]} has no value")
+            values[channel] = self.serde.loads_typed(_unpack(event.record))
+        checkpoint = {**checkpoint, "channel_values": values}  # type: ignore[typeddict-item]
+        pending = thread.writes.get((ns, record["id"]), {})
+        order = sorted(pending, key=lambda k: writes_sort_key(pending[k][3], *k))
+        writes = [
+            (pending[k][0], pending[k][1], self.serde.loads_typed(_unpack(pending[k][2]))) for k in order
+        ]
+        parent = stored.parent_id
+        return CheckpointTuple(
+            config={
+                "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": record["id"]}
+            },
+            checkpoint=checkpoint,
+            metadata=self.serde.loads_typed(_unpack(record["metadata"])),
+            parent_config=(
+                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
+                if parent
+                else None
+            ),
+            pending_writes=writes,
+        )
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names, or the namespace's latest; None if absent."""
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        ns = configurable.get("checkpoint_ns", "")
+        with self._lock:
+            thread = self._thread(thread_id, create=False)
+            if thread is None:
+                return None
+            in_ns = thread.checkpoints.get(ns, {})
+            checkpoint_id = get_checkpoint_id(config) or max(in_ns, default=None)
+            if checkpoint_id is None or checkpoint_id not in in_ns:
+                return None
+            return self._tuple(thread_id, ns, thread, in_ns[checkpoint_id])
+
+    def _thread_ids(self) -> list[str]:
+        """Every LangGraph thread in the store (metadata only, no event read)."""
+        found = []
+        for info in self.store.list(archived=True):
+            meta = self.store.meta(info.id)
+            if meta.get("framework") == FRAMEWORK and isinstance(meta.get("thread_id"), str):
+                found.append(meta["thread_id"])
+        return found
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first, by thread, namespace, metadata and ``before``."""
+        with self._lock:
+            results = self._list(config, filter, before, limit)
+        yield from results
+
+    def _list(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> list[CheckpointTuple]:
+        if config is not None:
+            thread_ids = [str(config["configurable"]["thread_id"])]
+            want_ns = config["configurable"].get("checkpoint_ns")
+            want_id = get_checkpoint_id(config)
+        else:
+            thread_ids, want_ns, want_id = self._thread_ids(), None, None
+        before_id = get_checkpoint_id(before) if before else None
+        out: list[CheckpointTuple] = []
+        for thread_id in thread_ids:
+            thread = self._thread(thread_id, create=False)
+            if thread is None:
+                continue
+            for ns, in_ns in thread.checkpoints.items():
+                if want_ns is not None and ns != want_ns:
+                    continue
+                for checkpoint_id in sorted(in_ns, reverse=True):
+                    if want_id and checkpoint_id != want_id:
+                        continue
+                    if before_id and checkpoint_id >= before_id:
+                        continue
+                    stored = in_ns[checkpoint_id]
+                    if filter:
+                        metadata = self.serde.loads_typed(_unpack(stored.record["metadata"]))
+                        if not all(metadata.get(k) == v for k, v in filter.items()):
+                            continue
+                    if limit is not None and len(out) >= limit:
+                        return out
+                    out.append(self._tuple(thread_id, ns, thread, stored))
+        return out
+
+    # --- writing ----------------------------------------------------------------------
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint: changed values first (deduplicated), then the checkpoint."""
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        ns = configurable.get("checkpoint_ns", "")
+        parent_id = configurable.get("checkpoint_id")
+        skeleton = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        values = checkpoint["channel_values"]
+        with self._lock:
+            thread = self._thread(thread_id, create=True)
+            assert thread is not None
+            parent = thread.checkpoints.get(ns, {}).get(parent_id) if parent_id else None
+            inherited = parent.record["values"] if parent is not None else {}
+            refs: dict[str, list[str] | None] = {}
+            new: dict[str, tuple[str, Typed]] = {}  # digest -> (first channel, typed)
+            for channel, version in checkpoint["channel_versions"].items():
+                if channel in new_versions:
+                    if channel not in values:
+                        refs[channel] = None
+                        continue
+                    typed = self.serde.dumps_typed(values[channel])
+                    digest = _digest(typed)
+                    if digest in thread.digests:
+                        refs[channel] = [thread.digests[digest], digest]
+                    else:
+                        new.setdefault(digest, (channel, typed))
+                        refs[channel] = [digest]  # event id filled in below
+                elif channel in inherited:
+                    refs[channel] = inherited[channel]
+            if new:
+                ids = self._append_side(thread, [(VALUE, _pack(t), None) for _, t in new.values()])  # type: ignore[misc]
+                for event_id, digest in zip(ids, new, strict=True):
+                    thread.digests[digest] = event_id
+            for channel, ref in refs.items():
+                if ref is not None and len(ref) == 1:
+                    refs[channel] = [thread.digests[ref[0]], ref[0]]
+            record = {
+                "ns": ns,
+                "id": checkpoint["id"],
+                "parent": parent_id,
+                "checkpoint": _pack(self.serde.dumps_typed(skeleton)),
+                "metadata": _pack(self.serde.dumps_typed(get_checkpoint_metadata(config, metadata))),
+                "values": refs,
+            }
+            session = thread.session
+            session.select(parent.event_id if parent is not None else NIL_ID)
+            event = session.append(CHECKPOINT, record)
+            self._index_checkpoint(thread, event.id, record)
+        return {
+            "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes for a checkpoint (idempotent per task and index)."""
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        ns = configurable.get("checkpoint_ns", "")
+        checkpoint_id = configurable["checkpoint_id"]
+        with self._lock:
+            thread = self._thread(thread_id, create=True)
+            assert thread is not None
+            existing = thread.writes.get((ns, checkpoint_id), {})
+            rows = []
+            for i, (channel, value) in enumerate(writes):
+                idx = WRITES_IDX_MAP.get(channel, i)
+                if idx >= 0 and (task_id, idx) in existing:
+                    continue  # a retried task: its first writes stand (as in LangGraph's savers)
+                rows.append([task_id, idx, channel, _pack(self.serde.dumps_typed(value)), task_path])
+            if not rows:
+                return
+            record = {"ns": ns, "checkpoint": checkpoint_id, "writes": rows}
+            self._append_side(thread, [(WRITES, record, None)])
+            self._index_writes(thread, record)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's session: every namespace, checkpoint and write."""
+        with self._lock:
+            thread = self._threads.pop(str(thread_id), None)
+            if thread is not None:
+                thread.session.close()
+            sid = self.session_id(str(thread_id))
+            if self.store.exists(sid):
+                self.store.delete(sid)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread whole (every namespace, value and write): a fork with
+        the same event ids, blobs shared with the source where the backend can."""
+        with self._lock:
+            source = self._thread(str(source_thread_id), create=False)
+            if source is None:
+                return
+            self.delete_thread(target_thread_id)
+            target = self._thread(str(target_thread_id), create=True)
+            assert target is not None
+            session = source.session
+            events = [session.event(entry.id) for entry in session.entries()]
+            target.session.import_events(events, source=session)
+            self._threads.pop(str(target_thread_id))
+            target.session.close()
+            self._thread(str(target_thread_id), create=False)
+
+    def get_next_version(self, current: int | None, channel: None = None) -> int:
+        return 1 if current is None else int(current) + 1
+
+    # --- async twins: the same calls, in a worker thread --------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        def run() -> list[CheckpointTuple]:
+            with self._lock:
+                return self._list(config, filter, before, limit)
+
+        for item in await asyncio.to_thread(run):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
