@@ -47,11 +47,11 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    SerializerProtocol,
     get_checkpoint_id,
     get_checkpoint_metadata,
     writes_sort_key,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .. import NIL_ID, CorruptionError, Session, SessionExists, Store
 from ._ids import session_key
@@ -64,6 +64,8 @@ WRITES = "lg.writes"
 FRAMEWORK = "langgraph"
 
 Typed = tuple[str, bytes]
+# ``list`` is a method name on the saver, so annotations inside the class use this.
+Tuples = list[CheckpointTuple]
 
 
 def _pack(typed: Typed) -> list[str]:
@@ -197,7 +199,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         for task_id, idx, channel, packed, task_path in record["writes"]:
             slot[(task_id, idx)] = [task_id, channel, packed, task_path]
 
-    def _append_side(self, thread: _Thread, drafts: list[tuple[str, dict[str, Any], None]]) -> list[str]:
+    def _append_side(self, thread: _Thread, drafts: list[tuple[str, Any, None]]) -> list[str]:
         """Append events to the values/writes chain; their ids."""
         session = thread.session
         session.select(thread.side_tail)
@@ -218,7 +220,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             if not isinstance(event.record, list):
                 raise CorruptionError(session.id, None, f"value event {ref[0]} has no value")
             values[channel] = self.serde.loads_typed(_unpack(event.record))
-        checkpoint = {**checkpoint, "channel_values": values}  # type: ignore[typeddict-item]
+        checkpoint = {**checkpoint, "channel_values": values}
         pending = thread.writes.get((ns, record["id"]), {})
         order = sorted(pending, key=lambda k: writes_sort_key(pending[k][3], *k))
         writes = [
@@ -282,7 +284,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
-    ) -> list[CheckpointTuple]:
+    ) -> Tuples:
         if config is not None:
             thread_ids = [str(config["configurable"]["thread_id"])]
             want_ns = config["configurable"].get("checkpoint_ns")
@@ -290,7 +292,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         else:
             thread_ids, want_ns, want_id = self._thread_ids(), None, None
         before_id = get_checkpoint_id(before) if before else None
-        out: list[CheckpointTuple] = []
+        out: Tuples = []
         for thread_id in thread_ids:
             thread = self._thread(thread_id, create=False)
             if thread is None:
@@ -335,7 +337,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             inherited = parent.record["values"] if parent is not None else {}
             refs: dict[str, list[str] | None] = {}
             new: dict[str, tuple[str, Typed]] = {}  # digest -> (first channel, typed)
-            for channel, version in checkpoint["channel_versions"].items():
+            for channel in checkpoint["channel_versions"]:
                 if channel in new_versions:
                     if channel not in values:
                         refs[channel] = None
@@ -350,7 +352,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                 elif channel in inherited:
                     refs[channel] = inherited[channel]
             if new:
-                ids = self._append_side(thread, [(VALUE, _pack(t), None) for _, t in new.values()])  # type: ignore[misc]
+                ids = self._append_side(thread, [(VALUE, _pack(t), None) for _, t in new.values()])
                 for event_id, digest in zip(ids, new, strict=True):
                     thread.digests[digest] = event_id
             for channel, ref in refs.items():
@@ -442,7 +444,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        def run() -> list[CheckpointTuple]:
+        def run() -> Tuples:
             with self._lock:
                 return self._list(config, filter, before, limit)
 
