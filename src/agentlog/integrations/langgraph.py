@@ -189,9 +189,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
     def _index_checkpoint(thread: _Thread, event_id: str, record: dict[str, Any]) -> None:
         stored = _Stored(event_id, record.get("parent"), record)
         thread.checkpoints.setdefault(record["ns"], {})[record["id"]] = stored
-        for ref in record["values"].values():
-            if ref is not None:
-                thread.digests[ref[1]] = ref[0]
+        thread.digests.update(record.get("new", {}))
 
     @staticmethod
     def _index_writes(thread: _Thread, record: dict[str, Any]) -> None:
@@ -208,6 +206,12 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         return [e.id for e in events]
 
     # --- reading ----------------------------------------------------------------------
+    def _load_value(self, session: Session, event_id: str) -> Any:
+        event = session.resolve(session.event(event_id))
+        if event.kind != VALUE or not isinstance(event.record, list):
+            raise CorruptionError(session.id, None, f"value event {event_id} holds no value")
+        return self.serde.loads_typed(_unpack(event.record))
+
     def _tuple(self, thread_id: str, ns: str, thread: _Thread, stored: _Stored) -> CheckpointTuple:
         record = stored.record
         session = thread.session
@@ -216,10 +220,10 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         for channel, ref in record["values"].items():
             if ref is None:
                 continue  # the channel was empty at this checkpoint
-            event = session.resolve(session.event(ref[0]))
-            if not isinstance(event.record, list):
-                raise CorruptionError(session.id, None, f"value event {ref[0]} has no value")
-            values[channel] = self.serde.loads_typed(_unpack(event.record))
+            if isinstance(ref, dict):  # a list stored element by element
+                values[channel] = [self._load_value(session, eid) for eid in ref["items"]]
+            else:
+                values[channel] = self._load_value(session, ref[0])
         checkpoint = {**checkpoint, "channel_values": values}
         pending = thread.writes.get((ns, record["id"]), {})
         order = sorted(pending, key=lambda k: writes_sort_key(pending[k][3], *k))
@@ -335,28 +339,34 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             assert thread is not None
             parent = thread.checkpoints.get(ns, {}).get(parent_id) if parent_id else None
             inherited = parent.record["values"] if parent is not None else {}
-            refs: dict[str, list[str] | None] = {}
-            new: dict[str, tuple[str, Typed]] = {}  # digest -> (first channel, typed)
+            refs: dict[str, Any] = {}
+            new: dict[str, Typed] = {}  # digest -> serialized value, not yet stored
+            staged: list[str] = []  # channels whose refs still name digests
             for channel in checkpoint["channel_versions"]:
-                if channel in new_versions:
-                    if channel not in values:
-                        refs[channel] = None
-                        continue
-                    typed = self.serde.dumps_typed(values[channel])
-                    digest = _digest(typed)
-                    if digest in thread.digests:
-                        refs[channel] = [thread.digests[digest], digest]
-                    else:
-                        new.setdefault(digest, (channel, typed))
-                        refs[channel] = [digest]  # event id filled in below
-                elif channel in inherited:
-                    refs[channel] = inherited[channel]
+                if channel not in new_versions:
+                    if channel in inherited:
+                        refs[channel] = inherited[channel]  # unchanged: the parent's value
+                    continue
+                if channel not in values:
+                    refs[channel] = None
+                    continue
+                value = values[channel]
+                if type(value) is list and value:
+                    # A list (messages...) is stored element by element, so a
+                    # list that grows by one stores one new element, not itself again.
+                    refs[channel] = {"items": [self._stage(thread, new, item) for item in value]}
+                else:
+                    refs[channel] = [self._stage(thread, new, value)]
+                staged.append(channel)
             if new:
-                ids = self._append_side(thread, [(VALUE, _pack(t), None) for _, t in new.values()])
+                ids = self._append_side(thread, [(VALUE, _pack(t), None) for t in new.values()])
                 for event_id, digest in zip(ids, new, strict=True):
                     thread.digests[digest] = event_id
-            for channel, ref in refs.items():
-                if ref is not None and len(ref) == 1:
+            for channel in staged:
+                ref = refs[channel]
+                if isinstance(ref, dict):
+                    ref["items"] = [thread.digests[d] for d in ref["items"]]
+                else:
                     refs[channel] = [thread.digests[ref[0]], ref[0]]
             record = {
                 "ns": ns,
@@ -365,6 +375,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                 "checkpoint": _pack(self.serde.dumps_typed(skeleton)),
                 "metadata": _pack(self.serde.dumps_typed(get_checkpoint_metadata(config, metadata))),
                 "values": refs,
+                "new": {d: thread.digests[d] for d in new},  # digests first stored here
             }
             session = thread.session
             session.select(parent.event_id if parent is not None else NIL_ID)
@@ -373,6 +384,14 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         return {
             "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
         }
+
+    def _stage(self, thread: _Thread, new: dict[str, Typed], value: Any) -> str:
+        """Serialize ``value``; queue it for storage unless the thread has it. Its digest."""
+        typed = self.serde.dumps_typed(value)
+        digest = _digest(typed)
+        if digest not in thread.digests:
+            new.setdefault(digest, typed)
+        return digest
 
     def put_writes(
         self,
