@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,openai-agents,adk,langgraph]'
+	$(PY) -m pip install --quiet -e '.[dev,openai-agents,adk,langgraph,integration-tests]'
 	touch $(STAMP)
 
 demo: $(STAMP)
