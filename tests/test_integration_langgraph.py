@@ -44,9 +44,9 @@ def test_official_conformance_suite(store: Store) -> None:
     for capability in BASE_CAPABILITIES:
         result = report.results[capability.value]
         assert result.detected and result.passed, (capability.value, failures[capability.value])
-    copy = report.results["copy_thread"]
-    assert copy.detected and copy.passed, failures["copy_thread"]
-    assert all(r.passed is not False for r in report.results.values()), failures
+    # the extended capabilities too: copy_thread, prune, delete_for_runs
+    for name, result in report.results.items():
+        assert result.detected and result.passed, (name, failures[name])
 
 
 class State(TypedDict):
@@ -93,8 +93,7 @@ def test_a_real_graph_behaves_as_with_inmemory_saver(store: Store) -> None:
         results.append((final, resumed, history(graph, "t-1")))
     assert results[1] == results[0]
 
-    saver = AgentlogSaver(store)
-    session = saver._thread("t-1", create=False).session  # type: ignore[union-attr]
+    session = store.open(AgentlogSaver.session_id("t-1"), readonly=True)
     entries = session.entries()
     checkpoints = [e for e in entries if e.kind == "lg.checkpoint"]
     refs = {
@@ -108,7 +107,7 @@ def test_a_real_graph_behaves_as_with_inmemory_saver(store: Store) -> None:
     assert sum(1 for e in checkpoints if e.parent_id == NIL_ID) == 1
     assert all(e.parent_id in by_id for e in checkpoints if e.parent_id != NIL_ID)
     assert any(e.branch_from for e in checkpoints)
-    saver.close()
+    session.close()
 
 
 def test_reopen_reads_the_same_thread(tmp_path: Any) -> None:
@@ -182,3 +181,53 @@ def test_async_twins_and_delete_thread(store: Store) -> None:
         saver.close()
 
     asyncio.run(go())
+
+
+def test_prune_keeps_the_latest_and_the_graph_goes_on(tmp_path: Any) -> None:
+    home = tmp_path / "home"
+    saver = AgentlogSaver(Store(home))
+    graph = build_graph(saver)
+    config = {"configurable": {"thread_id": "t-4"}}
+    graph.invoke({"log": [], "big": "B" * 50_000, "count": 0}, config)
+    before = graph.get_state(config)
+    size = sum(f.stat().st_size for f in home.rglob("*") if f.is_file())
+    saver.prune(["t-4"], strategy="keep_latest")
+    assert len(list(saver.list(config))) == 1
+    after = graph.get_state(config)
+    assert after.values == before.values and after.config == before.config
+    assert sum(f.stat().st_size for f in home.rglob("*") if f.is_file()) < size
+    graph.invoke({"log": ["more"], "big": "B" * 50_000, "count": 0}, config)  # goes on from there
+    assert graph.get_state(config).values["count"] == 5
+    with pytest.raises(ValueError):
+        saver.prune(["t-4"], strategy="keep_everything")
+    saver.close()
+
+
+def test_an_interrupted_rewrite_is_finished_on_open(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentlog.integrations._lg_retention as retention
+
+    home = tmp_path / "home"
+    saver = AgentlogSaver(Store(home))
+    graph = build_graph(saver)
+    config = {"configurable": {"thread_id": "t-5"}}
+    graph.invoke({"log": [], "big": "", "count": 0}, config)
+    latest = graph.get_state(config)
+
+    def crash(*args: Any) -> None:
+        raise KeyboardInterrupt("crash between deleting the thread and recreating it")
+
+    monkeypatch.setattr(retention, "_finish", crash)
+    with pytest.raises(KeyboardInterrupt):
+        saver.prune(["t-5"], strategy="keep_latest")
+    monkeypatch.undo()
+    store = Store(home)
+    assert not store.exists(AgentlogSaver.session_id("t-5"))  # the thread is gone for now...
+    fresh = AgentlogSaver(store)
+    assert [t.config["configurable"]["thread_id"] for t in fresh.list(None)] == ["t-5"]
+    tup = fresh.get_tuple(config)  # ...and opening it finishes the rewrite
+    assert tup is not None and tup.checkpoint["id"] == latest.config["configurable"]["checkpoint_id"]
+    assert tup.checkpoint["channel_values"]["log"] == latest.values["log"]
+    assert not store.exists(retention.staging_id("t-5"))
+    assert len(list(fresh.list(config))) == 1
+    fresh.close()
+    saver.close()

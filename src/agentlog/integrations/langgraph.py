@@ -35,6 +35,7 @@ import base64
 import hashlib
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -55,12 +56,10 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .. import NIL_ID, CorruptionError, Session, SessionExists, Store
 from ._ids import session_key
+from ._lg_retention import CHECKPOINT, VALUE, WRITES, Keep, recover, rewrite
 
 __all__ = ["AgentlogSaver"]
 
-CHECKPOINT = "lg.checkpoint"
-VALUE = "lg.value"
-WRITES = "lg.writes"
 FRAMEWORK = "langgraph"
 
 Typed = tuple[str, bytes]
@@ -78,6 +77,16 @@ def _unpack(packed: Any) -> Typed:
 
 def _digest(typed: Typed) -> str:
     return hashlib.sha256(typed[0].encode() + b"\0" + typed[1]).hexdigest()
+
+
+def _keep_latest(latest: dict[str, str]) -> Keep:
+    """Keep each namespace's latest checkpoint (``latest``: ns -> id)."""
+    return lambda record: latest.get(record["ns"]) == record["id"]
+
+
+def _keep_unless(doomed: set[tuple[str, str]]) -> Keep:
+    """Keep every checkpoint but the (ns, id) pairs in ``doomed``."""
+    return lambda record: (record["ns"], record["id"]) not in doomed
 
 
 @dataclass
@@ -143,29 +152,57 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         """The agentlog session id of a LangGraph thread."""
         return session_key("lg", str(thread_id))
 
-    def _thread(self, thread_id: str, create: bool) -> _Thread | None:
+    def _writer(self, thread_id: str) -> _Thread:
+        """The thread open for writing (created if new); kept open until ``close()``."""
         thread_id = str(thread_id)
-        if thread_id in self._threads:
-            return self._threads[thread_id]
+        thread = self._threads.get(thread_id)
+        if thread is not None:
+            return thread
         sid = self.session_id(thread_id)
+        recover(self.store, sid, thread_id, self._meta(thread_id))
         if self.store.exists(sid):
             session = self.store.open(sid)
-        elif not create:
-            return None
         else:
             try:
-                session = self.store.create(
-                    name=f"langgraph {thread_id}", session_id=sid, framework=FRAMEWORK, thread_id=thread_id
-                )
+                session = self.store.create(session_id=sid, **self._meta(thread_id))
             except SessionExists:
                 session = self.store.open(sid)
+        thread = self._indexed(session)
+        self._threads[thread_id] = thread
+        return thread
+
+    @staticmethod
+    def _meta(thread_id: str) -> dict[str, Any]:
+        return {"name": f"langgraph {thread_id}", "framework": FRAMEWORK, "thread_id": thread_id}
+
+    @contextmanager
+    def _reader(self, thread_id: str) -> Iterator[_Thread | None]:
+        """The thread to read: ours if this saver writes it, else a read-only
+        handle for this call only (reading takes no lease, so listing threads
+        never blocks another process's writer). None if the thread is absent."""
+        thread_id = str(thread_id)
+        thread = self._threads.get(thread_id)
+        if thread is not None:
+            yield thread
+            return
+        sid = self.session_id(thread_id)
+        recover(self.store, sid, thread_id, self._meta(thread_id))
+        if not self.store.exists(sid):
+            yield None
+            return
+        thread = self._indexed(self.store.open(sid, readonly=True))
+        try:
+            yield thread
+        finally:
+            thread.session.close()
+
+    def _indexed(self, session: Session) -> _Thread:
         thread = _Thread(session)
         try:
             self._load(thread)
         except BaseException:
             session.close()
             raise
-        self._threads[thread_id] = thread
         return thread
 
     def _load(self, thread: _Thread) -> None:
@@ -250,8 +287,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
         ns = configurable.get("checkpoint_ns", "")
-        with self._lock:
-            thread = self._thread(thread_id, create=False)
+        with self._lock, self._reader(thread_id) as thread:
             if thread is None:
                 return None
             in_ns = thread.checkpoints.get(ns, {})
@@ -261,13 +297,15 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             return self._tuple(thread_id, ns, thread, in_ns[checkpoint_id])
 
     def _thread_ids(self) -> list[str]:
-        """Every LangGraph thread in the store (metadata only, no event read)."""
-        found = []
+        """Every LangGraph thread in the store (listing metadata only, no event
+        read), including one whose rewrite was interrupted (its staging copy)."""
+        found: dict[str, None] = {}
         for info in self.store.list(archived=True):
-            meta = self.store.meta(info.id)
-            if meta.get("framework") == FRAMEWORK and isinstance(meta.get("thread_id"), str):
-                found.append(meta["thread_id"])
-        return found
+            if info.meta.get("framework") in (FRAMEWORK, "langgraph-staging"):
+                thread_id = info.meta.get("thread_id")
+                if isinstance(thread_id, str):
+                    found[thread_id] = None
+        return list(found)
 
     def list(
         self,
@@ -298,26 +336,42 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         before_id = get_checkpoint_id(before) if before else None
         out: Tuples = []
         for thread_id in thread_ids:
-            thread = self._thread(thread_id, create=False)
-            if thread is None:
-                continue
-            for ns, in_ns in thread.checkpoints.items():
-                if want_ns is not None and ns != want_ns:
+            with self._reader(thread_id) as thread:
+                if thread is None:
                     continue
-                for checkpoint_id in sorted(in_ns, reverse=True):
-                    if want_id and checkpoint_id != want_id:
-                        continue
-                    if before_id and checkpoint_id >= before_id:
-                        continue
-                    stored = in_ns[checkpoint_id]
-                    if filter:
-                        metadata = self.serde.loads_typed(_unpack(stored.record["metadata"]))
-                        if not all(metadata.get(k) == v for k, v in filter.items()):
-                            continue
-                    if limit is not None and len(out) >= limit:
-                        return out
-                    out.append(self._tuple(thread_id, ns, thread, stored))
+                if not self._list_thread(thread_id, thread, out, want_ns, want_id, before_id, filter, limit):
+                    return out
         return out
+
+    def _list_thread(
+        self,
+        thread_id: str,
+        thread: _Thread,
+        out: Tuples,
+        want_ns: str | None,
+        want_id: str | None,
+        before_id: str | None,
+        filter: dict[str, Any] | None,
+        limit: int | None,
+    ) -> bool:
+        """Add one thread's matches to ``out``; False once ``limit`` is reached."""
+        for ns, in_ns in thread.checkpoints.items():
+            if want_ns is not None and ns != want_ns:
+                continue
+            for checkpoint_id in sorted(in_ns, reverse=True):
+                if want_id and checkpoint_id != want_id:
+                    continue
+                if before_id and checkpoint_id >= before_id:
+                    continue
+                stored = in_ns[checkpoint_id]
+                if filter:
+                    metadata = self.serde.loads_typed(_unpack(stored.record["metadata"]))
+                    if not all(metadata.get(k) == v for k, v in filter.items()):
+                        continue
+                if limit is not None and len(out) >= limit:
+                    return False
+                out.append(self._tuple(thread_id, ns, thread, stored))
+        return True
 
     # --- writing ----------------------------------------------------------------------
     def put(
@@ -335,8 +389,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         skeleton = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         values = checkpoint["channel_values"]
         with self._lock:
-            thread = self._thread(thread_id, create=True)
-            assert thread is not None
+            thread = self._writer(thread_id)
             parent = thread.checkpoints.get(ns, {}).get(parent_id) if parent_id else None
             inherited = parent.record["values"] if parent is not None else {}
             refs: dict[str, Any] = {}
@@ -406,8 +459,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         ns = configurable.get("checkpoint_ns", "")
         checkpoint_id = configurable["checkpoint_id"]
         with self._lock:
-            thread = self._thread(thread_id, create=True)
-            assert thread is not None
+            thread = self._writer(thread_id)
             existing = thread.writes.get((ns, checkpoint_id), {})
             rows = []
             for i, (channel, value) in enumerate(writes):
@@ -434,19 +486,59 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread whole (every namespace, value and write): a fork with
         the same event ids, blobs shared with the source where the backend can."""
-        with self._lock:
-            source = self._thread(str(source_thread_id), create=False)
+        with self._lock, self._reader(source_thread_id) as source:
             if source is None:
                 return
             self.delete_thread(target_thread_id)
-            target = self._thread(str(target_thread_id), create=True)
-            assert target is not None
+            target = self._writer(target_thread_id)
             session = source.session
             events = [session.event(entry.id) for entry in session.entries()]
             target.session.import_events(events, source=session)
-            self._threads.pop(str(target_thread_id))
-            target.session.close()
-            self._thread(str(target_thread_id), create=False)
+            # The copied records are indexed by opening the copy afresh.
+            self._threads.pop(str(target_thread_id)).session.close()
+            self._writer(target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Retention: ``"keep_latest"`` keeps each namespace's latest checkpoint
+        (with its values and pending writes), ``"delete"`` deletes the threads.
+
+        The thread is rewritten into a new session (see ``_lg_retention``): the
+        dropped history is gone, as LangGraph means by pruning. Not
+        ``DeltaChannel``-aware (beta in LangGraph): a thread whose graph uses
+        ``DeltaChannel`` must not be pruned with ``"keep_latest"``."""
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
+        with self._lock:
+            for thread_id in thread_ids:
+                if strategy == "delete":
+                    self.delete_thread(thread_id)
+                    continue
+                if not self.store.exists(self.session_id(str(thread_id))):
+                    continue
+                thread = self._writer(thread_id)
+                latest = {ns: max(in_ns) for ns, in_ns in thread.checkpoints.items() if in_ns}
+                self._rewrite(str(thread_id), thread, _keep_latest(latest))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) made by these runs, in every thread."""
+        runs = {str(r) for r in run_ids}
+        if not runs:
+            return
+        with self._lock:
+            for thread_id in self._thread_ids():
+                thread = self._writer(thread_id)
+                doomed = {
+                    (ns, cid)
+                    for ns, in_ns in thread.checkpoints.items()
+                    for cid, stored in in_ns.items()
+                    if self.serde.loads_typed(_unpack(stored.record["metadata"])).get("run_id") in runs
+                }
+                if doomed:
+                    self._rewrite(thread_id, thread, _keep_unless(doomed))
+
+    def _rewrite(self, thread_id: str, thread: _Thread, keep: Keep) -> None:
+        self._threads.pop(thread_id, None)
+        rewrite(self.store, thread.session, thread_id, keep)
 
     def get_next_version(self, current: int | None, channel: None = None) -> int:
         return 1 if current is None else int(current) + 1
@@ -493,3 +585,9 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
