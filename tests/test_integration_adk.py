@@ -14,12 +14,14 @@ import pytest
 from agentlog import Store
 
 pytest.importorskip("google.adk", reason="LOUD SKIP: google-adk is not installed (pip install agentlog[adk])")
+from google.adk.errors import StaleSessionError  # noqa: E402
 from google.adk.errors.already_exists_error import AlreadyExistsError  # noqa: E402
 from google.adk.errors.session_not_found_error import SessionNotFoundError  # noqa: E402
 from google.adk.events.event import Event  # noqa: E402
 from google.adk.events.event_actions import EventActions  # noqa: E402
 from google.adk.sessions import InMemorySessionService  # noqa: E402
 from google.adk.sessions.base_session_service import GetSessionConfig  # noqa: E402
+from google.adk.sessions.sqlite_session_service import SqliteSessionService  # noqa: E402
 from google.genai import types  # noqa: E402
 
 from agentlog.integrations.adk import AgentlogSessionService  # noqa: E402
@@ -43,6 +45,7 @@ def text_event(author: str, text: str, ts: float, delta: dict[str, Any] | None =
 
 
 T0 = 1_700_000_000.0
+LATER = 4_000_000_000.0  # after any creation time in this run
 
 
 def view(session: Any) -> Any:
@@ -55,11 +58,11 @@ def view(session: Any) -> Any:
         session.state,
         [e.model_dump(mode="json", exclude_none=True) for e in session.events],
         # Events carry fixed times; a session without one was updated when created.
-        session.last_update_time if session.last_update_time < T0 + 100 else "at creation",
+        session.last_update_time if session.last_update_time in (T0 + 5, LATER) else "at creation",
     )
 
 
-async def script(service: Any) -> list[Any]:
+async def script(service: Any, persistent: bool) -> list[Any]:
     """One sequence of calls; every observable result is collected."""
     seen: list[Any] = []
     t0 = T0
@@ -84,6 +87,15 @@ async def script(service: Any) -> list[Any]:
         returned = await service.append_event(s1, event)
         seen.append((returned.id, s1.state.get("temp:scratch"), s1.last_update_time, len(s1.events)))
     seen.append(view(await service.get_session(app_name="app", user_id="u1", session_id="s1")))
+    if persistent:  # a stale Session object: the persistent services refuse it
+        stale = await service.get_session(app_name="app", user_id="u2", session_id="s2")
+        fresh = await service.get_session(app_name="app", user_id="u2", session_id="s2")
+        # event times after the session's creation, so the stored update time moves past it
+        await service.append_event(fresh, text_event("user", "first", LATER))
+        try:
+            await service.append_event(stale, text_event("user", "second", LATER + 1))
+        except StaleSessionError as exc:
+            seen.append(("stale", type(exc).__name__))
     for cfg in (
         GetSessionConfig(num_recent_events=2),
         GetSessionConfig(num_recent_events=0),
@@ -112,10 +124,28 @@ async def script(service: Any) -> list[Any]:
 
 
 def test_same_results_as_inmemory_session_service(store: Store) -> None:
-    expected = asyncio.run(script(InMemorySessionService()))
+    expected = asyncio.run(script(InMemorySessionService(), persistent=False))
     ours = AgentlogSessionService(store)
-    got = asyncio.run(script(ours))
+    got = asyncio.run(script(ours, persistent=False))
     ours.close()
+    assert len(got) == len(expected)
+    for i, (a, b) in enumerate(zip(got, expected, strict=True)):
+        assert a == b, i
+
+
+def test_same_results_as_sqlite_session_service(store: Store, tmp_path: Any) -> None:
+    async def reference() -> list[Any]:
+        service = SqliteSessionService(str(tmp_path / "adk.db"))
+        try:
+            return await script(service, persistent=True)
+        finally:
+            await service.close()
+
+    expected = asyncio.run(reference())
+    ours = AgentlogSessionService(store)
+    got = asyncio.run(script(ours, persistent=True))
+    ours.close()
+    assert ("stale", "StaleSessionError") in expected
     assert len(got) == len(expected)
     for i, (a, b) in enumerate(zip(got, expected, strict=True)):
         assert a == b, i

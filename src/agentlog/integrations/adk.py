@@ -15,6 +15,9 @@
 - The session's state in metadata is written after its event, naming the
   last event it includes (``adk_through``); a reader that finds newer events
   (a crash between the two writes) replays their deltas, so nothing is lost.
+- An append through a ``Session`` object older than the stored session
+  (another append happened since it was read) raises ADK's
+  ``StaleSessionError``, as ADK's persistent services do.
 - The service keeps each session it appends to open for writing, holding
   agentlog's writer lease until ``close()`` or ``delete_session``: a second
   service (another process) appending to the same session gets
@@ -34,6 +37,7 @@ import time
 import uuid
 from typing import Any
 
+from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event as AdkEvent
@@ -332,7 +336,14 @@ class AgentlogSessionService(BaseSessionService):
             if not self.store.exists(sid):
                 raise SessionNotFoundError(f"Session {session.id} not found.")
             writer = self._writer(sid)
-            own, _ = self._own_state(writer)
+            own, stored_last = self._own_state(writer)
+            if stored_last > session.last_update_time:
+                # As ADK's persistent services do: this Session object was read
+                # before another append, and writing through it would lose that one.
+                raise StaleSessionError(
+                    "The last_update_time provided in the session object is earlier than the"
+                    " update_time in storage. Please check if it is a stale session."
+                )
             record = event.model_dump(mode="json", exclude_none=True)
             role = "user" if event.author == "user" else "assistant"
             stored = writer.append(EVENT, record, role)
