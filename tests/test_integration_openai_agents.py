@@ -4,6 +4,7 @@ the same results; then what the timeline adds (history kept, branches, roots).""
 from __future__ import annotations
 
 import asyncio
+import copy
 import subprocess
 import sys
 from typing import Any
@@ -227,4 +228,87 @@ def test_runner_wrapper_keyword_is_accepted(store: Store) -> None:
     assert _session_accepts_wrapper(ours)  # the runner will pass its context wrapper
     run(ours.add_items([ITEMS[0]], wrapper=None))
     assert run(ours.get_items(wrapper=None)) == [ITEMS[0]]
+    ours.close()
+
+
+class ScriptedModel:
+    """An Agents SDK model that calls the weather tool once, then answers;
+    it records the input it was given, so two sessions can be compared."""
+
+    def __init__(self) -> None:
+        self.inputs: list[Any] = []
+
+    def build(self) -> Any:
+        from agents.items import ModelResponse
+        from agents.models.interface import Model
+        from agents.usage import Usage
+        from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+        outer = self
+
+        class _Model(Model):
+            async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kw: Any) -> Any:
+                outer.inputs.append(copy.deepcopy(input))
+                calls = sum(
+                    1 for i in input if isinstance(i, dict) and i.get("type") == "function_call_output"
+                )
+                turn = sum(1 for i in input if isinstance(i, dict) and i.get("role") == "user")
+                if calls < turn:
+                    output: list[Any] = [
+                        ResponseFunctionToolCall(
+                            id=f"fc_{turn}",
+                            call_id=f"call_{turn}",
+                            name="weather",
+                            arguments='{"city": "Paris"}',
+                            type="function_call",
+                            status="completed",
+                        )
+                    ]
+                else:
+                    text = ResponseOutputText(text=f"answer {turn}", type="output_text", annotations=[])
+                    output = [
+                        ResponseOutputMessage(
+                            id=f"msg_{turn}",
+                            content=[text],
+                            role="assistant",
+                            status="completed",
+                            type="message",
+                        )
+                    ]
+                return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+            def stream_response(self, *args: Any, **kw: Any) -> Any:
+                raise NotImplementedError("the test runs without streaming")
+
+        return _Model()
+
+
+def test_a_real_runner_sees_the_same_history(store: Store) -> None:
+    from agents import Agent, Runner, function_tool
+
+    @function_tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    async def converse(session: Any) -> tuple[list[Any], list[Any], list[str]]:
+        model = ScriptedModel()
+        agent = Agent(name="assistant", instructions="Be brief.", model=model.build(), tools=[weather])
+        finals = []
+        for question in ("weather in Paris?", "and tomorrow?"):
+            result = await Runner.run(agent, question, session=session)
+            finals.append(result.final_output)
+        return model.inputs, await session.get_items(), finals
+
+    reference = SQLiteSession("runner")
+    ours = AgentlogSession("runner", store=store)
+    try:
+        expected = run(converse(reference))
+        got = run(converse(ours))
+    finally:
+        reference.close()
+    assert got == expected
+    assert got[2] == ["answer 1", "answer 2"]
+    kinds = [e.kind for e in ours.session.path()]
+    assert kinds.count("tool_call") == 2 and kinds.count("tool_result") == 2
     ours.close()
