@@ -231,3 +231,13 @@ def test_an_interrupted_rewrite_is_finished_on_open(tmp_path: Any, monkeypatch: 
     assert len(list(fresh.list(config))) == 1
     fresh.close()
     saver.close()
+
+
+def test_threads_beyond_max_open_are_closed_and_reopened(store: Store) -> None:
+    results = []
+    for saver in (InMemorySaver(), AgentlogSaver(store, max_open=1)):
+        graph = build_graph(saver)
+        for thread in ("a", "b", "a", "c", "b"):
+            graph.invoke({"log": [thread], "big": "", "count": 0}, {"configurable": {"thread_id": thread}})
+        results.append([history(graph, t) for t in ("a", "b", "c")])
+    assert results[1] == results[0]

@@ -284,7 +284,7 @@ class ScriptedModel:
 
 
 def test_a_real_runner_sees_the_same_history(store: Store) -> None:
-    from agents import Agent, Runner, function_tool
+    from agents import Agent, RunConfig, Runner, function_tool
 
     @function_tool
     def weather(city: str) -> str:
@@ -296,7 +296,9 @@ def test_a_real_runner_sees_the_same_history(store: Store) -> None:
         agent = Agent(name="assistant", instructions="Be brief.", model=model.build(), tools=[weather])
         finals = []
         for question in ("weather in Paris?", "and tomorrow?"):
-            result = await Runner.run(agent, question, session=session)
+            result = await Runner.run(
+                agent, question, session=session, run_config=RunConfig(tracing_disabled=True)
+            )
             finals.append(result.final_output)
         return model.inputs, await session.get_items(), finals
 

@@ -19,7 +19,9 @@
   (another append happened since it was read) raises ADK's
   ``StaleSessionError``, as ADK's persistent services do.
 - The service keeps each session it appends to open for writing, holding
-  agentlog's writer lease until ``close()`` or ``delete_session``: a second
+  agentlog's writer lease until ``close()`` or ``delete_session`` (at most
+  ``max_open`` at once; past that the least recently used is closed and
+  reopened on its next append): a second
   service (another process) appending to the same session gets
   ``SessionLocked``, where ADK's reload-and-append design would let two
   writers interleave one history. The shared app and user state sessions
@@ -51,6 +53,7 @@ from google.adk.sessions.state import State
 
 from .. import NIL_ID, Session, SessionExists, SessionLocked, Store
 from ._ids import session_key
+from ._open_writers import OpenWriters
 
 __all__ = ["AgentlogSessionService"]
 
@@ -84,9 +87,11 @@ def _delta_of(record: Any) -> dict[str, Any]:
 class AgentlogSessionService(BaseSessionService):
     """ADK sessions, events and scoped state kept in an agentlog store."""
 
-    def __init__(self, store: Store | None = None) -> None:
+    def __init__(self, store: Store | None = None, *, max_open: int = 256) -> None:
         self.store = store if store is not None else Store()
-        self._writers: dict[str, Session] = {}
+        # Sessions held open for writing; past ``max_open`` the least recently
+        # used is closed (releasing its lease) and reopened on its next append.
+        self._writers: OpenWriters[Session] = OpenWriters(max_open, Session.close)
         self._lock = threading.RLock()
 
     # --- ids and sessions -------------------------------------------------------------
@@ -98,7 +103,8 @@ class AgentlogSessionService(BaseSessionService):
     def _writer(self, sid: str) -> Session:
         session = self._writers.get(sid)
         if session is None:
-            session = self._writers[sid] = self.store.open(sid)
+            session = self.store.open(sid)
+            self._writers.put(sid, session)
         return session
 
     def _read(self, sid: str) -> tuple[Session, bool]:
@@ -111,9 +117,7 @@ class AgentlogSessionService(BaseSessionService):
     def close(self) -> None:
         """Release every writer lease this service holds."""
         with self._lock:
-            for session in self._writers.values():
-                session.close()
-            self._writers.clear()
+            self._writers.close_all()
 
     # --- shared (app / user) state ----------------------------------------------------------
     def _scope_state(self, sid: str) -> dict[str, Any]:
@@ -198,7 +202,7 @@ class AgentlogSessionService(BaseSessionService):
                 )
             except SessionExists:
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
-            self._writers[sid] = created
+            self._writers.put(sid, created)
             self._update_scope(self._app_sid(app_name), app, app_name=app_name)
             self._update_scope(self._user_sid(app_name, user_id), user, app_name=app_name, user_id=user_id)
             return AdkSession(
@@ -318,7 +322,7 @@ class AgentlogSessionService(BaseSessionService):
     def _delete(self, app_name: str, user_id: str, session_id: str) -> None:
         sid = self.session_id_for(app_name, user_id, session_id.strip() if session_id else session_id)
         with self._lock:
-            held = self._writers.pop(sid, None)
+            held = self._writers.pop(sid)
             if held is not None:
                 held.close()
             if self.store.exists(sid):

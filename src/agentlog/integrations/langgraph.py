@@ -57,6 +57,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from .. import NIL_ID, CorruptionError, Session, SessionExists, Store
 from ._ids import session_key
 from ._lg_retention import CHECKPOINT, VALUE, WRITES, Keep, recover, rewrite
+from ._open_writers import OpenWriters
 
 __all__ = ["AgentlogSaver"]
 
@@ -77,6 +78,10 @@ def _unpack(packed: Any) -> Typed:
 
 def _digest(typed: Typed) -> str:
     return hashlib.sha256(typed[0].encode() + b"\0" + typed[1]).hexdigest()
+
+
+def _close_thread(thread: _Thread) -> None:
+    thread.session.close()
 
 
 def _keep_latest(latest: dict[str, str]) -> Keep:
@@ -112,25 +117,29 @@ class _Thread:
 class AgentlogSaver(BaseCheckpointSaver[int]):
     """Checkpoints of LangGraph threads, kept as agentlog sessions.
 
-    Each open thread holds agentlog's writer lease until ``close()``; a
-    saver in another process gets ``SessionLocked`` for it. Safe to share
+    Each thread it writes stays open, holding agentlog's writer lease, until
+    ``close()`` (at most ``max_open`` at once; past that the least recently
+    used is closed and reopened on its next write); a saver in another
+    process gets ``SessionLocked`` for it. Reading takes no lease. Safe to share
     between threads of one process (one lock), and the async methods run the
     blocking store calls in a worker thread.
     """
 
-    def __init__(self, store: Store | None = None, *, serde: SerializerProtocol | None = None) -> None:
+    def __init__(
+        self, store: Store | None = None, *, serde: SerializerProtocol | None = None, max_open: int = 256
+    ) -> None:
         super().__init__(serde=serde)
         self.store = store if store is not None else Store()
-        self._threads: dict[str, _Thread] = {}
+        # Threads held open for writing; past ``max_open`` the least recently
+        # used is closed (releasing its lease) and reopened on its next write.
+        self._threads: OpenWriters[_Thread] = OpenWriters(max_open, _close_thread)
         self._lock = threading.RLock()
 
     # --- lifecycle ------------------------------------------------------------------
     def close(self) -> None:
         """Close every open thread, releasing their writer leases."""
         with self._lock:
-            for thread in self._threads.values():
-                thread.session.close()
-            self._threads.clear()
+            self._threads.close_all()
 
     def __enter__(self) -> AgentlogSaver:
         return self
@@ -168,7 +177,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             except SessionExists:
                 session = self.store.open(sid)
         thread = self._indexed(session)
-        self._threads[thread_id] = thread
+        self._threads.put(thread_id, thread)
         return thread
 
     @staticmethod
@@ -476,7 +485,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's session: every namespace, checkpoint and write."""
         with self._lock:
-            thread = self._threads.pop(str(thread_id), None)
+            thread = self._threads.pop(str(thread_id))
             if thread is not None:
                 thread.session.close()
             sid = self.session_id(str(thread_id))
@@ -495,7 +504,8 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             events = [session.event(entry.id) for entry in session.entries()]
             target.session.import_events(events, source=session)
             # The copied records are indexed by opening the copy afresh.
-            self._threads.pop(str(target_thread_id)).session.close()
+            _close_thread(target)
+            self._threads.pop(str(target_thread_id))
             self._writer(target_thread_id)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -537,7 +547,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                     self._rewrite(thread_id, thread, _keep_unless(doomed))
 
     def _rewrite(self, thread_id: str, thread: _Thread, keep: Keep) -> None:
-        self._threads.pop(thread_id, None)
+        self._threads.pop(thread_id)
         rewrite(self.store, thread.session, thread_id, keep)
 
     def get_next_version(self, current: int | None, channel: None = None) -> int:
