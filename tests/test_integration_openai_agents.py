@@ -106,6 +106,9 @@ def test_session_settings_limit_is_honoured(store: Store) -> None:
     try:
         assert run(go(ours)) == run(go(reference))
         assert len(run(ours.get_items())) == 2
+        as_dict = AgentlogSession("s", store=store, session_settings={"limit": 1})  # the SDK's dict form
+        assert run(as_dict.get_items()) == ITEMS[3:4]
+        as_dict.close()
     finally:
         reference.close()
         ours.close()

@@ -291,7 +291,7 @@ class AgentlogSessionService(BaseSessionService):
         found = []
         with self._lock:
             for info in self.store.list(archived=True):
-                meta = self.store.meta(info.id)
+                meta = info.meta or self.store.meta(info.id)
                 if meta.get("framework") != FRAMEWORK or "adk_session_id" not in meta:
                     continue
                 if meta.get("app_name") != app_name or (

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agents.memory.session import SessionABC
-from agents.memory.session_settings import SessionSettings, resolve_session_limit
+from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from .. import NIL_ID, Event, InvalidEvent, Session, SessionClosed, SessionExists, Store
 from ._ids import session_key
@@ -124,12 +124,10 @@ class AgentlogSession(SessionABC):
         session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
         self.session_id = session_id
-        if session_settings is None:
-            self.session_settings: SessionSettings | None = SessionSettings()
-        elif isinstance(session_settings, SessionSettings):
-            self.session_settings = session_settings
-        else:
-            self.session_settings = SessionSettings(**session_settings)
+        # As SQLiteSession: a dict is coerced the SDK's way, None means defaults.
+        self.session_settings: SessionSettings | None = (
+            coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
+        )
         self.store = store if store is not None else Store()
         self.agentlog_id = session_key("", session_id)
         self._session: Session | None = None
