@@ -200,3 +200,67 @@ def test_the_lease_refuses_a_second_writer(tmp_path: Any) -> None:
     service.close()
     other = subprocess.run([sys.executable, "-c", probe, str(home)], capture_output=True, text=True)
     assert other.returncode == 0, other.stderr  # once released, the other writer may append
+
+
+def test_a_real_runner_keeps_the_same_history(store: Store) -> None:
+    from collections.abc import AsyncGenerator
+
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import Runner
+
+    def remember(topic: str, tool_context: Any) -> str:
+        """Remember a topic for this user."""
+        tool_context.state["user:topic"] = topic
+        tool_context.state["temp:scratch"] = "never stored"
+        return f"remembered {topic}"
+
+    class Scripted(BaseLlm):
+        """Calls the tool on a user's first message, then answers in text."""
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            last = llm_request.contents[-1]
+            if last.role == "user" and last.parts and last.parts[0].text:
+                call = types.FunctionCall(name="remember", args={"topic": last.parts[0].text})
+                yield LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]))
+            else:
+                yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="noted")]))
+
+    async def converse(service: Any) -> tuple[Any, ...]:
+        agent = LlmAgent(name="helper", model=Scripted(model="scripted"), tools=[remember])
+        runner = Runner(app_name="app", agent=agent, session_service=service)
+        await service.create_session(app_name="app", user_id="ann", session_id="s")
+        for text in ("tea", "cake"):
+            message = types.Content(role="user", parts=[types.Part(text=text)])
+            async for _ in runner.run_async(user_id="ann", session_id="s", new_message=message):
+                pass
+        session = await service.get_session(app_name="app", user_id="ann", session_id="s")
+        shape = [
+            (
+                e.author,
+                [
+                    p.model_dump(mode="json", exclude_none=True)
+                    for p in (e.content.parts if e.content else [])
+                ],
+            )
+            for e in session.events
+        ]
+        for part in shape:  # tool call ids are random per run
+            for p in part[1]:
+                for key in ("function_call", "function_response"):
+                    if key in p:
+                        p[key].pop("id", None)
+        user_state = await service.get_user_state(app_name="app", user_id="ann")
+        return shape, session.state, user_state
+
+    expected = asyncio.run(converse(InMemorySessionService()))
+    ours = AgentlogSessionService(store)
+    got = asyncio.run(converse(ours))
+    ours.close()
+    assert got == expected
+    assert got[2] == {"topic": "cake"} and "temp:scratch" not in got[1]
+    assert [author for author, _ in got[0]] == ["user", "helper", "helper", "helper"] * 2
