@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentlog import Store
+from agentlog import CorruptionError, Store
 
 pytest.importorskip("google.adk", reason="LOUD SKIP: google-adk is not installed (pip install agentlog[adk])")
 from google.adk.errors import StaleSessionError  # noqa: E402
@@ -264,3 +264,33 @@ def test_a_real_runner_keeps_the_same_history(store: Store) -> None:
     assert got == expected
     assert got[2] == {"topic": "cake"} and "temp:scratch" not in got[1]
     assert [author for author, _ in got[0]] == ["user", "helper", "helper", "helper"] * 2
+
+
+def test_a_damaged_event_is_reported_not_skipped(store: Store) -> None:
+    service = AgentlogSessionService(store)
+    session = asyncio.run(service.create_session(app_name="app", user_id="u", session_id="s"))
+    asyncio.run(service.append_event(session, text_event("user", "one", T0)))
+    service.close()
+    with store.open(AgentlogSessionService.session_id_for("app", "u", "s")) as raw:
+        bad = raw.append("adk.event", {"author": 5, "timestamp": "not a time"}, "user")
+    again = AgentlogSessionService(store)
+    with pytest.raises(CorruptionError, match=bad.id):
+        asyncio.run(again.get_session(app_name="app", user_id="u", session_id="s"))
+    again.close()
+
+
+def test_an_event_whose_state_write_was_lost_is_replayed(store: Store) -> None:
+    service = AgentlogSessionService(store)
+    session = asyncio.run(service.create_session(app_name="app", user_id="u", session_id="s", state={"n": 1}))
+    asyncio.run(service.append_event(session, text_event("user", "one", T0, {"n": 2})))
+    service.close()
+    # What a crash between an event's append and the metadata write leaves behind:
+    lost = text_event("agent", "two", T0 + 1, {"n": 3, "m": "new"})
+    with store.open(AgentlogSessionService.session_id_for("app", "u", "s")) as raw:
+        raw.append("adk.event", lost.model_dump(mode="json", exclude_none=True), "assistant")
+    again = AgentlogSessionService(store)
+    got = asyncio.run(again.get_session(app_name="app", user_id="u", session_id="s"))
+    assert got is not None
+    assert got.state == {"n": 3, "m": "new"} and got.last_update_time == T0 + 1
+    assert [e.id for e in got.events][-1] == lost.id
+    again.close()

@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from agentlog import NIL_ID, Store
+from agentlog import NIL_ID, CorruptionError, Store
 
 pytest.importorskip(
     "langgraph.checkpoint.conformance",
@@ -241,3 +241,37 @@ def test_threads_beyond_max_open_are_closed_and_reopened(store: Store) -> None:
             graph.invoke({"log": [thread], "big": "", "count": 0}, {"configurable": {"thread_id": thread}})
         results.append([history(graph, t) for t in ("a", "b", "c")])
     assert results[1] == results[0]
+
+
+def test_damaged_records_are_reported_not_skipped(store: Store) -> None:
+    saver = AgentlogSaver(store)
+    graph = build_graph(saver)
+    config = {"configurable": {"thread_id": "t-6"}}
+    graph.invoke({"log": [], "big": "", "count": 0}, config)
+    saver.close()
+    sid = AgentlogSaver.session_id("t-6")
+    with store.open(sid) as session:  # another program appends a checkpoint of the wrong shape
+        bad = session.append("lg.checkpoint", {"ns": "", "id": "x", "values": []})
+    with pytest.raises(CorruptionError, match=bad.id):
+        AgentlogSaver(store).get_tuple(config)
+
+    other = AgentlogSaver(store)
+    graph = build_graph(other)
+    config = {"configurable": {"thread_id": "t-7"}}
+    graph.invoke({"log": [], "big": "", "count": 0}, config)
+    other.close()
+    with store.open(AgentlogSaver.session_id("t-7")) as session:
+        value = next(e for e in session.entries() if e.kind == "lg.value")
+        latest = [e for e in session.entries() if e.kind == "lg.checkpoint"][-1]
+        record = session.event(latest.id).record
+        record = {
+            **record,
+            "id": "~later",
+            "values": {"count": [value.id, "x"], "log": {"items": [value.id]}},
+        }
+        session.append("lg.checkpoint", record)
+        broken = session.append("lg.value", ["msgpack", "not base64!"])
+        record = {**record, "id": "~latest", "values": {"count": [broken.id, "y"]}}
+        session.append("lg.checkpoint", record)
+    with pytest.raises(CorruptionError, match=broken.id):
+        AgentlogSaver(store).get_tuple(config)

@@ -50,8 +50,10 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session as AdkSession
 from google.adk.sessions.state import State
+from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
 
-from .. import NIL_ID, Session, SessionExists, SessionLocked, Store
+from .. import NIL_ID, CorruptionError, Event, Session, SessionExists, SessionLocked, Store
 from ._ids import session_key
 from ._open_writers import OpenWriters
 
@@ -183,7 +185,9 @@ class AgentlogSessionService(BaseSessionService):
     ) -> AdkSession:
         session_id = session_id.strip() if session_id else str(uuid.uuid4())
         sid = self.session_id_for(app_name, user_id, session_id)
-        app, user, own = _split(state or {})
+        # Stored as JSON, as ADK's persistent services store it (datetimes,
+        # models... become their JSON form).
+        app, user, own = _split(to_jsonable_python(state or {}))
         now = time.time()
         with self._lock:
             if self.store.exists(sid):
@@ -230,15 +234,15 @@ class AgentlogSessionService(BaseSessionService):
         state = dict(meta.get("adk_state") or {})
         last = float(meta.get("adk_last_update") or 0.0)
         through = meta.get("adk_through", NIL_ID)
-        newer = []
+        newer: list[AdkEvent] = []
         for event in session.walk():
             if event.id == through:
                 break
-            newer.append(session.resolve(event))
-        for event in reversed(newer):
-            state.update(_split(_delta_of(event.record))[2])
-            if isinstance(event.record, dict):
-                last = float(event.record.get("timestamp", last))
+            if event.kind == EVENT:
+                newer.append(self._decode(session, event))
+        for adk_event in reversed(newer):
+            state.update(_split(adk_event.actions.state_delta or {})[2])
+            last = adk_event.timestamp
         return state, last
 
     def _get(
@@ -258,10 +262,10 @@ class AgentlogSessionService(BaseSessionService):
                     for event in session.walk():
                         if event.kind != EVENT:
                             continue
-                        record = session.resolve(event).record
-                        if after is not None and float(record.get("timestamp", 0.0)) < after:
+                        adk_event = self._decode(session, event)
+                        if after is not None and adk_event.timestamp < after:
                             break
-                        events.append(AdkEvent.model_validate(record))
+                        events.append(adk_event)
                         if wanted is not None and len(events) >= wanted:
                             break
                 events.reverse()
@@ -276,6 +280,17 @@ class AgentlogSessionService(BaseSessionService):
                 events=events,
                 last_update_time=last,
             )
+
+    @staticmethod
+    def _decode(session: Session, event: Event) -> AdkEvent:
+        """The ADK event an ``adk.event`` event holds; damage is a CorruptionError."""
+        record = session.resolve(event).record
+        try:
+            return AdkEvent.model_validate(record)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            reason = f"event {event.id} is not an ADK event: {first['loc']}: {first['msg']}"
+            raise CorruptionError(f"session {session.id}", None, reason) from None
 
     async def get_session(
         self,

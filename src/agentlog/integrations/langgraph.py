@@ -73,7 +73,13 @@ def _pack(typed: Typed) -> list[str]:
 
 
 def _unpack(packed: Any) -> Typed:
-    return str(packed[0]), base64.b64decode(packed[1])
+    if not (isinstance(packed, list) and len(packed) == 2 and all(isinstance(p, str) for p in packed)):
+        raise ValueError(f"expected a [type, base64] pair, found {type(packed).__name__}")
+    return packed[0], base64.b64decode(packed[1], validate=True)
+
+
+#: What a record of the wrong shape raises while it is read (binascii.Error is a ValueError).
+_MALFORMED = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 
 
 def _digest(typed: Typed) -> str:
@@ -224,24 +230,43 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                 continue
             event = session.resolve(session.event(entry.id))
             record = event.record
-            if not isinstance(record, dict):
-                raise CorruptionError(session.id, None, f"event {entry.id} has no {entry.kind} record")
-            if entry.kind == CHECKPOINT:
-                self._index_checkpoint(thread, event.id, record)
-            else:
-                self._index_writes(thread, record)
+            try:
+                if not isinstance(record, dict):
+                    raise TypeError("the record is not an object")
+                if entry.kind == CHECKPOINT:
+                    self._index_checkpoint(thread, event.id, record)
+                else:
+                    self._index_writes(thread, event.id, record)
+            except _MALFORMED as exc:
+                raise CorruptionError(
+                    f"session {session.id}", None, f"{entry.kind} event {entry.id} is malformed: {exc!r}"
+                ) from None
 
     @staticmethod
     def _index_checkpoint(thread: _Thread, event_id: str, record: dict[str, Any]) -> None:
+        # The shape later reads rely on; a record without it is corruption.
+        for key, kind in (
+            ("ns", str),
+            ("id", str),
+            ("values", dict),
+            ("checkpoint", list),
+            ("metadata", list),
+        ):
+            if not isinstance(record.get(key), kind):
+                raise TypeError(f"{key!r} is missing or not a {kind.__name__}")
+        for channel, ref in record["values"].items():
+            ok = ref is None or (isinstance(ref, dict) and isinstance(ref.get("items"), list))
+            if not ok and not (isinstance(ref, list) and ref and isinstance(ref[0], str)):
+                raise TypeError(f"value reference of channel {channel!r} is malformed")
         stored = _Stored(event_id, record.get("parent"), record)
         thread.checkpoints.setdefault(record["ns"], {})[record["id"]] = stored
         thread.digests.update(record.get("new", {}))
 
     @staticmethod
-    def _index_writes(thread: _Thread, record: dict[str, Any]) -> None:
+    def _index_writes(thread: _Thread, event_id: str, record: dict[str, Any]) -> None:
         slot = thread.writes.setdefault((record["ns"], record["checkpoint"]), {})
         for task_id, idx, channel, packed, task_path in record["writes"]:
-            slot[(task_id, idx)] = [task_id, channel, packed, task_path]
+            slot[(task_id, idx)] = [task_id, channel, packed, task_path, event_id]
 
     def _append_side(self, thread: _Thread, drafts: list[tuple[str, Any, None]]) -> list[str]:
         """Append events to the values/writes chain; their ids."""
@@ -254,14 +279,25 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
     # --- reading ----------------------------------------------------------------------
     def _load_value(self, session: Session, event_id: str) -> Any:
         event = session.resolve(session.event(event_id))
-        if event.kind != VALUE or not isinstance(event.record, list):
-            raise CorruptionError(session.id, None, f"value event {event_id} holds no value")
-        return self.serde.loads_typed(_unpack(event.record))
+        if event.kind != VALUE:
+            raise CorruptionError(f"session {session.id}", None, f"event {event_id} is not a value")
+        return self._decode(session, event_id, event.record)
+
+    def _decode(self, session: Session, event_id: str, packed: Any) -> Any:
+        """A serialized value from one of our records, loaded with the serde.
+
+        A packed value of the wrong shape is corruption (named here); what
+        the serde raises for bytes it cannot load is its own error, passed on."""
+        try:
+            typed = _unpack(packed)
+        except ValueError as exc:
+            raise CorruptionError(f"session {session.id}", None, f"event {event_id}: {exc}") from None
+        return self.serde.loads_typed(typed)
 
     def _tuple(self, thread_id: str, ns: str, thread: _Thread, stored: _Stored) -> CheckpointTuple:
         record = stored.record
         session = thread.session
-        checkpoint: Checkpoint = self.serde.loads_typed(_unpack(record["checkpoint"]))
+        checkpoint: Checkpoint = self._decode(session, stored.event_id, record["checkpoint"])
         values: dict[str, Any] = {}
         for channel, ref in record["values"].items():
             if ref is None:
@@ -274,7 +310,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         pending = thread.writes.get((ns, record["id"]), {})
         order = sorted(pending, key=lambda k: writes_sort_key(pending[k][3], *k))
         writes = [
-            (pending[k][0], pending[k][1], self.serde.loads_typed(_unpack(pending[k][2]))) for k in order
+            (pending[k][0], pending[k][1], self._decode(session, pending[k][4], pending[k][2])) for k in order
         ]
         parent = stored.parent_id
         return CheckpointTuple(
@@ -282,7 +318,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                 "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": record["id"]}
             },
             checkpoint=checkpoint,
-            metadata=self.serde.loads_typed(_unpack(record["metadata"])),
+            metadata=self._decode(session, stored.event_id, record["metadata"]),
             parent_config=(
                 {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
                 if parent
@@ -479,8 +515,8 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             if not rows:
                 return
             record = {"ns": ns, "checkpoint": checkpoint_id, "writes": rows}
-            self._append_side(thread, [(WRITES, record, None)])
-            self._index_writes(thread, record)
+            (event_id,) = self._append_side(thread, [(WRITES, record, None)])
+            self._index_writes(thread, event_id, record)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's session: every namespace, checkpoint and write."""
