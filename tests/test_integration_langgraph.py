@@ -275,3 +275,32 @@ def test_damaged_records_are_reported_not_skipped(store: Store) -> None:
         session.append("lg.checkpoint", record)
     with pytest.raises(CorruptionError, match=broken.id):
         AgentlogSaver(store).get_tuple(config)
+
+
+def test_a_growing_list_costs_what_it_grows(store: Store) -> None:
+    """Over many turns the history is the same as with InMemorySaver, and each
+    checkpoint record names only the new list elements (a delta on its parent),
+    with a full list again every MAX_DEPTH records so reads stay short."""
+    from agentlog.integrations._lg_refs import MAX_DEPTH
+
+    results = []
+    turns = MAX_DEPTH + 8
+    for saver in (InMemorySaver(), AgentlogSaver(store)):
+        graph = build_graph(saver)
+        config = {"configurable": {"thread_id": "long"}}
+        for i in range(turns):
+            graph.invoke({"log": [f"turn {i}"], "big": "", "count": 0}, config)
+        results.append(history(graph, "long"))
+    assert results[1] == results[0]
+    with store.open(AgentlogSaver.session_id("long"), readonly=True) as session:
+        refs = [
+            session.resolve(session.event(e.id)).record["values"].get("log")
+            for e in session.entries()
+            if e.kind == "lg.checkpoint"
+        ]
+    lists = [r for r in refs if isinstance(r, dict)]
+    deltas = [r for r in lists if "base" in r]
+    assert len(deltas) > len(lists) // 2 and all(len(r["items"]) <= 2 for r in deltas)
+    assert max(r["depth"] for r in deltas) == MAX_DEPTH
+    full = [r for r in lists if "base" not in r]
+    assert len(full[-1]["items"]) > MAX_DEPTH  # the chain was cut by a full list

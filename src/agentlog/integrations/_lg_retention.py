@@ -18,7 +18,8 @@ staging copy (which step 1 made complete before step 2 began); otherwise
 the staging session is dropped (the rewrite either finished, or never
 removed anything).
 
-Kept: the chosen checkpoint events, the pending writes of those
+Kept: the chosen checkpoint events (their list references written out in
+full, since a delta's base may be dropped), the pending writes of those
 checkpoints, and the value events they refer to. Event ids, records and
 blob payloads are kept; parent links are re-made: a kept checkpoint keeps
 its parent if that was kept too and becomes a root otherwise, and the kept
@@ -33,8 +34,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from .. import NIL_ID, Event, Session, Store
+from .. import NIL_ID, CorruptionError, Event, Session, Store
 from ._ids import session_key
+from ._lg_refs import Lookup, list_items
 
 __all__ = ["CHECKPOINT", "VALUE", "WRITES", "Keep", "recover", "rewrite", "staging_id"]
 
@@ -50,9 +52,18 @@ def staging_id(thread_id: str) -> str:
     return session_key("lg-staging", thread_id)
 
 
-def _value_ids(record: dict[str, Any]) -> list[str]:
+def _full_values(record: dict[str, Any], lookup: Lookup) -> dict[str, Any]:
+    """The record's value references with every list written out in full
+    (a delta's base may be among what is dropped)."""
+    return {
+        channel: {"items": list_items(ref, lookup)} if isinstance(ref, dict) else ref
+        for channel, ref in record["values"].items()
+    }
+
+
+def _value_ids(values: dict[str, Any]) -> list[str]:
     ids: list[str] = []
-    for ref in record["values"].values():
+    for ref in values.values():
         if isinstance(ref, dict):
             ids.extend(ref["items"])
         elif ref is not None:
@@ -72,10 +83,24 @@ def _kept_events(session: Session, keep: Keep) -> tuple[list[Event], bool]:
     for event_id, record in records.items():
         if kinds[event_id] == CHECKPOINT:
             digest_of.update({eid: d for d, eid in record.get("new", {}).items()})
-    kept_checkpoints = {eid: rec for eid, rec in records.items() if kinds[eid] == CHECKPOINT and keep(rec)}
+    by_key = {(rec["ns"], rec["id"]): rec for eid, rec in records.items() if kinds[eid] == CHECKPOINT}
+
+    def lookup(ns: str, checkpoint_id: str) -> dict[str, Any] | None:
+        return by_key.get((ns, checkpoint_id))
+
+    kept_checkpoints: dict[str, dict[str, Any]] = {}
+    for eid, rec in records.items():
+        if kinds[eid] == CHECKPOINT and keep(rec):
+            try:
+                kept_checkpoints[eid] = {**rec, "values": _full_values(rec, lookup)}
+            except KeyError as exc:
+                # Rewriting would lose the list for good: stop, change nothing.
+                raise CorruptionError(
+                    f"session {session.id}", None, f"checkpoint event {eid}: {exc}"
+                ) from None
     kept_keys = {(rec["ns"], rec["id"]) for rec in kept_checkpoints.values()}
     by_checkpoint_id = {(rec["ns"], rec["id"]): eid for eid, rec in kept_checkpoints.items()}
-    wanted_values = {vid for rec in kept_checkpoints.values() for vid in _value_ids(rec)}
+    wanted_values = {vid for rec in kept_checkpoints.values() for vid in _value_ids(rec["values"])}
     wanted = set(kept_checkpoints) | wanted_values
     wanted |= {
         eid
@@ -88,7 +113,7 @@ def _kept_events(session: Session, keep: Keep) -> tuple[list[Event], bool]:
         event = session.event(event_id)
         if event_id in kept_checkpoints:
             record = dict(kept_checkpoints[event_id])
-            record["new"] = {digest_of[v]: v for v in _value_ids(record) if v in digest_of}
+            record["new"] = {digest_of[v]: v for v in _value_ids(record["values"]) if v in digest_of}
             parent = by_checkpoint_id.get((record["ns"], record.get("parent")), NIL_ID)
             out.append(
                 dataclasses.replace(event, parent_id=parent, branch_from=None, record=record, digest=None)

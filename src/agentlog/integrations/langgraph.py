@@ -56,6 +56,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .. import NIL_ID, CorruptionError, Session, SessionExists, Store
 from ._ids import session_key
+from ._lg_refs import Lookup, check_ref, delta_or_full, list_items
 from ._lg_retention import CHECKPOINT, VALUE, WRITES, Keep, recover, rewrite
 from ._open_writers import OpenWriters
 
@@ -255,8 +256,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             if not isinstance(record.get(key), kind):
                 raise TypeError(f"{key!r} is missing or not a {kind.__name__}")
         for channel, ref in record["values"].items():
-            ok = ref is None or (isinstance(ref, dict) and isinstance(ref.get("items"), list))
-            if not ok and not (isinstance(ref, list) and ref and isinstance(ref[0], str)):
+            if not check_ref(ref):
                 raise TypeError(f"value reference of channel {channel!r} is malformed")
         stored = _Stored(event_id, record.get("parent"), record)
         thread.checkpoints.setdefault(record["ns"], {})[record["id"]] = stored
@@ -267,6 +267,16 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         slot = thread.writes.setdefault((record["ns"], record["checkpoint"]), {})
         for task_id, idx, channel, packed, task_path in record["writes"]:
             slot[(task_id, idx)] = [task_id, channel, packed, task_path, event_id]
+
+    @staticmethod
+    def _lookup(thread: _Thread) -> Lookup:
+        """Checkpoint records by (ns, id), from the thread's index."""
+
+        def lookup(ns: str, checkpoint_id: str) -> dict[str, Any] | None:
+            stored = thread.checkpoints.get(ns, {}).get(checkpoint_id)
+            return stored.record if stored is not None else None
+
+        return lookup
 
     def _append_side(self, thread: _Thread, drafts: list[tuple[str, Any, None]]) -> list[str]:
         """Append events to the values/writes chain; their ids."""
@@ -303,7 +313,12 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             if ref is None:
                 continue  # the channel was empty at this checkpoint
             if isinstance(ref, dict):  # a list stored element by element
-                values[channel] = [self._load_value(session, eid) for eid in ref["items"]]
+                try:
+                    item_ids = list_items(ref, self._lookup(thread))
+                except KeyError as exc:
+                    where = f"session {session.id}"
+                    raise CorruptionError(where, None, f"checkpoint event {stored.event_id}: {exc}") from None
+                values[channel] = [self._load_value(session, eid) for eid in item_ids]
             else:
                 values[channel] = self._load_value(session, ref[0])
         checkpoint = {**checkpoint, "channel_values": values}
@@ -460,10 +475,14 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                 ids = self._append_side(thread, [(VALUE, _pack(t), None) for t in new.values()])
                 for event_id, digest in zip(ids, new, strict=True):
                     thread.digests[digest] = event_id
+            lookup = self._lookup(thread)
             for channel in staged:
                 ref = refs[channel]
                 if isinstance(ref, dict):
-                    ref["items"] = [thread.digests[d] for d in ref["items"]]
+                    # Against the parent's list: only what changed goes in this record.
+                    item_ids = [thread.digests[d] for d in ref["items"]]
+                    base = (ns, str(parent_id), channel)
+                    refs[channel] = delta_or_full(item_ids, base, inherited.get(channel), lookup)
                 else:
                     refs[channel] = [thread.digests[ref[0]], ref[0]]
             record = {
