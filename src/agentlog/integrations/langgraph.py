@@ -34,6 +34,7 @@ import asyncio
 import base64
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -101,6 +102,36 @@ def _keep_unless(doomed: set[tuple[str, str]]) -> Keep:
     return lambda record: (record["ns"], record["id"]) not in doomed
 
 
+CACHE_BYTES = 8 << 20  # per open thread
+
+
+class _ValueCache:
+    """Packed value records by event id, least recently used out past a byte budget."""
+
+    def __init__(self, budget: int) -> None:
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._sizes: dict[str, int] = {}
+        self._budget = budget
+        self._used = 0
+
+    def get(self, event_id: str) -> Any:
+        packed = self._items.get(event_id)
+        if packed is not None:
+            self._items.move_to_end(event_id)
+        return packed
+
+    def put(self, event_id: str, packed: Any) -> None:
+        size = len(packed[1]) if isinstance(packed, list) and len(packed) == 2 else 0
+        if size > self._budget // 4 or event_id in self._items:
+            return  # a value this large is cheaper to read again than to keep
+        self._items[event_id] = packed
+        self._sizes[event_id] = size
+        self._used += size
+        while self._used > self._budget:
+            old, _ = self._items.popitem(last=False)
+            self._used -= self._sizes.pop(old)
+
+
 @dataclass
 class _Stored:
     """What the index keeps of one checkpoint (no channel values)."""
@@ -119,6 +150,9 @@ class _Thread:
     writes: dict[tuple[str, str], dict[tuple[str, int], list[Any]]] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # sha256 -> value event id
     side_tail: str = NIL_ID  # last event of the values/writes chain
+    # Value records read lately. A value event never changes (its id names
+    # it), so a read of the same list element again needs no store read.
+    cache: _ValueCache = field(default_factory=lambda: _ValueCache(CACHE_BYTES))
 
 
 class AgentlogSaver(BaseCheckpointSaver[int]):
@@ -287,11 +321,16 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         return [e.id for e in events]
 
     # --- reading ----------------------------------------------------------------------
-    def _load_value(self, session: Session, event_id: str) -> Any:
-        event = session.resolve(session.event(event_id))
-        if event.kind != VALUE:
-            raise CorruptionError(f"session {session.id}", None, f"event {event_id} is not a value")
-        return self._decode(session, event_id, event.record)
+    def _load_value(self, thread: _Thread, event_id: str) -> Any:
+        packed = thread.cache.get(event_id)
+        if packed is None:
+            session = thread.session
+            event = session.resolve(session.event(event_id))
+            if event.kind != VALUE:
+                raise CorruptionError(f"session {session.id}", None, f"event {event_id} is not a value")
+            packed = event.record
+            thread.cache.put(event_id, packed)
+        return self._decode(thread.session, event_id, packed)
 
     def _decode(self, session: Session, event_id: str, packed: Any) -> Any:
         """A serialized value from one of our records, loaded with the serde.
@@ -318,9 +357,9 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                 except KeyError as exc:
                     where = f"session {session.id}"
                     raise CorruptionError(where, None, f"checkpoint event {stored.event_id}: {exc}") from None
-                values[channel] = [self._load_value(session, eid) for eid in item_ids]
+                values[channel] = [self._load_value(thread, eid) for eid in item_ids]
             else:
-                values[channel] = self._load_value(session, ref[0])
+                values[channel] = self._load_value(thread, ref[0])
         checkpoint = {**checkpoint, "channel_values": values}
         pending = thread.writes.get((ns, record["id"]), {})
         order = sorted(pending, key=lambda k: writes_sort_key(pending[k][3], *k))
