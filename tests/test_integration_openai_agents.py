@@ -317,3 +317,34 @@ def test_a_real_runner_sees_the_same_history(store: Store) -> None:
     kinds = [e.kind for e in ours.session.path()]
     assert kinds.count("tool_call") == 2 and kinds.count("tool_result") == 2
     ours.close()
+
+
+def test_a_cancelled_add_items_completes_as_with_sqlite_session(store: Store) -> None:
+    import time
+
+    async def go(session: Any, slow_target: Any) -> tuple[bool, list[Any]]:
+        original = slow_target.append_many if slow_target is not None else None
+        if slow_target is not None:
+
+            def slow(drafts: Any) -> Any:
+                time.sleep(0.2)  # the mutation is under way when the caller is cancelled
+                return original(drafts)
+
+            slow_target.append_many = slow
+        task = asyncio.ensure_future(session.add_items(ITEMS[:2]))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        try:
+            await task
+            cancelled = False
+        except asyncio.CancelledError:
+            cancelled = True
+        return cancelled, await session.get_items()
+
+    ours = AgentlogSession("cancel", store=store)
+    cancelled, items = run(go(ours, ours.session))
+    assert cancelled and items == ITEMS[:2]  # the batch was seen through, then the cancel raised
+    ours.close()
+    reference = SQLiteSession("cancel")
+    assert run(go(reference, None))[1] == ITEMS[:2]
+    reference.close()

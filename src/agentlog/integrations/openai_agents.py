@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
@@ -38,6 +38,7 @@ from ._ids import session_key
 __all__ = ["AgentlogSession", "item_to_draft", "event_to_item"]
 
 _MESSAGE_ROLES = frozenset({"user", "assistant", "system", "developer"})
+T = TypeVar("T")
 Item = Any  # the SDK's TResponseInputItem: a TypedDict union, a plain dict at run time
 Draft = tuple[str, dict[str, Any], str | None]
 
@@ -104,6 +105,26 @@ def event_to_item(event: Event) -> Item | None:
     if event.kind == "custom" and isinstance(record.get("item"), dict):
         return record["item"]
     return None
+
+
+async def _complete(work: Callable[[], T]) -> T:
+    """Run a blocking mutation in a worker thread and see it through.
+
+    A cancelled caller cannot stop a thread, so this waits for the mutation
+    to finish (holding the session's lock, so no other call overlaps it)
+    and then re-raises the cancellation, as the SDK's own sessions do."""
+    task = asyncio.ensure_future(asyncio.to_thread(work))
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    if cancelled is not None:
+        if not task.cancelled() and task.exception() is not None:
+            raise cancelled from task.exception()
+        raise cancelled
+    return task.result()
 
 
 class AgentlogSession(SessionABC):
@@ -197,7 +218,7 @@ class AgentlogSession(SessionABC):
             return
         drafts = [item_to_draft(copy.deepcopy(item)) for item in items]
         async with self._lock:
-            await asyncio.to_thread(lambda: self._open().append_many(drafts))
+            await _complete(lambda: self._open().append_many(drafts))
 
     async def pop_item(self, *, wrapper: Any = None) -> Item | None:
         """The latest item, with HEAD moved to its parent (it stays in history)."""
@@ -210,7 +231,7 @@ class AgentlogSession(SessionABC):
             return None
 
         async with self._lock:
-            return await asyncio.to_thread(pop)
+            return await _complete(pop)
 
     async def clear_session(self, *, wrapper: Any = None) -> None:
         """Start a fresh root: HEAD moves to the root, nothing is deleted."""
@@ -219,7 +240,7 @@ class AgentlogSession(SessionABC):
             self._open().checkout(NIL_ID)
 
         async with self._lock:
-            await asyncio.to_thread(clear)
+            await _complete(clear)
 
     def close(self) -> None:
         """Close the agentlog session, releasing its writer lease; later calls
