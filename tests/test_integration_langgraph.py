@@ -304,3 +304,17 @@ def test_a_growing_list_costs_what_it_grows(store: Store) -> None:
     assert max(r["depth"] for r in deltas) == MAX_DEPTH
     full = [r for r in lists if "base" not in r]
     assert len(full[-1]["items"]) > MAX_DEPTH  # the chain was cut by a full list
+
+
+def test_the_value_cache_keeps_to_its_budget() -> None:
+    from agentlog.integrations.langgraph import _ValueCache
+
+    cache = _ValueCache(100)
+    cache.put("a", ["msgpack", "x" * 20])
+    cache.put("b", ["msgpack", "y" * 20])
+    assert cache.get("a") == ["msgpack", "x" * 20]  # a is now the most recent
+    cache.put("huge", ["msgpack", "z" * 30])  # over a quarter of the budget: not kept
+    assert cache.get("huge") is None
+    for name in "cdef":
+        cache.put(name, ["msgpack", name * 20])
+    assert cache.get("b") is None and cache.get("f") is not None  # least recent went first
