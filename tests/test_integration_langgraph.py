@@ -307,9 +307,9 @@ def test_a_growing_list_costs_what_it_grows(store: Store) -> None:
 
 
 def test_the_value_cache_keeps_to_its_budget() -> None:
-    from agentlog.integrations.langgraph import _ValueCache
+    from agentlog.integrations._lg_thread import ValueCache
 
-    cache = _ValueCache(100)
+    cache = ValueCache(100)
     cache.put("a", ["msgpack", "x" * 20])
     cache.put("b", ["msgpack", "y" * 20])
     assert cache.get("a") == ["msgpack", "x" * 20]  # a is now the most recent

@@ -37,12 +37,10 @@ from typing import Any
 from .. import NIL_ID, CorruptionError, Event, Session, Store
 from ._ids import session_key
 from ._lg_refs import Lookup, list_items
+from ._lg_thread import CHECKPOINT, WRITES
 
-__all__ = ["CHECKPOINT", "VALUE", "WRITES", "Keep", "recover", "rewrite", "staging_id"]
+__all__ = ["Keep", "recover", "rewrite", "staging_id"]
 
-CHECKPOINT = "lg.checkpoint"
-VALUE = "lg.value"
-WRITES = "lg.writes"
 
 #: Decides from a checkpoint record whether it is kept.
 Keep = Callable[[dict[str, Any]], bool]

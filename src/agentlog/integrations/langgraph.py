@@ -31,13 +31,9 @@ Requires the ``langgraph`` extra.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
@@ -57,38 +53,34 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .. import NIL_ID, CorruptionError, Session, SessionExists, Store
 from ._ids import session_key
-from ._lg_refs import Lookup, check_ref, delta_or_full, list_items
-from ._lg_retention import CHECKPOINT, VALUE, WRITES, Keep, recover, rewrite
+from ._lg_refs import delta_or_full, list_items
+from ._lg_retention import Keep, recover, rewrite
+from ._lg_thread import (
+    CHECKPOINT,
+    VALUE,
+    WRITES,
+    Stored,
+    Thread,
+    Typed,
+    index_checkpoint,
+    index_writes,
+    lookup_in,
+    open_thread,
+    pack,
+    unpack,
+    value_digest,
+)
 from ._open_writers import OpenWriters
 
 __all__ = ["AgentlogSaver"]
 
 FRAMEWORK = "langgraph"
 
-Typed = tuple[str, bytes]
 # ``list`` is a method name on the saver, so annotations inside the class use this.
 Tuples = list[CheckpointTuple]
 
 
-def _pack(typed: Typed) -> list[str]:
-    return [typed[0], base64.b64encode(typed[1]).decode("ascii")]
-
-
-def _unpack(packed: Any) -> Typed:
-    if not (isinstance(packed, list) and len(packed) == 2 and all(isinstance(p, str) for p in packed)):
-        raise ValueError(f"expected a [type, base64] pair, found {type(packed).__name__}")
-    return packed[0], base64.b64decode(packed[1], validate=True)
-
-
-#: What a record of the wrong shape raises while it is read (binascii.Error is a ValueError).
-_MALFORMED = (KeyError, IndexError, TypeError, ValueError, AttributeError)
-
-
-def _digest(typed: Typed) -> str:
-    return hashlib.sha256(typed[0].encode() + b"\0" + typed[1]).hexdigest()
-
-
-def _close_thread(thread: _Thread) -> None:
+def _close_thread(thread: Thread) -> None:
     thread.session.close()
 
 
@@ -100,59 +92,6 @@ def _keep_latest(latest: dict[str, str]) -> Keep:
 def _keep_unless(doomed: set[tuple[str, str]]) -> Keep:
     """Keep every checkpoint but the (ns, id) pairs in ``doomed``."""
     return lambda record: (record["ns"], record["id"]) not in doomed
-
-
-CACHE_BYTES = 8 << 20  # per open thread
-
-
-class _ValueCache:
-    """Packed value records by event id, least recently used out past a byte budget."""
-
-    def __init__(self, budget: int) -> None:
-        self._items: OrderedDict[str, Any] = OrderedDict()
-        self._sizes: dict[str, int] = {}
-        self._budget = budget
-        self._used = 0
-
-    def get(self, event_id: str) -> Any:
-        packed = self._items.get(event_id)
-        if packed is not None:
-            self._items.move_to_end(event_id)
-        return packed
-
-    def put(self, event_id: str, packed: Any) -> None:
-        size = len(packed[1]) if isinstance(packed, list) and len(packed) == 2 else 0
-        if size > self._budget // 4 or event_id in self._items:
-            return  # a value this large is cheaper to read again than to keep
-        self._items[event_id] = packed
-        self._sizes[event_id] = size
-        self._used += size
-        while self._used > self._budget:
-            old, _ = self._items.popitem(last=False)
-            self._used -= self._sizes.pop(old)
-
-
-@dataclass
-class _Stored:
-    """What the index keeps of one checkpoint (no channel values)."""
-
-    event_id: str
-    parent_id: str | None  # the parent checkpoint's id
-    record: dict[str, Any]
-
-
-@dataclass
-class _Thread:
-    """An open thread: its session and the index built when it was opened."""
-
-    session: Session
-    checkpoints: dict[str, dict[str, _Stored]] = field(default_factory=dict)  # ns -> id -> stored
-    writes: dict[tuple[str, str], dict[tuple[str, int], list[Any]]] = field(default_factory=dict)
-    digests: dict[str, str] = field(default_factory=dict)  # sha256 -> value event id
-    side_tail: str = NIL_ID  # last event of the values/writes chain
-    # Value records read lately. A value event never changes (its id names
-    # it), so a read of the same list element again needs no store read.
-    cache: _ValueCache = field(default_factory=lambda: _ValueCache(CACHE_BYTES))
 
 
 class AgentlogSaver(BaseCheckpointSaver[int]):
@@ -173,7 +112,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         self.store = store if store is not None else Store()
         # Threads held open for writing; past ``max_open`` the least recently
         # used is closed (releasing its lease) and reopened on its next write.
-        self._threads: OpenWriters[_Thread] = OpenWriters(max_open, _close_thread)
+        self._threads: OpenWriters[Thread] = OpenWriters(max_open, _close_thread)
         self._lock = threading.RLock()
 
     # --- lifecycle ------------------------------------------------------------------
@@ -202,7 +141,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         """The agentlog session id of a LangGraph thread."""
         return session_key("lg", str(thread_id))
 
-    def _writer(self, thread_id: str) -> _Thread:
+    def _writer(self, thread_id: str) -> Thread:
         """The thread open for writing (created if new); kept open until ``close()``."""
         thread_id = str(thread_id)
         thread = self._threads.get(thread_id)
@@ -217,7 +156,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                 session = self.store.create(session_id=sid, **self._meta(thread_id))
             except SessionExists:
                 session = self.store.open(sid)
-        thread = self._indexed(session)
+        thread = open_thread(session)
         self._threads.put(thread_id, thread)
         return thread
 
@@ -226,7 +165,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         return {"name": f"langgraph {thread_id}", "framework": FRAMEWORK, "thread_id": thread_id}
 
     @contextmanager
-    def _reader(self, thread_id: str) -> Iterator[_Thread | None]:
+    def _reader(self, thread_id: str) -> Iterator[Thread | None]:
         """The thread to read: ours if this saver writes it, else a read-only
         handle for this call only (reading takes no lease, so listing threads
         never blocks another process's writer). None if the thread is absent."""
@@ -240,79 +179,13 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         if not self.store.exists(sid):
             yield None
             return
-        thread = self._indexed(self.store.open(sid, readonly=True))
+        thread = open_thread(self.store.open(sid, readonly=True))
         try:
             yield thread
         finally:
             thread.session.close()
 
-    def _indexed(self, session: Session) -> _Thread:
-        thread = _Thread(session)
-        try:
-            self._load(thread)
-        except BaseException:
-            session.close()
-            raise
-        return thread
-
-    def _load(self, thread: _Thread) -> None:
-        """Build the index from the checkpoint and writes records (values stay unread)."""
-        session = thread.session
-        for entry in session.entries():
-            if entry.kind in (VALUE, WRITES):
-                thread.side_tail = entry.id
-            if entry.kind not in (CHECKPOINT, WRITES):
-                continue
-            event = session.resolve(session.event(entry.id))
-            record = event.record
-            try:
-                if not isinstance(record, dict):
-                    raise TypeError("the record is not an object")
-                if entry.kind == CHECKPOINT:
-                    self._index_checkpoint(thread, event.id, record)
-                else:
-                    self._index_writes(thread, event.id, record)
-            except _MALFORMED as exc:
-                raise CorruptionError(
-                    f"session {session.id}", None, f"{entry.kind} event {entry.id} is malformed: {exc!r}"
-                ) from None
-
-    @staticmethod
-    def _index_checkpoint(thread: _Thread, event_id: str, record: dict[str, Any]) -> None:
-        # The shape later reads rely on; a record without it is corruption.
-        for key, kind in (
-            ("ns", str),
-            ("id", str),
-            ("values", dict),
-            ("checkpoint", list),
-            ("metadata", list),
-        ):
-            if not isinstance(record.get(key), kind):
-                raise TypeError(f"{key!r} is missing or not a {kind.__name__}")
-        for channel, ref in record["values"].items():
-            if not check_ref(ref):
-                raise TypeError(f"value reference of channel {channel!r} is malformed")
-        stored = _Stored(event_id, record.get("parent"), record)
-        thread.checkpoints.setdefault(record["ns"], {})[record["id"]] = stored
-        thread.digests.update(record.get("new", {}))
-
-    @staticmethod
-    def _index_writes(thread: _Thread, event_id: str, record: dict[str, Any]) -> None:
-        slot = thread.writes.setdefault((record["ns"], record["checkpoint"]), {})
-        for task_id, idx, channel, packed, task_path in record["writes"]:
-            slot[(task_id, idx)] = [task_id, channel, packed, task_path, event_id]
-
-    @staticmethod
-    def _lookup(thread: _Thread) -> Lookup:
-        """Checkpoint records by (ns, id), from the thread's index."""
-
-        def lookup(ns: str, checkpoint_id: str) -> dict[str, Any] | None:
-            stored = thread.checkpoints.get(ns, {}).get(checkpoint_id)
-            return stored.record if stored is not None else None
-
-        return lookup
-
-    def _append_side(self, thread: _Thread, drafts: list[tuple[str, Any, None]]) -> list[str]:
+    def _append_side(self, thread: Thread, drafts: list[tuple[str, Any, None]]) -> list[str]:
         """Append events to the values/writes chain; their ids."""
         session = thread.session
         session.select(thread.side_tail)
@@ -321,7 +194,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         return [e.id for e in events]
 
     # --- reading ----------------------------------------------------------------------
-    def _load_value(self, thread: _Thread, event_id: str) -> Any:
+    def _load_value(self, thread: Thread, event_id: str) -> Any:
         packed = thread.cache.get(event_id)
         if packed is None:
             session = thread.session
@@ -338,12 +211,12 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         A packed value of the wrong shape is corruption (named here); what
         the serde raises for bytes it cannot load is its own error, passed on."""
         try:
-            typed = _unpack(packed)
+            typed = unpack(packed)
         except ValueError as exc:
             raise CorruptionError(f"session {session.id}", None, f"event {event_id}: {exc}") from None
         return self.serde.loads_typed(typed)
 
-    def _tuple(self, thread_id: str, ns: str, thread: _Thread, stored: _Stored) -> CheckpointTuple:
+    def _tuple(self, thread_id: str, ns: str, thread: Thread, stored: Stored) -> CheckpointTuple:
         record = stored.record
         session = thread.session
         checkpoint: Checkpoint = self._decode(session, stored.event_id, record["checkpoint"])
@@ -353,7 +226,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                 continue  # the channel was empty at this checkpoint
             if isinstance(ref, dict):  # a list stored element by element
                 try:
-                    item_ids = list_items(ref, self._lookup(thread))
+                    item_ids = list_items(ref, lookup_in(thread))
                 except KeyError as exc:
                     where = f"session {session.id}"
                     raise CorruptionError(where, None, f"checkpoint event {stored.event_id}: {exc}") from None
@@ -445,7 +318,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
     def _list_thread(
         self,
         thread_id: str,
-        thread: _Thread,
+        thread: Thread,
         out: Tuples,
         want_ns: str | None,
         want_id: str | None,
@@ -464,7 +337,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                     continue
                 stored = in_ns[checkpoint_id]
                 if filter:
-                    metadata = self.serde.loads_typed(_unpack(stored.record["metadata"]))
+                    metadata = self.serde.loads_typed(unpack(stored.record["metadata"]))
                     if not all(metadata.get(k) == v for k, v in filter.items()):
                         continue
                 if limit is not None and len(out) >= limit:
@@ -511,10 +384,10 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                     refs[channel] = [self._stage(thread, new, value)]
                 staged.append(channel)
             if new:
-                ids = self._append_side(thread, [(VALUE, _pack(t), None) for t in new.values()])
+                ids = self._append_side(thread, [(VALUE, pack(t), None) for t in new.values()])
                 for event_id, digest in zip(ids, new, strict=True):
                     thread.digests[digest] = event_id
-            lookup = self._lookup(thread)
+            lookup = lookup_in(thread)
             for channel in staged:
                 ref = refs[channel]
                 if isinstance(ref, dict):
@@ -528,23 +401,23 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                 "ns": ns,
                 "id": checkpoint["id"],
                 "parent": parent_id,
-                "checkpoint": _pack(self.serde.dumps_typed(skeleton)),
-                "metadata": _pack(self.serde.dumps_typed(get_checkpoint_metadata(config, metadata))),
+                "checkpoint": pack(self.serde.dumps_typed(skeleton)),
+                "metadata": pack(self.serde.dumps_typed(get_checkpoint_metadata(config, metadata))),
                 "values": refs,
                 "new": {d: thread.digests[d] for d in new},  # digests first stored here
             }
             session = thread.session
             session.select(parent.event_id if parent is not None else NIL_ID)
             event = session.append(CHECKPOINT, record)
-            self._index_checkpoint(thread, event.id, record)
+            index_checkpoint(thread, event.id, record)
         return {
             "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
         }
 
-    def _stage(self, thread: _Thread, new: dict[str, Typed], value: Any) -> str:
+    def _stage(self, thread: Thread, new: dict[str, Typed], value: Any) -> str:
         """Serialize ``value``; queue it for storage unless the thread has it. Its digest."""
         typed = self.serde.dumps_typed(value)
-        digest = _digest(typed)
+        digest = value_digest(typed)
         if digest not in thread.digests:
             new.setdefault(digest, typed)
         return digest
@@ -569,12 +442,12 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                 idx = WRITES_IDX_MAP.get(channel, i)
                 if idx >= 0 and (task_id, idx) in existing:
                     continue  # a retried task: its first writes stand (as in LangGraph's savers)
-                rows.append([task_id, idx, channel, _pack(self.serde.dumps_typed(value)), task_path])
+                rows.append([task_id, idx, channel, pack(self.serde.dumps_typed(value)), task_path])
             if not rows:
                 return
             record = {"ns": ns, "checkpoint": checkpoint_id, "writes": rows}
             (event_id,) = self._append_side(thread, [(WRITES, record, None)])
-            self._index_writes(thread, event_id, record)
+            index_writes(thread, event_id, record)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's session: every namespace, checkpoint and write."""
@@ -635,12 +508,12 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                     (ns, cid)
                     for ns, in_ns in thread.checkpoints.items()
                     for cid, stored in in_ns.items()
-                    if self.serde.loads_typed(_unpack(stored.record["metadata"])).get("run_id") in runs
+                    if self.serde.loads_typed(unpack(stored.record["metadata"])).get("run_id") in runs
                 }
                 if doomed:
                     self._rewrite(thread_id, thread, _keep_unless(doomed))
 
-    def _rewrite(self, thread_id: str, thread: _Thread, keep: Keep) -> None:
+    def _rewrite(self, thread_id: str, thread: Thread, keep: Keep) -> None:
         self._threads.pop(thread_id)
         rewrite(self.store, thread.session, thread_id, keep)
 
