@@ -11,7 +11,9 @@ The session holds three kinds of events:
   parent checkpoint (a namespace's first checkpoint is a root), so
   ``agentlog tree`` shows the graph's history, forks included. Its record
   holds the checkpoint without its channel values, the metadata, and for
-  each channel a reference ``[event id, sha256]`` to the value's event.
+  each channel a reference ``[event id, sha256]`` to the value's event,
+  or for a list its elements' events, as a delta on the parent's list
+  (``_lg_refs``).
 - ``lg.value``: one channel value, serialized with the saver's ``serde``.
   A value is written only when its channel's version changed *and* its
   bytes are not already stored in the thread (by sha256), so a value that
@@ -24,8 +26,9 @@ their parent links. A ``put`` appends the values first and the checkpoint
 after them: a crash in between leaves only unreferenced values.
 
 Opening a thread reads its checkpoint and writes records (not the values)
-to build an in-memory index; later calls read only what they return.
-Requires the ``langgraph`` extra.
+to build an in-memory index (``_lg_thread``); later calls read only what
+they return. ``prune`` and ``delete_for_runs`` rewrite the thread into a
+new session (``_lg_retention``). Requires the ``langgraph`` extra.
 """
 
 from __future__ import annotations
