@@ -171,12 +171,21 @@ class AgentlogSessionService(BaseSessionService):
     def _user_sid(self, app_name: str, user_id: str) -> str:
         return session_key("adk-user", app_name, user_id)
 
-    def _merged(self, app_name: str, user_id: str, own: dict[str, Any]) -> dict[str, Any]:
+    def _merged(
+        self, app_name: str, user_id: str, own: dict[str, Any], seen: dict[str, dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Session state with the app and user scopes merged in, prefixed.
+        ``seen`` shares scope reads between the sessions of one listing."""
+        seen = {} if seen is None else seen
         state = dict(own)
-        for key, value in self._scope_state(self._app_sid(app_name)).items():
-            state[State.APP_PREFIX + key] = value
-        for key, value in self._scope_state(self._user_sid(app_name, user_id)).items():
-            state[State.USER_PREFIX + key] = value
+        for prefix, sid in (
+            (State.APP_PREFIX, self._app_sid(app_name)),
+            (State.USER_PREFIX, self._user_sid(app_name, user_id)),
+        ):
+            if sid not in seen:
+                seen[sid] = self._scope_state(sid)
+            for key, value in seen[sid].items():
+                state[prefix + key] = copy.deepcopy(value)
         return state
 
     # --- the service --------------------------------------------------------------------
@@ -304,6 +313,7 @@ class AgentlogSessionService(BaseSessionService):
 
     def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
         found = []
+        scopes: dict[str, dict[str, Any]] = {}  # each scope read once per listing
         with self._lock:
             for info in self.store.list(archived=True):
                 meta = info.meta or self.store.meta(info.id)
@@ -324,7 +334,7 @@ class AgentlogSessionService(BaseSessionService):
                         app_name=app_name,
                         user_id=meta["user_id"],
                         id=meta["adk_session_id"],
-                        state=self._merged(app_name, meta["user_id"], own),
+                        state=self._merged(app_name, meta["user_id"], own, scopes),
                         last_update_time=last,
                     )
                 )
