@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,postgres,redact,server,server-test]'
+	$(PY) -m pip install --quiet -e '.[dev,postgres,redact,server,server-test,openai-agents,adk,langgraph,integration-tests]'
 	touch $(STAMP)
 
 # The browser tests drive Debian's chromium (Playwright's own download does

@@ -1,0 +1,573 @@
+"""LangGraph ``BaseCheckpointSaver`` on agentlog timelines.
+
+``AgentlogSaver(store=None)``: a thread is one agentlog session (id
+``lg--<thread_id>``, or ``lg--h--<digest>`` for a thread id that is not a
+valid session id); every namespace of the thread lives in it, so
+``delete_thread`` and ``copy_thread`` act on the whole thread at once.
+
+The session holds three kinds of events:
+
+- ``lg.checkpoint``: one per checkpoint; its parent is the event of its
+  parent checkpoint (a namespace's first checkpoint is a root), so
+  ``agentlog tree`` shows the graph's history, forks included. Its record
+  holds the checkpoint without its channel values, the metadata, and for
+  each channel a reference ``[event id, sha256]`` to the value's event,
+  or for a list its elements' events, as a delta on the parent's list
+  (``_lg_refs``).
+- ``lg.value``: one channel value, serialized with the saver's ``serde``.
+  A value is written only when its channel's version changed *and* its
+  bytes are not already stored in the thread (by sha256), so a value that
+  does not change between checkpoints is stored once; large values go to
+  agentlog's content-addressed blobs.
+- ``lg.writes``: the pending writes of one ``put_writes`` call.
+
+Values and writes hang on a side chain (its own root), so checkpoints keep
+their parent links. A ``put`` appends the values first and the checkpoint
+after them: a crash in between leaves only unreferenced values.
+
+Opening a thread reads its checkpoint and writes records (not the values)
+to build an in-memory index (``_lg_thread``); later calls read only what
+they return. ``prune`` and ``delete_for_runs`` rewrite the thread into a
+new session (``_lg_retention``). Requires the ``langgraph`` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from .. import NIL_ID, CorruptionError, Session, SessionExists, Store
+from ._ids import session_key
+from ._lg_refs import delta_or_full, list_items
+from ._lg_retention import Keep, recover, rewrite
+from ._lg_thread import (
+    CHECKPOINT,
+    VALUE,
+    WRITES,
+    Stored,
+    Thread,
+    Typed,
+    index_checkpoint,
+    index_writes,
+    lookup_in,
+    open_thread,
+    pack,
+    unpack,
+    value_digest,
+)
+from ._open_writers import OpenWriters
+
+__all__ = ["AgentlogSaver"]
+
+FRAMEWORK = "langgraph"
+
+# ``list`` is a method name on the saver, so annotations inside the class use this.
+Tuples = list[CheckpointTuple]
+
+
+def _close_thread(thread: Thread) -> None:
+    thread.session.close()
+
+
+def _keep_latest(latest: dict[str, str]) -> Keep:
+    """Keep each namespace's latest checkpoint (``latest``: ns -> id)."""
+    return lambda record: latest.get(record["ns"]) == record["id"]
+
+
+def _keep_unless(doomed: set[tuple[str, str]]) -> Keep:
+    """Keep every checkpoint but the (ns, id) pairs in ``doomed``."""
+    return lambda record: (record["ns"], record["id"]) not in doomed
+
+
+class AgentlogSaver(BaseCheckpointSaver[int]):
+    """Checkpoints of LangGraph threads, kept as agentlog sessions.
+
+    Each thread it writes stays open, holding agentlog's writer lease, until
+    ``close()`` (at most ``max_open`` at once; past that the least recently
+    used is closed and reopened on its next write); a saver in another
+    process gets ``SessionLocked`` for it. Reading takes no lease. Safe to share
+    between threads of one process (one lock), and the async methods run the
+    blocking store calls in a worker thread.
+    """
+
+    def __init__(
+        self, store: Store | None = None, *, serde: SerializerProtocol | None = None, max_open: int = 256
+    ) -> None:
+        super().__init__(serde=serde)
+        self.store = store if store is not None else Store()
+        # Threads held open for writing; past ``max_open`` the least recently
+        # used is closed (releasing its lease) and reopened on its next write.
+        self._threads: OpenWriters[Thread] = OpenWriters(max_open, _close_thread)
+        self._lock = threading.RLock()
+
+    # --- lifecycle ------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every open thread, releasing their writer leases."""
+        with self._lock:
+            self._threads.close_all()
+
+    def __enter__(self) -> AgentlogSaver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> AgentlogSaver:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # --- threads ----------------------------------------------------------------------
+    @staticmethod
+    def session_id(thread_id: str) -> str:
+        """The agentlog session id of a LangGraph thread."""
+        return session_key("lg", str(thread_id))
+
+    def _writer(self, thread_id: str) -> Thread:
+        """The thread open for writing (created if new); kept open until ``close()``."""
+        thread_id = str(thread_id)
+        thread = self._threads.get(thread_id)
+        if thread is not None:
+            return thread
+        sid = self.session_id(thread_id)
+        recover(self.store, sid, thread_id, self._meta(thread_id))
+        if self.store.exists(sid):
+            session = self.store.open(sid)
+        else:
+            try:
+                session = self.store.create(session_id=sid, **self._meta(thread_id))
+            except SessionExists:
+                session = self.store.open(sid)
+        thread = open_thread(session)
+        self._threads.put(thread_id, thread)
+        return thread
+
+    @staticmethod
+    def _meta(thread_id: str) -> dict[str, Any]:
+        return {"name": f"langgraph {thread_id}", "framework": FRAMEWORK, "thread_id": thread_id}
+
+    @contextmanager
+    def _reader(self, thread_id: str) -> Iterator[Thread | None]:
+        """The thread to read: ours if this saver writes it, else a read-only
+        handle for this call only (reading takes no lease, so listing threads
+        never blocks another process's writer). None if the thread is absent."""
+        thread_id = str(thread_id)
+        thread = self._threads.get(thread_id)
+        if thread is not None:
+            yield thread
+            return
+        sid = self.session_id(thread_id)
+        recover(self.store, sid, thread_id, self._meta(thread_id))
+        if not self.store.exists(sid):
+            yield None
+            return
+        thread = open_thread(self.store.open(sid, readonly=True))
+        try:
+            yield thread
+        finally:
+            thread.session.close()
+
+    def _append_side(self, thread: Thread, drafts: list[tuple[str, Any, None]]) -> list[str]:
+        """Append events to the values/writes chain; their ids."""
+        session = thread.session
+        session.select(thread.side_tail)
+        events = session.append_many(drafts)
+        thread.side_tail = events[-1].id
+        return [e.id for e in events]
+
+    # --- reading ----------------------------------------------------------------------
+    def _load_value(self, thread: Thread, event_id: str) -> Any:
+        packed = thread.cache.get(event_id)
+        if packed is None:
+            session = thread.session
+            event = session.resolve(session.event(event_id))
+            if event.kind != VALUE:
+                raise CorruptionError(f"session {session.id}", None, f"event {event_id} is not a value")
+            packed = event.record
+            thread.cache.put(event_id, packed)
+        return self._decode(thread.session, event_id, packed)
+
+    def _decode(self, session: Session, event_id: str, packed: Any) -> Any:
+        """A serialized value from one of our records, loaded with the serde.
+
+        A packed value of the wrong shape is corruption (named here); what
+        the serde raises for bytes it cannot load is its own error, passed on."""
+        try:
+            typed = unpack(packed)
+        except ValueError as exc:
+            raise CorruptionError(f"session {session.id}", None, f"event {event_id}: {exc}") from None
+        return self.serde.loads_typed(typed)
+
+    def _tuple(self, thread_id: str, ns: str, thread: Thread, stored: Stored) -> CheckpointTuple:
+        record = stored.record
+        session = thread.session
+        checkpoint: Checkpoint = self._decode(session, stored.event_id, record["checkpoint"])
+        values: dict[str, Any] = {}
+        for channel, ref in record["values"].items():
+            if ref is None:
+                continue  # the channel was empty at this checkpoint
+            if isinstance(ref, dict):  # a list stored element by element
+                try:
+                    item_ids = list_items(ref, lookup_in(thread))
+                except KeyError as exc:
+                    where = f"session {session.id}"
+                    raise CorruptionError(where, None, f"checkpoint event {stored.event_id}: {exc}") from None
+                values[channel] = [self._load_value(thread, eid) for eid in item_ids]
+            else:
+                values[channel] = self._load_value(thread, ref[0])
+        checkpoint = {**checkpoint, "channel_values": values}
+        pending = thread.writes.get((ns, record["id"]), {})
+        order = sorted(pending, key=lambda k: writes_sort_key(pending[k][3], *k))
+        writes = [
+            (pending[k][0], pending[k][1], self._decode(session, pending[k][4], pending[k][2])) for k in order
+        ]
+        parent = stored.parent_id
+        return CheckpointTuple(
+            config={
+                "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": record["id"]}
+            },
+            checkpoint=checkpoint,
+            metadata=self._decode(session, stored.event_id, record["metadata"]),
+            parent_config=(
+                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
+                if parent
+                else None
+            ),
+            pending_writes=writes,
+        )
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names, or the namespace's latest; None if absent."""
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        ns = configurable.get("checkpoint_ns", "")
+        with self._lock, self._reader(thread_id) as thread:
+            if thread is None:
+                return None
+            in_ns = thread.checkpoints.get(ns, {})
+            checkpoint_id = get_checkpoint_id(config) or max(in_ns, default=None)
+            if checkpoint_id is None or checkpoint_id not in in_ns:
+                return None
+            return self._tuple(thread_id, ns, thread, in_ns[checkpoint_id])
+
+    def _thread_ids(self) -> list[str]:
+        """Every LangGraph thread in the store (listing metadata only, no event
+        read), including one whose rewrite was interrupted (its staging copy)."""
+        found: dict[str, None] = {}
+        for info in self.store.list(archived=True):
+            if info.meta.get("framework") in (FRAMEWORK, "langgraph-staging"):
+                thread_id = info.meta.get("thread_id")
+                if isinstance(thread_id, str):
+                    found[thread_id] = None
+        return list(found)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first, by thread, namespace, metadata and ``before``."""
+        with self._lock:
+            results = self._list(config, filter, before, limit)
+        yield from results
+
+    def _list(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> Tuples:
+        if config is not None:
+            thread_ids = [str(config["configurable"]["thread_id"])]
+            want_ns = config["configurable"].get("checkpoint_ns")
+            want_id = get_checkpoint_id(config)
+        else:
+            thread_ids, want_ns, want_id = self._thread_ids(), None, None
+        before_id = get_checkpoint_id(before) if before else None
+        out: Tuples = []
+        for thread_id in thread_ids:
+            with self._reader(thread_id) as thread:
+                if thread is None:
+                    continue
+                if not self._list_thread(thread_id, thread, out, want_ns, want_id, before_id, filter, limit):
+                    return out
+        return out
+
+    def _list_thread(
+        self,
+        thread_id: str,
+        thread: Thread,
+        out: Tuples,
+        want_ns: str | None,
+        want_id: str | None,
+        before_id: str | None,
+        filter: dict[str, Any] | None,
+        limit: int | None,
+    ) -> bool:
+        """Add one thread's matches to ``out``; False once ``limit`` is reached."""
+        for ns, in_ns in thread.checkpoints.items():
+            if want_ns is not None and ns != want_ns:
+                continue
+            for checkpoint_id in sorted(in_ns, reverse=True):
+                if want_id and checkpoint_id != want_id:
+                    continue
+                if before_id and checkpoint_id >= before_id:
+                    continue
+                stored = in_ns[checkpoint_id]
+                if filter:
+                    metadata = self.serde.loads_typed(unpack(stored.record["metadata"]))
+                    if not all(metadata.get(k) == v for k, v in filter.items()):
+                        continue
+                if limit is not None and len(out) >= limit:
+                    return False
+                out.append(self._tuple(thread_id, ns, thread, stored))
+        return True
+
+    # --- writing ----------------------------------------------------------------------
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint: changed values first (deduplicated), then the checkpoint."""
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        ns = configurable.get("checkpoint_ns", "")
+        parent_id = configurable.get("checkpoint_id")
+        skeleton = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        values = checkpoint["channel_values"]
+        with self._lock:
+            thread = self._writer(thread_id)
+            parent = thread.checkpoints.get(ns, {}).get(parent_id) if parent_id else None
+            inherited = parent.record["values"] if parent is not None else {}
+            refs: dict[str, Any] = {}
+            new: dict[str, Typed] = {}  # digest -> serialized value, not yet stored
+            staged: list[str] = []  # channels whose refs still name digests
+            for channel in checkpoint["channel_versions"]:
+                if channel not in new_versions:
+                    if channel in inherited:
+                        refs[channel] = inherited[channel]  # unchanged: the parent's value
+                    continue
+                if channel not in values:
+                    refs[channel] = None
+                    continue
+                value = values[channel]
+                if type(value) is list and value:
+                    # A list (messages...) is stored element by element, so a
+                    # list that grows by one stores one new element, not itself again.
+                    refs[channel] = {"items": [self._stage(thread, new, item) for item in value]}
+                else:
+                    refs[channel] = [self._stage(thread, new, value)]
+                staged.append(channel)
+            if new:
+                ids = self._append_side(thread, [(VALUE, pack(t), None) for t in new.values()])
+                for event_id, digest in zip(ids, new, strict=True):
+                    thread.digests[digest] = event_id
+            lookup = lookup_in(thread)
+            for channel in staged:
+                ref = refs[channel]
+                if isinstance(ref, dict):
+                    # Against the parent's list: only what changed goes in this record.
+                    item_ids = [thread.digests[d] for d in ref["items"]]
+                    base = (ns, str(parent_id), channel)
+                    refs[channel] = delta_or_full(item_ids, base, inherited.get(channel), lookup)
+                else:
+                    refs[channel] = [thread.digests[ref[0]], ref[0]]
+            record = {
+                "ns": ns,
+                "id": checkpoint["id"],
+                "parent": parent_id,
+                "checkpoint": pack(self.serde.dumps_typed(skeleton)),
+                "metadata": pack(self.serde.dumps_typed(get_checkpoint_metadata(config, metadata))),
+                "values": refs,
+                "new": {d: thread.digests[d] for d in new},  # digests first stored here
+            }
+            session = thread.session
+            session.select(parent.event_id if parent is not None else NIL_ID)
+            event = session.append(CHECKPOINT, record)
+            index_checkpoint(thread, event.id, record)
+        return {
+            "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
+        }
+
+    def _stage(self, thread: Thread, new: dict[str, Typed], value: Any) -> str:
+        """Serialize ``value``; queue it for storage unless the thread has it. Its digest."""
+        typed = self.serde.dumps_typed(value)
+        digest = value_digest(typed)
+        if digest not in thread.digests:
+            new.setdefault(digest, typed)
+        return digest
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes for a checkpoint (idempotent per task and index)."""
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        ns = configurable.get("checkpoint_ns", "")
+        checkpoint_id = configurable["checkpoint_id"]
+        with self._lock:
+            thread = self._writer(thread_id)
+            existing = thread.writes.get((ns, checkpoint_id), {})
+            rows = []
+            for i, (channel, value) in enumerate(writes):
+                idx = WRITES_IDX_MAP.get(channel, i)
+                if idx >= 0 and (task_id, idx) in existing:
+                    continue  # a retried task: its first writes stand (as in LangGraph's savers)
+                rows.append([task_id, idx, channel, pack(self.serde.dumps_typed(value)), task_path])
+            if not rows:
+                return
+            record = {"ns": ns, "checkpoint": checkpoint_id, "writes": rows}
+            (event_id,) = self._append_side(thread, [(WRITES, record, None)])
+            index_writes(thread, event_id, record)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's session: every namespace, checkpoint and write."""
+        with self._lock:
+            thread = self._threads.pop(str(thread_id))
+            if thread is not None:
+                thread.session.close()
+            sid = self.session_id(str(thread_id))
+            if self.store.exists(sid):
+                self.store.delete(sid)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread whole (every namespace, value and write): a fork with
+        the same event ids, blobs shared with the source where the backend can."""
+        with self._lock, self._reader(source_thread_id) as source:
+            if source is None:
+                return
+            self.delete_thread(target_thread_id)
+            target = self._writer(target_thread_id)
+            session = source.session
+            events = [session.event(entry.id) for entry in session.entries()]
+            target.session.import_events(events, source=session)
+            # The copied records are indexed by opening the copy afresh.
+            _close_thread(target)
+            self._threads.pop(str(target_thread_id))
+            self._writer(target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Retention: ``"keep_latest"`` keeps each namespace's latest checkpoint
+        (with its values and pending writes), ``"delete"`` deletes the threads.
+
+        The thread is rewritten into a new session (see ``_lg_retention``): the
+        dropped history is gone, as LangGraph means by pruning. Not
+        ``DeltaChannel``-aware (beta in LangGraph): a thread whose graph uses
+        ``DeltaChannel`` must not be pruned with ``"keep_latest"``."""
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
+        with self._lock:
+            for thread_id in thread_ids:
+                if strategy == "delete":
+                    self.delete_thread(thread_id)
+                    continue
+                if not self.store.exists(self.session_id(str(thread_id))):
+                    continue
+                thread = self._writer(thread_id)
+                latest = {ns: max(in_ns) for ns, in_ns in thread.checkpoints.items() if in_ns}
+                self._rewrite(str(thread_id), thread, _keep_latest(latest))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) made by these runs, in every thread."""
+        runs = {str(r) for r in run_ids}
+        if not runs:
+            return
+        with self._lock:
+            for thread_id in self._thread_ids():
+                thread = self._writer(thread_id)
+                doomed = {
+                    (ns, cid)
+                    for ns, in_ns in thread.checkpoints.items()
+                    for cid, stored in in_ns.items()
+                    if self.serde.loads_typed(unpack(stored.record["metadata"])).get("run_id") in runs
+                }
+                if doomed:
+                    self._rewrite(thread_id, thread, _keep_unless(doomed))
+
+    def _rewrite(self, thread_id: str, thread: Thread, keep: Keep) -> None:
+        self._threads.pop(thread_id)
+        rewrite(self.store, thread.session, thread_id, keep)
+
+    def get_next_version(self, current: int | None, channel: None = None) -> int:
+        return 1 if current is None else int(current) + 1
+
+    # --- async twins: the same calls, in a worker thread --------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        def run() -> Tuples:
+            with self._lock:
+                return self._list(config, filter, before, limit)
+
+        for item in await asyncio.to_thread(run):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)

@@ -1,0 +1,251 @@
+"""OpenAI Agents SDK ``Session`` on an agentlog timeline.
+
+``AgentlogSession(session_id, store=None, session_settings=None)`` behaves
+like the SDK's own ``SQLiteSession`` (same item dicts, order, limits, and
+``pop_item`` on an empty session returning None), mapped onto a timeline:
+
+- ``add_items`` is one atomic batch (``Session.append_many``);
+- ``pop_item`` moves HEAD to the popped item's parent; the item stays in
+  history, and the next ``add_items`` starts a branch there;
+- ``clear_session`` moves HEAD to the root, so the next item starts a new
+  root and the old timeline stays reachable in ``agentlog tree``;
+- ``get_items(limit)`` walks back from HEAD, reading only what it returns.
+
+Each item is stored as one event: a message as kind ``message`` whose record
+*is* the item, a ``function_call`` as ``tool_call`` and a
+``function_call_output`` as ``tool_result`` (with the record conventions'
+fields beside the verbatim ``item``), anything else as ``custom``
+``{"item": ...}``. Events on the path that this adapter did not write are
+rendered as items where they have a natural form (messages, tool calls and
+results) and skipped otherwise (compactions, labels, state).
+
+Requires the ``openai-agents`` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from agents.memory.session import SessionABC
+from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+
+from .. import NIL_ID, Event, InvalidEvent, Session, SessionClosed, SessionExists, Store
+from ._ids import session_key
+
+__all__ = ["AgentlogSession", "item_to_draft", "event_to_item"]
+
+_MESSAGE_ROLES = frozenset({"user", "assistant", "system", "developer"})
+T = TypeVar("T")
+Item = Any  # the SDK's TResponseInputItem: a TypedDict union, a plain dict at run time
+Draft = tuple[str, dict[str, Any], str | None]
+
+
+def item_to_draft(item: Item) -> Draft:
+    """The (kind, record, role) an SDK item is stored as."""
+    if not isinstance(item, dict):
+        raise InvalidEvent(f"an Agents SDK session item must be a dict, not {type(item).__name__}")
+    kind = item.get("type")
+    role = item.get("role")
+    if kind in (None, "message") and role in _MESSAGE_ROLES and "content" in item:
+        return "message", item, role
+    if kind == "function_call" and isinstance(item.get("call_id"), str):
+        record = {
+            "id": item["call_id"],
+            "name": item.get("name"),
+            "arguments": item.get("arguments"),
+            "item": item,
+        }
+        return "tool_call", record, "assistant"
+    if kind == "function_call_output" and isinstance(item.get("call_id"), str):
+        # The output is kept once, as the conventional ``content``; the item
+        # keeps its key (set to None) so its key order survives the round trip.
+        rest = dict(item)
+        rest["output"] = None
+        return (
+            "tool_result",
+            {"tool_call_id": item["call_id"], "content": item.get("output"), "item": rest},
+            "tool",
+        )
+    return "custom", {"item": item}, None
+
+
+def event_to_item(event: Event) -> Item | None:
+    """The SDK item an event stands for, or None when it stands for none."""
+    record = event.record
+    if not isinstance(record, dict):
+        return None
+    if event.kind == "message":
+        if "role" in record:
+            return record
+        if event.role in _MESSAGE_ROLES:
+            return {"role": event.role, "content": record.get("content")}
+        return None
+    if event.kind == "tool_call":
+        if isinstance(record.get("item"), dict):
+            return record["item"]
+        return {
+            "type": "function_call",
+            "call_id": record.get("id"),
+            "name": record.get("name"),
+            "arguments": record.get("arguments"),
+        }
+    if event.kind == "tool_result":
+        if isinstance(record.get("item"), dict):
+            item = dict(record["item"])
+            item["output"] = record.get("content")
+            return item
+        return {
+            "type": "function_call_output",
+            "call_id": record.get("tool_call_id"),
+            "output": record.get("content"),
+        }
+    if event.kind == "custom" and isinstance(record.get("item"), dict):
+        return record["item"]
+    return None
+
+
+async def _complete(work: Callable[[], T]) -> T:
+    """Run a blocking mutation in a worker thread and see it through.
+
+    A cancelled caller cannot stop a thread, so this waits for the mutation
+    to finish (holding the session's lock, so no other call overlaps it)
+    and then re-raises the cancellation, as the SDK's own sessions do."""
+    task = asyncio.ensure_future(asyncio.to_thread(work))
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    if cancelled is not None:
+        if not task.cancelled() and task.exception() is not None:
+            raise cancelled from task.exception()
+        raise cancelled
+    return task.result()
+
+
+class AgentlogSession(SessionABC):
+    """The Agents SDK ``Session`` protocol, kept as an agentlog session.
+
+    ``session_id`` names the agentlog session: kept as it is when it is a
+    valid agentlog id, otherwise mapped to ``h--<digest>`` (the original is
+    kept in the session's metadata as ``framework_id``). The session is
+    opened for writing on first use and holds agentlog's writer lease until
+    ``close()``: a second writer, in this process or another, gets
+    ``SessionLocked``.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        store: Store | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        # As SQLiteSession: a dict is coerced the SDK's way, None means defaults.
+        self.session_settings: SessionSettings | None = (
+            coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
+        )
+        self.store = store if store is not None else Store()
+        self.agentlog_id = session_key("", session_id)
+        self._session: Session | None = None
+        self._closed = False
+        # One operation at a time from one event loop; the blocking store
+        # calls run in a worker thread so the loop itself never waits on a sync.
+        self._lock = asyncio.Lock()
+
+    # --- the agentlog session -------------------------------------------------------
+    def _open(self) -> Session:
+        if self._closed:
+            raise SessionClosed(self.agentlog_id)
+        if self._session is None:
+            if self.store.exists(self.agentlog_id):
+                self._session = self.store.open(self.agentlog_id)
+            else:
+                try:
+                    self._session = self.store.create(
+                        name=self.session_id,
+                        session_id=self.agentlog_id,
+                        framework="openai-agents",
+                        framework_id=self.session_id,
+                    )
+                except SessionExists:
+                    # Created by another writer between the check and here.
+                    self._session = self.store.open(self.agentlog_id)
+        return self._session
+
+    @property
+    def session(self) -> Session:
+        """The agentlog session (opened for writing on first use)."""
+        return self._open()
+
+    def _items_back(self, session: Session) -> Iterator[tuple[Event, Item]]:
+        """(event, item) from HEAD back to the root, loading blobs as met."""
+        for event in session.walk():
+            item = event_to_item(session.resolve(event))
+            if item is not None:
+                yield event, item
+
+    # --- the protocol ---------------------------------------------------------------
+    async def get_items(self, limit: int | None = None, *, wrapper: Any = None) -> list[Item]:
+        """The latest ``limit`` items of the active path, oldest first.
+
+        ``limit`` None uses ``session_settings.limit``; 0 gives []; a negative
+        limit gives everything (as SQLite's ``LIMIT -1`` does for SQLiteSession)."""
+        wanted = resolve_session_limit(limit, self.session_settings)
+
+        def read() -> list[Item]:
+            session = self._open()
+            if wanted == 0:
+                return []
+            items: list[Item] = []
+            for _, item in self._items_back(session):
+                items.append(item)
+                if wanted is not None and wanted > 0 and len(items) >= wanted:
+                    break
+            items.reverse()
+            return items
+
+        async with self._lock:
+            return await asyncio.to_thread(read)
+
+    async def add_items(self, items: list[Item], *, wrapper: Any = None) -> None:
+        """Append ``items`` as one atomic batch (all or none after a crash)."""
+        if not items:
+            return
+        drafts = [item_to_draft(copy.deepcopy(item)) for item in items]
+        async with self._lock:
+            await _complete(lambda: self._open().append_many(drafts))
+
+    async def pop_item(self, *, wrapper: Any = None) -> Item | None:
+        """The latest item, with HEAD moved to its parent (it stays in history)."""
+
+        def pop() -> Item | None:
+            session = self._open()
+            for event, item in self._items_back(session):
+                session.checkout(event.parent_id)
+                return item
+            return None
+
+        async with self._lock:
+            return await _complete(pop)
+
+    async def clear_session(self, *, wrapper: Any = None) -> None:
+        """Start a fresh root: HEAD moves to the root, nothing is deleted."""
+
+        def clear() -> None:
+            self._open().checkout(NIL_ID)
+
+        async with self._lock:
+            await _complete(clear)
+
+    def close(self) -> None:
+        """Close the agentlog session, releasing its writer lease; later calls
+        raise ``SessionClosed`` (SQLiteSession raises after ``close()`` too)."""
+        self._closed = True
+        if self._session is not None:
+            self._session.close()
+            self._session = None
