@@ -51,7 +51,8 @@ def main() -> int:
                 runs[side].append(_ratios(sides[side], args.parts, os.path.join(tmp, f"data-{side}")))
     names = list(runs["after"][0])
     width = max(map(len, names))
-    print(f"{'ratio (median of ' + str(args.rounds) + ' alternating rounds)':<{width}}  {args.rev[:10]:>10}  {'now':>10}")
+    title = f"ratio (median of {args.rounds} alternating rounds)"
+    print(f"{title:<{width}}  {args.rev[:10]:>10}  {'now':>10}")
     for name in names:
         before = statistics.median(r[name] for r in runs["before"] if name in r)
         after = statistics.median(r[name] for r in runs["after"])

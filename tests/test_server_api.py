@@ -13,6 +13,7 @@ import textwrap
 from typing import Any
 
 import pytest
+
 from server_support import BACKENDS, build_demo, make_store
 
 httpx = pytest.importorskip("httpx")

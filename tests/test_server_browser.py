@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from server_support import build_demo, live_server
 
 sync_api = pytest.importorskip(

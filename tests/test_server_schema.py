@@ -15,10 +15,10 @@ schemathesis = pytest.importorskip("schemathesis")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
-from server_support import build_demo  # noqa: E402
 
 from agentlog import Store  # noqa: E402
 from agentlog.server import create_app  # noqa: E402
+from server_support import build_demo  # noqa: E402
 
 STORE = Store.memory(blob_threshold=4096)
 IDS = build_demo(STORE)

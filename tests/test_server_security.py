@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+
 from server_support import build_demo
 
 httpx = pytest.importorskip("httpx")

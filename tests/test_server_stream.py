@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+
 from server_support import BACKENDS, SSE, append_some, live_server, make_store
 
 httpx = pytest.importorskip("httpx")
