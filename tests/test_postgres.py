@@ -309,3 +309,25 @@ def test_copy_files_to_postgres_and_back_is_exact_and_idempotent(schema, tmp_pat
     with pytest.raises(CopyDiverged):
         copy_sessions(files, pg)
     pg.close()
+
+
+# --- search through PostgreSQL's own index ---------------------------------------------
+def test_search_uses_postgres_full_text_index_across_branches_compactions_and_blobs(schema):
+    store = Store(url(schema), blob_threshold=256)
+    with store.create(session_id="s", working_dir="/work/project") as s:
+        first = s.append("message", {"content": "the flamingo migration plan"}, role="user")
+        s.append("tool_result", {"content": "zebra " + "log line " * 100}, role="tool")  # a blob
+        s.append("message", {"content": "abandoned idea about pelicans"}, role="assistant")
+        s.select(first.id)
+        s.append("message", {"content": "the kept branch"}, role="assistant")
+        s.compact(keep_tokens=1)
+    hits = store.search("flamingo")
+    assert [h.event_id for h in hits] == [first.id]
+    assert hits[0].snippet[hits[0].highlights[0][0]:hits[0].highlights[0][1]] == "flamingo"
+    assert "content" not in hits[0].snippet  # record text, not its JSON
+    assert [h.kind for h in store.search("pelicans")] == ["message"]  # an abandoned branch
+    assert [h.kind for h in store.search("zebra")] == ["tool_result"]  # inside a blob
+    assert store.search("flamin*")[0].event_id == first.id
+    assert store.search("flamingo", kind="tool_result") == []
+    assert store.search("flamingo", cwd="/work") and not store.search("flamingo", cwd="/elsewhere")
+    store.close()

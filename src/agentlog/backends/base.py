@@ -44,6 +44,7 @@ __all__ = [
     "Commit",
     "IndexEntry",
     "ListingRow",
+    "SearchHit",
     "Problem",
     "SessionStats",
     "SessionStorage",
@@ -164,6 +165,34 @@ class SessionStats:
 
     event_count: int
     updated_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One matching event. ``snippet`` is plain text around the match;
+    ``highlights`` are (start, end) character spans of matched words in
+    it. ``score``: lower is a better match (FTS5's bm25, or minus PostgreSQL's ts_rank)."""
+
+    session_id: str
+    event_id: str
+    kind: str
+    role: str | None
+    timestamp: str
+    snippet: str
+    highlights: tuple[tuple[int, int], ...]
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "event_id": self.event_id,
+            "kind": self.kind,
+            "role": self.role,
+            "timestamp": self.timestamp,
+            "snippet": self.snippet,
+            "highlights": [list(span) for span in self.highlights],
+            "score": self.score,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,6 +420,22 @@ class Backend(ABC):
     def repair(self, session_id: str) -> list[str]:
         """Set damaged data aside (never deleting it) so the session opens;
         returns what was done."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        session: str | None = None,
+        kind: str | None = None,
+        role: str | None = None,
+        since: str | None = None,
+        cwd: str | None = None,
+        limit: int = 20,
+    ) -> list[SearchHit] | None:
+        """Full-text search with the backend's own index, best first; None
+        (the default) when it has none and agentlog's SQLite FTS5 index,
+        derived from the events, answers instead (``agentlog.search``)."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional: most backends hold nothing to release
         """Release what the backend holds (connections); sessions stay stored."""

@@ -83,10 +83,7 @@ class MemorySessionStorage(SessionStorage):
         with self._data.lock:  # a snapshot: a commit may come while the caller iterates
             events = list(self._data.events.values())
         return iter(
-            [
-                IndexEntry(e.id, e.parent_id, e.branch_from, e.kind, e.role, e.timestamp, e.digest)
-                for e in events
-            ]
+            [IndexEntry(e.id, e.parent_id, e.branch_from, e.kind, e.role, e.timestamp, e.digest) for e in events]
         )
 
     def event_count(self) -> int:

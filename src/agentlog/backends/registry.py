@@ -53,8 +53,10 @@ def _load(scheme: str) -> BackendFactory:
         try:
             return found[0].load()  # type: ignore[no-any-return]  # entry points are untyped
         except ImportError as exc:  # an optional extra that is not installed
-            raise UnknownBackend(f"the {scheme}: backend needs a package that is not installed "
-                                 f"({exc.name}); pip install 'agentlog[{_EXTRAS.get(scheme, scheme)}]'") from None
+            raise UnknownBackend(
+                f"the {scheme}: backend needs a package that is not installed "
+                f"({exc.name}); pip install 'agentlog[{_EXTRAS.get(scheme, scheme)}]'"
+            ) from None
     target = _BUILT_IN.get(scheme)
     if target is None:
         known = sorted({ep.name for ep in entry_points(group=GROUP)} | set(_BUILT_IN))
@@ -63,8 +65,10 @@ def _load(scheme: str) -> BackendFactory:
     try:
         loaded = import_module(module)
     except ImportError as exc:  # an optional extra that is not installed
-        raise UnknownBackend(f"the {scheme}: backend needs a package that is not installed ({exc.name}); "
-                             f"pip install 'agentlog[{_EXTRAS.get(scheme, scheme)}]'") from None
+        raise UnknownBackend(
+            f"the {scheme}: backend needs a package that is not installed ({exc.name}); "
+            f"pip install 'agentlog[{_EXTRAS.get(scheme, scheme)}]'"
+        ) from None
     factory: BackendFactory = getattr(loaded, name)
     return factory
 

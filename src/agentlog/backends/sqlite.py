@@ -140,10 +140,7 @@ class SqliteSessionStorage(SessionStorage):
         return self._one("SELECT 1 FROM events WHERE session_id = ? AND id = ?", event_id) is not None
 
     def has_children(self, event_id: str) -> bool:
-        return (
-            self._one("SELECT 1 FROM events WHERE session_id = ? AND parent_id = ? LIMIT 1", event_id)
-            is not None
-        )
+        return self._one("SELECT 1 FROM events WHERE session_id = ? AND parent_id = ? LIMIT 1", event_id) is not None
 
     def entries(self) -> Iterator[IndexEntry]:
         rows = self._db.query(
@@ -169,9 +166,7 @@ class SqliteSessionStorage(SessionStorage):
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         with self._db.transaction() as db:
-            db.execute(
-                "UPDATE sessions SET meta = ? WHERE id = ?", (orjson.dumps(meta).decode(), self.session_id)
-            )
+            db.execute("UPDATE sessions SET meta = ? WHERE id = ?", (orjson.dumps(meta).decode(), self.session_id))
 
     def read_sidecar(self, name: str) -> bytes | None:
         data: bytes | None = self._one("SELECT data FROM sidecars WHERE session_id = ? AND name = ?", name)
@@ -185,9 +180,7 @@ class SqliteSessionStorage(SessionStorage):
                 db.execute("INSERT OR REPLACE INTO sidecars VALUES (?, ?, ?)", (self.session_id, name, data))
 
     def sidecar_names(self) -> list[str]:
-        rows = self._db.query(
-            "SELECT name FROM sidecars WHERE session_id = ? ORDER BY name", (self.session_id,)
-        )
+        rows = self._db.query("SELECT name FROM sidecars WHERE session_id = ? ORDER BY name", (self.session_id,))
         return [row[0] for row in rows]
 
     def refresh(self) -> None:
@@ -328,10 +321,7 @@ class SqliteBackend(Backend):
         return SqliteSessionStorage(self, session_id, None if readonly else self.lease(session_id))
 
     def exists(self, session_id: str) -> bool:
-        return (
-            self.query("SELECT 1 FROM sessions WHERE id = ?", (check_session_id(session_id),), one=True)
-            is not None
-        )
+        return self.query("SELECT 1 FROM sessions WHERE id = ?", (check_session_id(session_id),), one=True) is not None
 
     def session_ids(self) -> Iterator[str]:
         return iter([row[0] for row in self.query("SELECT id FROM sessions")])
@@ -397,9 +387,7 @@ class SqliteBackend(Backend):
             problems.append(Problem(session_id, self.path, None, f"HEAD names a missing event {head}"))
         for entry in storage.entries():
             if entry.parent_id != NIL_ID and not storage.contains(entry.parent_id):
-                problems.append(
-                    Problem(session_id, self.path, None, f"event {entry.id} names a missing parent")
-                )
+                problems.append(Problem(session_id, self.path, None, f"event {entry.id} names a missing parent"))
             if entry.digest:
                 try:
                     storage.get_blob(entry.digest)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ..backends.base import SearchHit
 from ..event import format_timestamp, parse_timestamp
 from .index import IndexStats, ProgressFn, SearchIndex, drop, index_location, open_index, tag
 from .query import SearchError, SearchWarning, highlight_words, to_match
@@ -46,32 +47,6 @@ CANDIDATES = 1000
 _BATCH = 500
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One matching event. ``snippet`` is plain text around the match;
-    ``highlights`` are (start, end) character spans of matched words in
-    it. ``score`` is FTS5's bm25: lower is a better match."""
-
-    session_id: str
-    event_id: str
-    kind: str
-    role: str | None
-    timestamp: str
-    snippet: str
-    highlights: tuple[tuple[int, int], ...]
-    score: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session_id,
-            "event_id": self.event_id,
-            "kind": self.kind,
-            "role": self.role,
-            "timestamp": self.timestamp,
-            "snippet": self.snippet,
-            "highlights": [list(span) for span in self.highlights],
-            "score": self.score,
-        }
 
 
 def _since(value: str | datetime | None) -> str | None:
@@ -131,14 +106,12 @@ def search(
     half a million events would take far longer than a query should."""
     if limit < 1:
         raise SearchError(f"limit must be at least 1, not {limit}")
-    native = getattr(store.backend, "search", None)
-    if callable(native):
-        # A backend with its own full-text index (PostgreSQL's) answers
-        # behind the same call, with the same arguments and hit type.
-        hits: list[SearchHit] = native(
-            query, session=session, kind=kind, role=role, since=_since(since), cwd=cwd, limit=limit
-        )
-        return hits
+    # A backend with its own full-text index (PostgreSQL's) answers behind
+    # the same call, with the same arguments and hit type.
+    native = store.backend.search(query, session=session, kind=kind, role=role, since=_since(since),
+                                  cwd=cwd, limit=limit)
+    if native is not None:
+        return native
     terms = [f"text : ({to_match(query)})"]
     for field, value in (("s", session), ("k", kind), ("r", role)):
         if value is not None:

@@ -138,9 +138,7 @@ class FileBackend(Backend):
             chunk_size=self.chunk_size,
         )
 
-    def create(
-        self, session_id: str, meta: dict[str, Any], initial: Commit | None = None
-    ) -> FileSessionStorage:
+    def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> FileSessionStorage:
         check_session_id(session_id)
         lease = self.lease(session_id)
         try:
@@ -230,9 +228,7 @@ class FileBackend(Backend):
             raise SessionNotFound(session_id)
         if needs_migration(self.fs, self.layout, session_id):
             with self.lease(session_id):
-                migrate_legacy(
-                    self.fs, self.layout, session_id, lambda: self.storage(session_id, readonly=False)
-                )
+                migrate_legacy(self.fs, self.layout, session_id, lambda: self.storage(session_id, readonly=False))
         if readonly:
             return self.storage(session_id, readonly=True)
         return self._leased(session_id, self.lease(session_id))
@@ -314,9 +310,7 @@ class FileBackend(Backend):
         path = self._breadcrumb_path(working_dir)
         # No lease guards a breadcrumb: a unique temp name keeps two
         # processes' replacements from writing into one temp file.
-        self.fs.write_atomic(
-            path, data, durable=self.durable, tmp=f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-        )
+        self.fs.write_atomic(path, data, durable=self.durable, tmp=f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
 
     def get_breadcrumb(self, working_dir: str) -> str | None:
         path = self._breadcrumb_path(working_dir)

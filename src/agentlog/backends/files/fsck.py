@@ -160,9 +160,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
     if pending:
         first = pending[0][1]
         span = sum(ln.length for _, ln in pending)
-        torn = _Bad(
-            first.chunk, first.offset, span + (torn.length if torn else 0), "batch cut short by a crash"
-        )
+        torn = _Bad(first.chunk, first.offset, span + (torn.length if torn else 0), "batch cut short by a crash")
         pending.clear()
     return _Scan(events, order, head, bad, torn)
 
@@ -366,9 +364,7 @@ def repair_session(
     storage = open_writer()
     try:
         if actions:
-            log = ChunkLog(
-                fs, layout.chunks(session_id), chunk_size=chunk_size, durable=False, writable=False
-            )
+            log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=False, writable=False)
             try:
                 head = _intact_head(_scan_log(log))
             finally:
@@ -377,9 +373,7 @@ def repair_session(
                 # A quarantined event cut HEAD's path; keep the newest whole
                 # path active. Nothing is rewritten: a checkout is appended.
                 storage.commit(Commit((), head, storage.head())).wait()
-                actions.append(
-                    f"moved HEAD to {head}: the path to the old HEAD ran through a quarantined record"
-                )
+                actions.append(f"moved HEAD to {head}: the path to the old HEAD ran through a quarantined record")
     finally:
         storage.close()
     return actions

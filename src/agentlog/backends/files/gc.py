@@ -273,7 +273,5 @@ def usage(home: str) -> list[SessionUsage]:
             blob_files += 1 if _BLOB_NAME.match(b.name) else 0
         index = _size(os.path.join(entry.path, "index.jsonl"))
         other = _size(entry.path) - chunks - blobs - quarantine - index
-        out.append(
-            SessionUsage(entry.name, chunks, chunk_files, blobs, blob_files, index, quarantine, max(other, 0))
-        )
+        out.append(SessionUsage(entry.name, chunks, chunk_files, blobs, blob_files, index, quarantine, max(other, 0)))
     return out

@@ -194,9 +194,7 @@ def _events(
     return events, mapping
 
 
-def migrate_legacy(
-    fs: OsFs, layout: Layout, session_id: str, open_writer: Callable[[], SessionStorage]
-) -> None:
+def migrate_legacy(fs: OsFs, layout: Layout, session_id: str, open_writer: Callable[[], SessionStorage]) -> None:
     """Upgrade one legacy session (idempotent; safe to interrupt). The
     caller holds the session's lease; ``open_writer`` opens its storage."""
     directory = layout.session_dir(session_id)

@@ -152,9 +152,7 @@ class FileSessionStorage(SessionStorage):
         self.warnings: list[str] = []
         self.blobs = BlobStore(fs, layout.blobs(session_id), durable=durable)
         writable = not readonly
-        self.log = ChunkLog(
-            fs, layout.chunks(session_id), chunk_size=chunk_size, durable=durable, writable=writable
-        )
+        self.log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=durable, writable=writable)
         try:
             self.index = Index(fs, layout.index(session_id), writable=writable)
         except BaseException:
@@ -284,9 +282,7 @@ class FileSessionStorage(SessionStorage):
             path = self.log.path(line.chunk)
             if not line.complete:
                 if line.chunk != last_chunk:
-                    raise CorruptionError(
-                        path, line.offset, "record cut short before the end of a non-final chunk"
-                    )
+                    raise CorruptionError(path, line.offset, "record cut short before the end of a non-final chunk")
                 self._cut_tail(line.chunk, line.offset, pending, f"torn final record of {line.length} bytes")
                 return
             try:
@@ -328,9 +324,7 @@ class FileSessionStorage(SessionStorage):
                 f"batch cut short: {len(pending)} of {pending[0][0]['txn'][1]} records",
             )
 
-    def _cut_tail(
-        self, chunk: int, offset: int, pending: list[tuple[dict[str, Any], Line]], why: str
-    ) -> None:
+    def _cut_tail(self, chunk: int, offset: int, pending: list[tuple[dict[str, Any], Line]], why: str) -> None:
         if pending:
             first = pending[0][1]
             chunk, offset = first.chunk, first.offset
@@ -354,9 +348,7 @@ class FileSessionStorage(SessionStorage):
             elif rec.get("op") == "checkout" and is_event_id(rec.get("head")):
                 self._head = rec["head"]
             else:
-                raise CorruptionError(
-                    self.log.path(line.chunk), line.offset, f"unknown record {str(rec)[:60]}"
-                )
+                raise CorruptionError(self.log.path(line.chunk), line.offset, f"unknown record {str(rec)[:60]}")
         last = group[-1][1]
         self._scan_from = (last.chunk, last.offset + last.length)
         if entries:

@@ -26,11 +26,12 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from ...errors import CorruptionError, SessionExists, SessionNotFound, StorageError, UnknownBackend
+from ...errors import CorruptionError, SearchError, SessionExists, SessionNotFound, StorageError, UnknownBackend
 from ...event import NIL_ID, check_session_id
-from ..base import Backend, Commit, ListingRow, Problem, SessionStats, SessionStorage
+from ..base import Backend, Commit, ListingRow, Problem, SearchHit, SessionStats, SessionStorage
 from .lease import LEASE_MODES, PostgresLease
 from .schema import migrate
+from .search import search_sql, to_hits
 from .storage import PostgresSessionStorage, channel_of, insert_commit
 
 __all__ = ["PostgresBackend"]
@@ -73,9 +74,7 @@ class PostgresBackend(Backend):
         self.lease_mode = lease
         self.lease_ttl = lease_ttl
         parts = urlsplit(dsn)
-        shown = parts._replace(
-            netloc=parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
-        )
+        shown = parts._replace(netloc=parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc)
         user = f"{parts.username}@" if parts.username else ""
         self.url = urlunsplit(shown._replace(netloc=user + shown.netloc, query=urlencode({"schema": schema})))
         with self.errors():
@@ -104,7 +103,6 @@ class PostgresBackend(Backend):
                 options.setdefault(key, float(value) if key == "lease_ttl" else value)
         dsn = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k not in ours])))
         return cls(dsn, durability=durability, **options)
-
 
     # --- one place where the driver's errors become ours ----------------------------
     @contextmanager
@@ -189,10 +187,7 @@ class PostgresBackend(Backend):
         return PostgresSessionStorage(self, session_id, self._lease(session_id, exists=True))
 
     def exists(self, session_id: str) -> bool:
-        return (
-            self.query("SELECT 1 FROM sessions WHERE id = %s", (check_session_id(session_id),), one=True)
-            is not None
-        )
+        return self.query("SELECT 1 FROM sessions WHERE id = %s", (check_session_id(session_id),), one=True) is not None
 
     def session_ids(self) -> Iterator[str]:
         return iter([str(row[0]) for row in self.query("SELECT id FROM sessions")])
@@ -205,9 +200,7 @@ class PostgresBackend(Backend):
         return meta
 
     def stats(self, session_id: str) -> SessionStats:
-        row = self.query(
-            "SELECT event_count, updated_ns FROM sessions WHERE id = %s", (session_id,), one=True
-        )
+        row = self.query("SELECT event_count, updated_ns FROM sessions WHERE id = %s", (session_id,), one=True)
         if row is None:
             raise SessionNotFound(session_id)
         return SessionStats(int(row[0]), int(row[1]))
@@ -229,8 +222,7 @@ class PostgresBackend(Backend):
                 lease.conn.execute("DELETE FROM sessions WHERE id = %s", (session_id,))  # cascades
                 for (digest,) in digests:
                     lease.conn.execute(
-                        "DELETE FROM blobs WHERE digest = %s AND NOT EXISTS"
-                        " (SELECT 1 FROM events WHERE digest = %s)",
+                        "DELETE FROM blobs WHERE digest = %s AND NOT EXISTS (SELECT 1 FROM events WHERE digest = %s)",
                         (digest, digest),
                     )
         finally:
@@ -260,15 +252,38 @@ class PostgresBackend(Backend):
             problems.append(Problem(session_id, self.url, None, f"HEAD names a missing event {head}"))
         for entry in storage.entries():
             if entry.parent_id != NIL_ID and not storage.contains(entry.parent_id):
-                problems.append(
-                    Problem(session_id, self.url, None, f"event {entry.id} names a missing parent")
-                )
+                problems.append(Problem(session_id, self.url, None, f"event {entry.id} names a missing parent"))
             if entry.digest:
                 try:
                     storage.get_blob(entry.digest)
                 except CorruptionError as exc:
                     problems.append(Problem(session_id, self.url, None, f"{exc.reason} (event {entry.id})"))
         return problems
+
+    def search(
+        self,
+        query: str,
+        *,
+        session: str | None = None,
+        kind: str | None = None,
+        role: str | None = None,
+        since: str | None = None,
+        cwd: str | None = None,
+        limit: int = 20,
+    ) -> list[SearchHit] | None:
+        """PostgreSQL's own full-text index answers ``agentlog search`` (no derived file)."""
+        if not query.strip():
+            raise SearchError("an empty query matches nothing: give a word")
+        statement, args = search_sql(
+            query,
+            session=session,
+            kind=kind,
+            role=role,
+            since=since,
+            cwd=os.path.abspath(cwd) if cwd else None,
+            limit=limit,
+        )
+        return to_hits(self.query(statement, args))
 
     def repair(self, session_id: str) -> list[str]:
         return []  # the server's WAL recovers its own crashes; damage beyond is reported by verify

@@ -82,7 +82,8 @@ class PostgresLease:
                 self.conn.execute(
                     "INSERT INTO leases VALUES (%s, %s, %s, 'infinity') ON CONFLICT (session_id)"
                     " DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, expires_at = 'infinity'",
-                    (self.session_id, self.token, note))
+                    (self.session_id, self.token, note),
+                )
                 got = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (self._key,)).fetchone()
                 if not (got and got[0]):
                     refused = True
@@ -98,9 +99,7 @@ class PostgresLease:
         ).fetchone()
         if row is None:
             raise SessionLocked(self.session_id, self._holder())
-        self._renewer = threading.Thread(
-            target=self._renew, name=f"agentlog-lease-{self.session_id}", daemon=True
-        )
+        self._renewer = threading.Thread(target=self._renew, name=f"agentlog-lease-{self.session_id}", daemon=True)
         self._renewer.start()
 
     def _renew(self) -> None:
@@ -137,9 +136,7 @@ class PostgresLease:
         if self._renewer is not None:
             self._renewer.join(timeout=5)
         try:
-            self.conn.execute(
-                "DELETE FROM leases WHERE session_id = %s AND token = %s", (self.session_id, self.token)
-            )
+            self.conn.execute("DELETE FROM leases WHERE session_id = %s AND token = %s", (self.session_id, self.token))
             if self._mode == "advisory":
                 self.conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
         except psycopg.Error:

@@ -74,6 +74,18 @@ MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
              expires_at timestamptz NOT NULL)""",
         ),
     ),
+    (
+        "0003_full_text_search",
+        (
+            # The string values of each record (not its keys), for search();
+            # blobs get theirs when stored (a generated column must be immutable).
+            """ALTER TABLE events ADD COLUMN search tsvector GENERATED ALWAYS AS
+             (jsonb_to_tsvector('simple', coalesce(record::jsonb, 'null'::jsonb), '["string"]')) STORED""",
+            "CREATE INDEX events_search ON events USING gin (search)",
+            "ALTER TABLE blobs ADD COLUMN search tsvector",
+            "CREATE INDEX blobs_search ON blobs USING gin (search)",
+        ),
+    ),
 )
 
 

@@ -68,7 +68,11 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str) -> 
     blobs = [(d, b if isinstance(b, bytes) else b.source.get_blob(d)) for d, b in commit.blobs.items()]
     with conn.cursor() as cur:
         if blobs:
-            cur.executemany("INSERT INTO blobs VALUES (%s, %s) ON CONFLICT (digest) DO NOTHING", blobs)
+            cur.executemany(
+                "INSERT INTO blobs (digest, data, search) VALUES (%s, %s, jsonb_to_tsvector('simple',"
+                " convert_from(%s, 'UTF8')::jsonb, '[\"string\"]')) ON CONFLICT (digest) DO NOTHING",
+                [(digest, data, data) for digest, data in blobs],
+            )
         if commit.events:
             cur.executemany(
                 "INSERT INTO events (session_id, seq, id, parent_id, kind, role, ts, record, digest, branch_from)"
@@ -194,10 +198,7 @@ class PostgresSessionStorage(SessionStorage):
         return self._one("SELECT 1 FROM events WHERE session_id = %s AND id = %s", event_id) is not None
 
     def has_children(self, event_id: str) -> bool:
-        return (
-            self._one("SELECT 1 FROM events WHERE session_id = %s AND parent_id = %s LIMIT 1", event_id)
-            is not None
-        )
+        return self._one("SELECT 1 FROM events WHERE session_id = %s AND parent_id = %s LIMIT 1", event_id) is not None
 
     def entries(self) -> Iterator[IndexEntry]:
         rows = self._query(
@@ -222,9 +223,7 @@ class PostgresSessionStorage(SessionStorage):
         return self._db.read_meta(self.session_id)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        self._write(
-            "UPDATE sessions SET meta = %s WHERE id = %s", (orjson.dumps(meta).decode(), self.session_id)
-        )
+        self._write("UPDATE sessions SET meta = %s WHERE id = %s", (orjson.dumps(meta).decode(), self.session_id))
 
     def _write(self, statement: str, args: tuple[Any, ...]) -> None:
         """A small write under the lease (metadata, sidecars)."""
@@ -256,9 +255,7 @@ class PostgresSessionStorage(SessionStorage):
             )
 
     def sidecar_names(self) -> list[str]:
-        rows = self._db.query(
-            "SELECT name FROM sidecars WHERE session_id = %s ORDER BY name", (self.session_id,)
-        )
+        rows = self._db.query("SELECT name FROM sidecars WHERE session_id = %s ORDER BY name", (self.session_id,))
         return [str(row[0]) for row in rows]
 
     def refresh(self) -> None:
