@@ -1,0 +1,303 @@
+"""One import run: read files, group lines into sessions, convert, write.
+
+Sessions are converted one at a time, earliest first, and each is written
+(all or nothing) before the next starts; a session whose first line
+continues another session's line (a resume or fork in the source tool)
+has that session converted first, then copies the path it continues."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..session import Session
+from ..store import Store
+from .base import Importer, custom_record
+from .builder import META_KEY, SessionBuilder
+from .model import FileReport, ImportReport, SessionReport, SourceChanged, SourceLine, SourceNotFound
+from .reader import FileData, check_state, parse_lines, prefix_state
+
+__all__ = ["expand_paths", "follow", "run_import"]
+
+Progress = Callable[[int], None]
+
+#: Exceptions a converter raises on a line whose shape it did not expect;
+#: the line is then kept whole and reported, and the import goes on.
+SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
+def expand_paths(importer: Importer, paths: list[str] | tuple[str, ...]) -> list[str]:
+    """Files to read: each file given, each directory's files of the format,
+    or, with no paths, the tool's default locations."""
+    roots = list(paths) or [r for r in importer.default_roots() if os.path.isdir(r)]
+    if not paths and not roots:
+        missing = " or ".join(importer.default_roots())
+        raise SourceNotFound(f"{missing} (the default location of {importer.name} sessions)")
+    files: list[str] = []
+    for root in roots:
+        if os.path.isdir(root):
+            files.extend(importer.discover(root))
+        elif os.path.isfile(root):
+            files.append(root)
+        else:
+            raise SourceNotFound(root)
+    seen: set[str] = set()
+    unique = []
+    for f in files:
+        real = os.path.realpath(f)
+        if real not in seen:
+            seen.add(real)
+            unique.append(os.path.abspath(f))
+    return unique
+
+
+@dataclass
+class _Group:
+    source_id: str
+    session_id: str
+    lines: list[SourceLine] = field(default_factory=list)
+    files: dict[str, tuple[bytes, FileData, FileReport]] = field(default_factory=dict)
+    first: int = 0
+
+
+class _Run:
+    def __init__(self, store: Store, importer: Importer, report: ImportReport) -> None:
+        self.store = store
+        self.importer = importer
+        self.report = report
+        self.groups: dict[str, _Group] = {}
+        self.builders: dict[str, SessionBuilder] = {}
+        self.owner: dict[str, str] = {}
+        self.done: set[str] = set()
+        self.active: set[str] = set()
+        self.stored_index: dict[str, str] | None = None
+        self.readers: dict[str, Session] = {}
+
+    # --- reading ------------------------------------------------------------------
+    def read(self, path: str, progress: Progress | None) -> None:
+        fr = FileReport(path)
+        self.report.files.append(fr)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            fr.error = f"{exc.strerror or exc}: {path}"
+            self.report.errors.append(fr.error)
+            return
+        fd = parse_lines(path, data, self.importer.skip_prefix(data))
+        fr.lines = len(fd.lines)
+        fr.pending_bytes = fd.pending
+        sources = self.importer.assign(fd)
+        if progress is not None:
+            progress(len(data))
+        if sources is None:
+            if fd.lines:
+                fr.error = f"{path}: no {self.importer.name} session id in any line"
+                self.report.errors.append(fr.error)
+            return
+        for line, source_id in zip(fd.lines, sources):
+            sid = self.importer.session_id(source_id)
+            group = self.groups.get(sid)
+            if group is None:
+                group = self.groups[sid] = _Group(source_id, sid)
+            group.lines.append(line)
+            group.files[path] = (data, fd, fr)
+
+    # --- planning -----------------------------------------------------------------
+    def prepare(self) -> list[_Group]:
+        for sid, group in self.groups.items():
+            b = SessionBuilder(self.store, sid, group.source_id, self.importer.name)
+            b.locator = self.locate
+            existed = self.store.exists(sid)
+            if existed:
+                b.load()
+            b.report = SessionReport(sid, group.source_id, created=not existed)
+            self.builders[sid] = b
+            for path, (data, fd, fr) in list(group.files.items()):
+                state = b.files.get(os.path.basename(path))
+                if not state:
+                    continue
+                try:
+                    last = check_state(data, state, path, sid)
+                except SourceChanged as exc:
+                    fr.error = str(exc)
+                    self.report.errors.append(str(exc))
+                    group.lines = [ln for ln in group.lines if ln.path != path]
+                    del group.files[path]
+                    continue
+                for line in group.lines:
+                    if line.path == path and line.lineno <= last:
+                        line.new = False
+            times = [t for t in (self.importer.line_time(ln.obj) for ln in group.lines
+                                 if ln.new and ln.obj is not None) if t is not None]
+            group.first = min(times) if times else 0
+        order = sorted(self.groups.values(), key=lambda g: (g.first, g.session_id))
+        for group in order:
+            b = self.builders[group.session_id]
+            for line in group.lines:
+                if line.new and line.obj is not None:
+                    key = self.importer.line_key(group.source_id, line.obj)
+                    if key and key not in b.keys:
+                        self.owner.setdefault(key, group.session_id)
+        for group in order:
+            for path, (_, fd, fr) in group.files.items():
+                fr.new_lines = sum(1 for ln in fd.lines if ln.new)
+        return order
+
+    # --- converting ---------------------------------------------------------------
+    def convert(self, group: _Group) -> None:
+        sid = group.session_id
+        if sid in self.done or sid in self.active:
+            return
+        self.active.add(sid)
+        b = self.builders[sid]
+        new = [ln for ln in group.lines if ln.new]
+        try:
+            if new:
+                self.importer.begin(b, group.lines)
+            for line in new:
+                self.convert_line(b, group, line)
+            changed = bool(new)
+            for path, (data, fd, _) in group.files.items():
+                state = prefix_state(data, fd)
+                if b.files.get(os.path.basename(path)) != state:
+                    b.files[os.path.basename(path)] = state
+                    changed = True
+            if changed or b.pending:
+                b.flush()
+        finally:
+            self.active.discard(sid)
+            self.done.add(sid)
+        assert b.report is not None
+        self.report.sessions.append(b.report)
+
+    def convert_line(self, b: SessionBuilder, group: _Group, line: SourceLine) -> None:
+        assert b.report is not None
+        fr = group.files[line.path][2]
+        if line.obj is None:
+            fr.malformed.append((line.lineno, line.error or "malformed"))
+            b.emit("custom", None, {"type": None, "raw": line.text, "error": line.error},
+                   line, side=True)
+            return
+        key = self.importer.line_key(group.source_id, line.obj)
+        if key and (key in b.keys or self.owner.get(key, b.session_id) != b.session_id):
+            b.report.duplicates += 1
+            return
+        try:
+            self.importer.convert(b, line)
+        except SHAPE_ERRORS as exc:
+            reason = f"unexpected shape ({type(exc).__name__}: {exc})"
+            fr.malformed.append((line.lineno, reason))
+            record = custom_record(line.obj)
+            record["error"] = reason
+            b.emit("custom", None, record, line, side=True,
+                   ts_ns=self.importer.line_time(line.obj))
+
+    def locate(self, b: SessionBuilder, key: str) -> str | None:
+        """A key another session holds: convert that session first if it is
+        part of this run, then copy the path to it into ``b``."""
+        owner = self.owner.get(key)
+        if owner is not None and owner != b.session_id:
+            self.convert(self.groups[owner])
+            ob = self.builders[owner]
+            if key in ob.keys and ob.session is not None and not ob.pending:
+                return b.copy_path(ob.session, ob.keys[key])
+            return None
+        sid = self.stored().get(key)
+        if sid is None or sid == b.session_id:
+            return None
+        reader = self.readers.get(sid)
+        if reader is None:
+            reader = self.readers[sid] = self.store.open(sid, readonly=True)
+        for entry in reader.entries():
+            if key in _keys_of(reader, entry.id):
+                return b.copy_path(reader, entry.id)
+        return None
+
+    def stored(self) -> dict[str, str]:
+        """Source key -> session, over this format's sessions already in the
+        store (built once per run, and only when a line continues a source
+        id that no session of this run holds)."""
+        if self.stored_index is None:
+            index: dict[str, str] = {}
+            for info in self.store.list(archived=True):
+                sid = info.id
+                if sid in self.groups or not sid.startswith(self.importer.prefix + "-"):
+                    continue
+                if (self.store.meta(sid).get(META_KEY) or {}).get("format") != self.importer.name:
+                    continue
+                with self.store.open(sid, readonly=True) as s:
+                    for entry in s.entries():
+                        for k in _keys_of(s, entry.id):
+                            index.setdefault(k, sid)
+            self.stored_index = index
+        return self.stored_index
+
+    def close(self) -> None:
+        for b in self.builders.values():
+            b.close()
+        for r in self.readers.values():
+            r.close()
+
+
+def _keys_of(session: Session, event_id: str) -> list[str]:
+    """The source keys an imported event's record names."""
+    event = session.event(event_id)
+    record = event.record if event.loaded else session.resolve(event).record
+    source = record.get("source") if isinstance(record, dict) else None
+    keys = source.get("keys") if isinstance(source, dict) else None
+    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+
+def run_import(store: Store, importer: Importer, paths: list[str] | tuple[str, ...] = (), *,
+               progress: Progress | None = None,
+               files: list[str] | None = None) -> ImportReport:
+    """Import ``paths`` (files or directories; none: the default locations).
+
+    Returns the report; malformed lines and changed files are in it, and
+    do not stop the rest."""
+    report = ImportReport(importer.name)
+    run = _Run(store, importer, report)
+    try:
+        for path in files if files is not None else expand_paths(importer, paths):
+            run.read(path, progress)
+        for group in run.prepare():
+            run.convert(group)
+    finally:
+        run.close()
+    return report
+
+
+def follow(store: Store, importer: Importer, paths: list[str] | tuple[str, ...] = (), *,
+           interval: float = 1.0, max_polls: int | None = None,
+           on_report: Callable[[ImportReport], None] | None = None,
+           sleep: Callable[[float], None] = time.sleep) -> ImportReport:
+    """Import, then keep polling the files' sizes and import what grew (or
+    appeared) until ``max_polls`` polls have run (None: until interrupted,
+    e.g. by Ctrl-C). Returns everything imported."""
+    total = ImportReport(importer.name)
+    seen: dict[str, tuple[int, int]] = {}
+    polls = 0
+    while True:
+        changed = []
+        for path in expand_paths(importer, paths):
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue  # removed between listing and stat: nothing to import from it
+            mark = (st.st_size, st.st_mtime_ns)
+            if seen.get(path) != mark:
+                seen[path] = mark
+                changed.append(path)
+        if changed:
+            report = run_import(store, importer, files=changed)
+            total.merge(report)
+            if on_report is not None:
+                on_report(report)
+        polls += 1
+        if max_polls is not None and polls >= max_polls:
+            return total
+        sleep(interval)
+
