@@ -19,12 +19,12 @@ import click
 
 from .. import __version__
 from ..errors import AgentlogError, RecoveryWarning
-from . import check, events, sessions
+from . import check, events, imports, sessions
 from .common import App
 
 __all__ = ["main"]
 
-GROUPS = (sessions, events, check)
+GROUPS = (sessions, events, check, imports)
 
 #: Set to see the traceback of an unexpected failure (a bug in agentlog).
 DEBUG_ENV = "AGENTLOG_DEBUG"

@@ -1,0 +1,189 @@
+"""What every importer promises, on every shared fixture: nothing lost,
+parents that exist, idempotent re-imports, growth, damaged lines."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentlog import Store
+from agentlog.importers import FORMATS, SourceChanged, run_import
+from importers_support import (
+    ALL_FILES,
+    copy_fixture,
+    do_import,
+    load,
+    snapshot,
+    source_lines,
+    store,  # noqa: F401  (the fixture)
+)
+
+NIL = "00000000-0000-0000-0000-000000000000"
+
+
+@pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
+def test_every_line_is_accounted_for(store, tmp_path, fmt, name):
+    path = copy_fixture(name, tmp_path / "src")
+    report = do_import(store, fmt, path)
+    assert report.errors == [] and report.malformed == []
+    total_lines = len(source_lines(path))
+    assert [f.lines for f in report.files] == [total_lines]
+    covered: set[int] = set()
+    copied = 0
+    for s in report.sessions:
+        loaded = load(store, s.session_id)
+        covered |= loaded.lines()
+        copied += sum(1 for e in loaded.events if "copied_from" in e.record["source"])
+        assert loaded.meta["import"]["format"] == fmt
+        assert s.events == len(loaded.events) - s.copied + s.copied  # all written
+    duplicates = sum(s.duplicates for s in report.sessions)
+    assert len(covered) + duplicates == total_lines
+    assert covered <= set(range(1, total_lines + 1))
+    assert report.events == sum(len(load(store, s.session_id).events) for s in report.sessions)
+
+
+@pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
+def test_parents_exist_and_ids_increase(store, tmp_path, fmt, name):
+    path = copy_fixture(name, tmp_path / "src")
+    report = do_import(store, fmt, path)
+    for s in report.sessions:
+        loaded = load(store, s.session_id)
+        ids = [e.id for e in loaded.events]
+        assert ids == sorted(ids) and len(set(ids)) == len(ids)
+        known = set()
+        for e in loaded.events:
+            assert e.parent_id == NIL or e.parent_id in known, e
+            known.add(e.id)
+        assert loaded.head == ids[-1]
+        for e in loaded.events:
+            assert e.timestamp.endswith("Z") and len(e.timestamp) == 30
+
+
+@pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
+def test_importing_again_changes_nothing(store, tmp_path, fmt, name):
+    path = copy_fixture(name, tmp_path / "src")
+    do_import(store, fmt, path)
+    before = snapshot(store)
+    again = do_import(store, fmt, path)
+    assert again.events == 0 and again.errors == []
+    assert all(f.new_lines == 0 for f in again.files)
+    assert snapshot(store) == before
+
+
+@pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
+def test_ids_are_deterministic(tmp_path, fmt, name):
+    path = copy_fixture(name, tmp_path / "src")
+    one, two = Store.memory(), Store.memory()
+    do_import(one, fmt, path)
+    do_import(two, fmt, path)
+    a, b = snapshot(one), snapshot(two)
+    assert {k: [e["id"] for e in v[1]] for k, v in a.items()} == \
+        {k: [e["id"] for e in v[1]] for k, v in b.items()}
+
+
+@pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
+def test_a_grown_file_imports_only_its_new_lines(store, tmp_path, fmt, name):
+    full = copy_fixture(name, tmp_path / "full")
+    raw = full.read_text().splitlines(keepends=True)
+    cut = len(raw) * 2 // 3
+    grow = tmp_path / "grow" / name
+    grow.parent.mkdir()
+    grow.write_text("".join(raw[:cut]))
+    first = do_import(store, fmt, grow)
+    assert first.files[0].new_lines == cut
+    with grow.open("a") as f:
+        f.write("".join(raw[cut:]))
+    second = do_import(store, fmt, grow)
+    assert second.errors == []
+    assert second.files[0].new_lines == len(raw) - cut
+    new_lines = set()
+    for s in second.sessions:
+        loaded = load(store, s.session_id)
+        written_second = loaded.events[len(loaded.events) - s.events:]
+        for e in written_second:
+            src = e.record["source"]
+            if "copied_from" not in src:
+                new_lines.add(src["line"])
+                new_lines.update(m["line"] for m in src.get("merged", ()))
+    assert new_lines and min(new_lines) > cut
+    # Every line is then held exactly as a one-shot import holds it, except
+    # replies cut in two by the growth (merged only within one import).
+    covered = set()
+    for s in first.sessions + second.sessions:
+        covered |= load(store, s.session_id).lines()
+    dups = sum(s.duplicates for s in first.sessions + second.sessions)
+    assert len(covered) + dups == len(raw)
+    third = do_import(store, fmt, grow)
+    assert third.events == 0
+
+
+@pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
+def test_a_changed_prefix_is_reported_not_guessed(store, tmp_path, fmt, name):
+    path = copy_fixture(name, tmp_path / "src")
+    do_import(store, fmt, path)
+    before = snapshot(store)
+    lines = path.read_text().splitlines(keepends=True)
+    obj = json.loads(lines[-1])
+    obj["edited"] = True
+    lines[-1] = json.dumps(obj) + "\n"
+    path.write_text("".join(lines) + lines[0])
+    report = do_import(store, fmt, path)
+    assert report.events == 0
+    assert report.errors and str(path) in report.errors[0] and "changed" in report.errors[0]
+    assert snapshot(store) == before
+
+
+@pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
+def test_malformed_lines_are_kept_and_reported(store, tmp_path, fmt, name):
+    path = copy_fixture(name, tmp_path / "src")
+    lines = path.read_text().splitlines(keepends=True)
+    bad = ['{"type": "user", "message": \n', "[1, 2, 3]\n", b"\xff\xfe\n".decode("latin-1")]
+    spliced = lines[:3] + [bad[0]] + lines[3:5] + [bad[1]] + lines[5:] + [bad[2]]
+    path.write_bytes("".join(spliced).encode("utf-8").replace("ÿþ".encode(), b"\xff\xfe"))
+    report = do_import(store, fmt, path)
+    assert report.errors == []
+    assert [(n, e.split(":")[0]) for _, n, e in report.malformed] == \
+        [(4, "invalid JSON"), (7, "not a JSON object but list"), (len(spliced), "invalid UTF-8")]
+    raws = []
+    for s in report.sessions:
+        for e in load(store, s.session_id).events:
+            if e.kind == "custom" and "raw" in e.record \
+                    and "copied_from" not in e.record["source"]:
+                raws.append((e.record["source"]["line"], e.record["raw"]))
+    assert sorted(raws)[:2] == [(4, bad[0].rstrip("\n")), (7, bad[1].rstrip("\n"))]
+    assert len(raws) == 3
+    # the good lines are all there
+    clean = Store.memory()
+    do_import(clean, fmt, copy_fixture(name, tmp_path / "clean"))
+    assert report.events == sum(len(load(clean, s.session_id).events)
+                                for s in report.sessions if clean.exists(s.session_id)) + 3
+
+
+@pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
+def test_an_unfinished_last_line_waits(store, tmp_path, fmt, name):
+    path = copy_fixture(name, tmp_path / "src")
+    lines = path.read_text().splitlines(keepends=True)
+    half = lines[-1][: len(lines[-1]) // 2]
+    path.write_text("".join(lines[:-1]) + half)
+    first = do_import(store, fmt, path)
+    assert first.files[0].pending_bytes == len(half.encode())
+    assert first.malformed == []
+    path.write_text("".join(lines))
+    second = do_import(store, fmt, path)
+    assert second.files[0].new_lines == 1 and second.errors == []
+
+
+def test_a_file_with_no_session_is_an_error_not_a_crash(store, tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"type": "message", "message": {"role": "user"}}\n')
+    for fmt in FORMATS:
+        report = run_import(store, FORMATS[fmt], [str(path)])
+        assert report.events == 0
+        assert report.errors and "no" in report.errors[0] and "session id" in report.errors[0]
+
+
+def test_source_changed_is_an_agentlog_error():
+    from agentlog import AgentlogError
+
+    assert issubclass(SourceChanged, AgentlogError)
