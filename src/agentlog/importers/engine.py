@@ -16,7 +16,15 @@ from ..session import Session
 from ..store import Store
 from .base import Importer, custom_record
 from .builder import META_KEY, SessionBuilder
-from .model import FileReport, ImportReport, SessionReport, SourceChanged, SourceLine, SourceNotFound
+from .model import (
+    FileReport,
+    ImportReport,
+    NoSourceFiles,
+    SessionReport,
+    SourceChanged,
+    SourceLine,
+    SourceNotFound,
+)
 from .reader import FileData, check_state, parse_lines, prefix_state
 
 __all__ = ["expand_paths", "follow", "run_import"]
@@ -38,7 +46,10 @@ def expand_paths(importer: Importer, paths: list[str] | tuple[str, ...]) -> list
     files: list[str] = []
     for root in roots:
         if os.path.isdir(root):
-            files.extend(importer.discover(root))
+            found = importer.discover(root)
+            if paths and not found:
+                raise NoSourceFiles(root, importer.name, importer.pattern)
+            files.extend(found)
         elif os.path.isfile(root):
             files.append(root)
         else:
@@ -147,7 +158,7 @@ class _Run:
         return order
 
     # --- converting ---------------------------------------------------------------
-    def convert(self, group: _Group) -> None:
+    def convert(self, group: _Group, progress: Progress | None = None) -> None:
         sid = group.session_id
         if sid in self.done or sid in self.active:
             return
@@ -172,6 +183,8 @@ class _Run:
             self.done.add(sid)
         assert b.report is not None
         self.report.sessions.append(b.report)
+        if progress is not None:
+            progress(sum(ln.end - ln.start for ln in group.lines))
 
     def convert_line(self, b: SessionBuilder, group: _Group, line: SourceLine) -> None:
         assert b.report is not None
@@ -205,6 +218,11 @@ class _Run:
             if key in ob.keys and ob.session is not None and not ob.pending:
                 return b.copy_path(ob.session, ob.keys[key])
             return None
+        for other in self.builders.values():
+            found = other.keys.get(key)
+            if other is not b and found is not None and found not in other.by_id \
+                    and other.session is not None:
+                return b.copy_path(other.session, found)  # stored by an earlier import
         sid = self.stored().get(key)
         if sid is None or sid == b.session_id:
             return None
@@ -254,8 +272,11 @@ def _keys_of(session: Session, event_id: str) -> list[str]:
 def run_import(store: Store, importer: Importer, paths: list[str] | tuple[str, ...] = (), *,
                progress: Progress | None = None,
                files: list[str] | None = None) -> ImportReport:
-    """Import ``paths`` (files or directories; none: the default locations).
+    """Import ``paths`` (files or directories; none: the default locations),
+    or exactly ``files`` when given.
 
+    ``progress`` is called with byte counts: once per file read, once per
+    session converted (its lines' bytes), so twice the files' sizes in all.
     Returns the report; malformed lines and changed files are in it, and
     do not stop the rest."""
     report = ImportReport(importer.name)
@@ -264,7 +285,7 @@ def run_import(store: Store, importer: Importer, paths: list[str] | tuple[str, .
         for path in files if files is not None else expand_paths(importer, paths):
             run.read(path, progress)
         for group in run.prepare():
-            run.convert(group)
+            run.convert(group, progress)
     finally:
         run.close()
     return report

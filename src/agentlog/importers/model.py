@@ -15,6 +15,7 @@ __all__ = [
     "FileReport",
     "ImportReport",
     "ImportSourceError",
+    "NoSourceFiles",
     "SessionReport",
     "SourceChanged",
     "SourceLine",
@@ -36,6 +37,12 @@ class UnknownFormat(ImportSourceError):
 class SourceNotFound(ImportSourceError):
     def __init__(self, path: str) -> None:
         super().__init__(f"no such file or directory: {path}")
+        self.path = path
+
+
+class NoSourceFiles(ImportSourceError):
+    def __init__(self, path: str, fmt: str, pattern: str) -> None:
+        super().__init__(f"no {fmt} session files ({pattern}) under {path}")
         self.path = path
 
 
