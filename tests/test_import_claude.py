@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 
 import orjson
+from importers_support import copy_fixture, do_import, load, source_lines, write_lines
 
 from agentlog import Store
 from agentlog.importers import FORMATS, run_import
-from importers_support import copy_fixture, do_import, load, source_lines, store, write_lines  # noqa: F401
+
+pytest_plugins = ["importers_support"]  # its `store` fixture: file and memory stores
 
 NIL = "00000000-0000-0000-0000-000000000000"
 SIDE = ("custom", "label")
@@ -34,14 +36,20 @@ def test_real_v2_merges_split_replies_and_keeps_everything(store, tmp_path):
     message_ids = {o["message"]["id"] for o in lines if o["type"] == "assistant"}
     assert len(assistants) == len(message_ids)
     assert s.merged == sum(1 for o in lines if o["type"] == "assistant") - len(message_ids)
-    uses = [b for o in lines if o["type"] == "assistant" for b in o["message"]["content"]
-            if b["type"] == "tool_use"]
+    uses = [
+        b
+        for o in lines
+        if o["type"] == "assistant"
+        for b in o["message"]["content"]
+        if b["type"] == "tool_use"
+    ]
     calls = [e for e in loaded.events if e.kind == "tool_call"]
-    assert [(c.record["id"], c.record["name"], json.loads(c.record["arguments"])) for c in calls] \
-        == [(u["id"], u["name"], u["input"]) for u in uses]
+    assert [(c.record["id"], c.record["name"], json.loads(c.record["arguments"])) for c in calls] == [
+        (u["id"], u["name"], u["input"]) for u in uses
+    ]
     results = [e for e in loaded.events if e.kind == "tool_result"]
     assert [r.record["tool_call_id"] for r in results] == [u["id"] for u in uses]
-    assert all(r.record["name"] == u["name"] for r, u in zip(results, uses))
+    assert all(r.record["name"] == u["name"] for r, u in zip(results, uses, strict=True))
     # a merged reply keeps thinking and text parts in order, and the last line's usage
     first = assistants[0]
     assert [p["type"] for p in first.record["content"]] == ["text", "thinking", "text"]
@@ -71,8 +79,11 @@ def test_parent_uuid_chains_become_parents_and_rewinds_branches(store, tmp_path)
             event = by_key[o["uuid"]]
             if event.kind == "tool_call":
                 continue  # its parent is the reply's message event
-            if event.kind == "message" and event.role == "assistant" and o["uuid"] not in \
-                    event.record["source"]["keys"][:1]:
+            if (
+                event.kind == "message"
+                and event.role == "assistant"
+                and o["uuid"] not in event.record["source"]["keys"][:1]
+            ):
                 continue  # merged into an earlier line's event
             parent = by_key[o["parentUuid"]]
             want = parent.id if parent.kind not in SIDE else _chain_parent(loaded, parent)
@@ -109,21 +120,34 @@ def test_compact_boundary_after_rewind(store, tmp_path):
 def test_resumes_and_forks_across_sessions_copy_the_shared_path(store, tmp_path):
     path = copy_fixture("claude-code_synthetic_dag_fork.jsonl", tmp_path)
     report = do_import(store, "claude", path)
-    assert {s.session_id: s.copied for s in report.sessions} == \
-        {"claude-s1": 0, "claude-s2": 5, "claude-s3": 3}
+    assert {s.session_id: s.copied for s in report.sessions} == {
+        "claude-s1": 0,
+        "claude-s2": 5,
+        "claude-s3": 3,
+    }
 
     def texts(sid):
         return [e.record["content"][0]["text"] for e in load(store, sid).path()]
 
     assert texts("claude-s1") == ["Start", "Reply 1", "Middle", "Reply 2", "Last in s1"]
-    assert texts("claude-s2") == ["Start", "Reply 1", "Middle", "Reply 2", "Last in s1",
-                                  "Continue from e", "Continued reply", "End of s2"]
-    assert texts("claude-s3") == ["Start", "Reply 1", "Middle", "Fork from c", "Forked reply",
-                                  "End of s3"]
+    assert texts("claude-s2") == [
+        "Start",
+        "Reply 1",
+        "Middle",
+        "Reply 2",
+        "Last in s1",
+        "Continue from e",
+        "Continued reply",
+        "End of s2",
+    ]
+    assert texts("claude-s3") == ["Start", "Reply 1", "Middle", "Fork from c", "Forked reply", "End of s3"]
     copied = [e for e in load(store, "claude-s3").events if "copied_from" in e.record["source"]]
     s1 = load(store, "claude-s1").by_id
-    assert all(e.record["source"]["copied_from"]["session"] == "claude-s1"
-               and e.record["source"]["copied_from"]["event"] in s1 for e in copied)
+    assert all(
+        e.record["source"]["copied_from"]["session"] == "claude-s1"
+        and e.record["source"]["copied_from"]["event"] in s1
+        for e in copied
+    )
 
 
 def test_a_resume_in_a_later_run_copies_from_the_stored_session(store, tmp_path):
@@ -157,13 +181,15 @@ def test_summary_records_become_labels_or_custom_events(store, tmp_path):
     report = do_import(store, "claude", path)
     loaded = load(store, report.sessions[0].session_id)
     summaries = [o for o in lines if o["type"] == "summary"]
-    kept = [e.record["original"] for e in loaded.events if e.kind == "custom"
-            and e.record["type"] == "summary"]
+    kept = [
+        e.record["original"] for e in loaded.events if e.kind == "custom" and e.record["type"] == "summary"
+    ]
     assert kept == summaries  # their leafUuids are in other files
     # one that points into this session becomes a label on that event
     leaf = next(o["uuid"] for o in lines if o["type"] == "assistant")
-    grown = path.read_text() + json.dumps({"type": "summary", "summary": "Title here",
-                                           "leafUuid": leaf}) + "\n"
+    grown = (
+        path.read_text() + json.dumps({"type": "summary", "summary": "Title here", "leafUuid": leaf}) + "\n"
+    )
     path.write_text(grown)
     do_import(store, "claude", path)
     loaded = load(store, report.sessions[0].session_id)
@@ -173,23 +199,41 @@ def test_summary_records_become_labels_or_custom_events(store, tmp_path):
     tool_results = [o for o in lines if "toolUseResult" in o]
     assert tool_results and all(
         loaded.by_key()[o["uuid"]].record["source"]["fields"]["toolUseResult"] == o["toolUseResult"]
-        for o in tool_results)
+        for o in tool_results
+    )
 
 
 def _line(uuid, parent, kind="user", sid="main", **extra):
-    message = ({"role": "user", "content": f"text {uuid}"} if kind == "user" else
-               {"id": f"m-{uuid}", "role": "assistant", "model": "m",
-                "content": [{"type": "text", "text": f"reply {uuid}"}]})
-    return {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": sid,
-            "timestamp": "2025-01-01T00:00:00.000Z", "message": message, **extra}
+    message = (
+        {"role": "user", "content": f"text {uuid}"}
+        if kind == "user"
+        else {
+            "id": f"m-{uuid}",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "text", "text": f"reply {uuid}"}],
+        }
+    )
+    return {
+        "type": kind,
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": sid,
+        "timestamp": "2025-01-01T00:00:00.000Z",
+        "message": message,
+        **extra,
+    }
 
 
 def test_subagent_files_become_their_own_sessions(store, tmp_path):
-    main = write_lines(tmp_path / "proj" / "main.jsonl",
-                       [_line("u1", None), _line("a1", "u1", "assistant")])
-    write_lines(tmp_path / "proj" / "main" / "subagents" / "agent-x1.jsonl",
-                [_line("s1", None, isSidechain=True, agentId="x1"),
-                 _line("s2", "s1", "assistant", isSidechain=True, agentId="x1")])
+    main = write_lines(tmp_path / "proj" / "main.jsonl", [_line("u1", None), _line("a1", "u1", "assistant")])
+    write_lines(
+        tmp_path / "proj" / "main" / "subagents" / "agent-x1.jsonl",
+        [
+            _line("s1", None, isSidechain=True, agentId="x1"),
+            _line("s2", "s1", "assistant", isSidechain=True, agentId="x1"),
+        ],
+    )
     report = do_import(store, "claude", tmp_path / "proj")
     assert sorted(s.session_id for s in report.sessions) == ["claude-main", "claude-main-agent-x1"]
     sub = load(store, "claude-main-agent-x1")
@@ -199,9 +243,12 @@ def test_subagent_files_become_their_own_sessions(store, tmp_path):
 
 
 def test_one_reply_over_lines_with_tool_calls(store, tmp_path):
-    reply = [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "let me look"},
-             {"type": "tool_use", "id": "t1", "name": "Read", "input": {"p": 1}},
-             {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"c": "ls"}}]
+    reply = [
+        {"type": "thinking", "thinking": "hmm"},
+        {"type": "text", "text": "let me look"},
+        {"type": "tool_use", "id": "t1", "name": "Read", "input": {"p": 1}},
+        {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"c": "ls"}},
+    ]
     lines = [_line("u1", None)]
     parent = "u1"
     for i, block in enumerate(reply):
@@ -210,23 +257,40 @@ def test_one_reply_over_lines_with_tool_calls(store, tmp_path):
         obj["message"]["content"] = [block]
         lines.append(obj)
         parent = f"a{i}"
-    lines.append({"type": "user", "uuid": "r1", "parentUuid": "a3", "sessionId": "main",
-                  "message": {"role": "user", "content": [
-                      {"type": "tool_result", "tool_use_id": "t1", "content": "one"},
-                      {"type": "tool_result", "tool_use_id": "t2", "content": "two",
-                       "is_error": True}]},
-                  "toolUseResult": {"stdout": "two"}})
+    lines.append(
+        {
+            "type": "user",
+            "uuid": "r1",
+            "parentUuid": "a3",
+            "sessionId": "main",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "one"},
+                    {"type": "tool_result", "tool_use_id": "t2", "content": "two", "is_error": True},
+                ],
+            },
+            "toolUseResult": {"stdout": "two"},
+        }
+    )
     path = write_lines(tmp_path / "main.jsonl", lines)
     report = do_import(store, "claude", path)
     loaded = load(store, "claude-main")
     assert [(e.kind, e.role) for e in loaded.path()] == [
-        ("message", "user"), ("message", "assistant"), ("tool_call", "assistant"),
-        ("tool_call", "assistant"), ("tool_result", "tool"), ("tool_result", "tool")]
+        ("message", "user"),
+        ("message", "assistant"),
+        ("tool_call", "assistant"),
+        ("tool_call", "assistant"),
+        ("tool_result", "tool"),
+        ("tool_result", "tool"),
+    ]
     msg = loaded.path()[1]
     assert [p["type"] for p in msg.record["content"]] == ["thinking", "text"]
     results = loaded.path()[4:]
-    assert [(r.record["tool_call_id"], r.record["name"], r.record["is_error"]) for r in results] \
-        == [("t1", "Read", False), ("t2", "Bash", True)]
+    assert [(r.record["tool_call_id"], r.record["name"], r.record["is_error"]) for r in results] == [
+        ("t1", "Read", False),
+        ("t2", "Bash", True),
+    ]
     assert results[0].record["source"]["fields"]["toolUseResult"] == {"stdout": "two"}
     assert report.sessions[0].merged == 3
     with store.open("claude-main", readonly=True) as s:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
+from importers_support import copy_fixture, load, source_lines
 
 from agentlog import Store
 from agentlog.cli import main
 from agentlog.importers import FORMATS, follow
-from importers_support import copy_fixture, load, source_lines, store  # noqa: F401
+
+pytest_plugins = ["importers_support"]  # its `store` fixture: file and memory stores
 
 FORK = "claude-code_synthetic_dag_fork.jsonl"
 
@@ -59,13 +61,16 @@ def test_a_directory_without_session_files_is_one_line(tmp_path):
     copy_fixture(FORK, tmp_path / "src")
     result = run(tmp_path / "home", "import", "--from", "codex", str(tmp_path / "src"))
     assert result.exit_code == 1
-    assert result.stderr == f"agentlog: error: no codex session files (**/rollout-*.jsonl) " \
+    assert (
+        result.stderr == f"agentlog: error: no codex session files (**/rollout-*.jsonl) "
         f"under {tmp_path / 'src'}\n"
+    )
 
 
 def test_missing_default_location_is_one_line(tmp_path):
-    result = run(tmp_path / "home", "import", "--from", "claude",
-                 env={"CLAUDE_CONFIG_DIR": str(tmp_path / "none")})
+    result = run(
+        tmp_path / "home", "import", "--from", "claude", env={"CLAUDE_CONFIG_DIR": str(tmp_path / "none")}
+    )
     assert result.exit_code == 1
     assert result.stderr.strip().count("\n") == 0
     assert "default location of claude sessions" in result.stderr
@@ -96,8 +101,15 @@ def test_follow_imports_what_grows(store, tmp_path):
             for line in [next(rest, ""), next(rest, "")]:
                 f.write(line)
 
-    total = follow(store, FORMATS["claude"], [str(tmp_path / "src")], interval=0.0,
-                   max_polls=5, on_report=seen.append, sleep=grow)
+    total = follow(
+        store,
+        FORMATS["claude"],
+        [str(tmp_path / "src")],
+        interval=0.0,
+        max_polls=5,
+        on_report=seen.append,
+        sleep=grow,
+    )
     assert total.events == 19 and len(seen) == 4  # the 5th poll found nothing new
     assert len(load(store, "claude-s3").path()) == 6
     assert total.errors == [] and total.malformed == []
@@ -105,8 +117,19 @@ def test_follow_imports_what_grows(store, tmp_path):
 
 def test_follow_command_is_bounded_by_polls(tmp_path):
     copy_fixture(FORK, tmp_path / "src")
-    result = run(tmp_path / "home", "import", "--from", "claude", "--follow", "--polls", "2",
-                 "--interval", "0.05", "--json", str(tmp_path / "src"))
+    result = run(
+        tmp_path / "home",
+        "import",
+        "--from",
+        "claude",
+        "--follow",
+        "--polls",
+        "2",
+        "--interval",
+        "0.05",
+        "--json",
+        str(tmp_path / "src"),
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["events"] == 19
     assert len(Store(tmp_path / "home").list()) == 3

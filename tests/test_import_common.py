@@ -6,9 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from agentlog import Store
-from agentlog.importers import FORMATS, SourceChanged, run_import
 from importers_support import (
     ALL_FILES,
     copy_fixture,
@@ -16,8 +13,12 @@ from importers_support import (
     load,
     snapshot,
     source_lines,
-    store,  # noqa: F401  (the fixture)
 )
+
+from agentlog import Store
+from agentlog.importers import FORMATS, SourceChanged, run_import
+
+pytest_plugins = ["importers_support"]  # its `store` fixture: file and memory stores
 
 NIL = "00000000-0000-0000-0000-000000000000"
 
@@ -78,8 +79,9 @@ def test_ids_are_deterministic(tmp_path, fmt, name):
     do_import(one, fmt, path)
     do_import(two, fmt, path)
     a, b = snapshot(one), snapshot(two)
-    assert {k: [e["id"] for e in v[1]] for k, v in a.items()} == \
-        {k: [e["id"] for e in v[1]] for k, v in b.items()}
+    assert {k: [e["id"] for e in v[1]] for k, v in a.items()} == {
+        k: [e["id"] for e in v[1]] for k, v in b.items()
+    }
 
 
 @pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
@@ -100,7 +102,7 @@ def test_a_grown_file_imports_only_its_new_lines(store, tmp_path, fmt, name):
     new_lines = set()
     for s in second.sessions:
         loaded = load(store, s.session_id)
-        written_second = loaded.events[len(loaded.events) - s.events:]
+        written_second = loaded.events[len(loaded.events) - s.events :]
         for e in written_second:
             src = e.record["source"]
             if "copied_from" not in src:
@@ -143,13 +145,15 @@ def test_malformed_lines_are_kept_and_reported(store, tmp_path, fmt, name):
     path.write_bytes("".join(spliced).encode("utf-8").replace("ÿþ".encode(), b"\xff\xfe"))
     report = do_import(store, fmt, path)
     assert report.errors == []
-    assert [(n, e.split(":")[0]) for _, n, e in report.malformed] == \
-        [(4, "invalid JSON"), (7, "not a JSON object but list"), (len(spliced), "invalid UTF-8")]
+    assert [(n, e.split(":")[0]) for _, n, e in report.malformed] == [
+        (4, "invalid JSON"),
+        (7, "not a JSON object but list"),
+        (len(spliced), "invalid UTF-8"),
+    ]
     raws = []
     for s in report.sessions:
         for e in load(store, s.session_id).events:
-            if e.kind == "custom" and "raw" in e.record \
-                    and "copied_from" not in e.record["source"]:
+            if e.kind == "custom" and "raw" in e.record and "copied_from" not in e.record["source"]:
                 raws.append((e.record["source"]["line"], e.record["raw"]))
     assert sorted(raws)[:2] == [(4, bad[0].rstrip("\n")), (7, bad[1].rstrip("\n"))]
     assert len(raws) == 3
@@ -157,10 +161,13 @@ def test_malformed_lines_are_kept_and_reported(store, tmp_path, fmt, name):
     clean = Store.memory()
     do_import(clean, fmt, copy_fixture(name, tmp_path / "clean"))
     copies = sum(s.copied for s in report.sessions)
-    clean_copies = sum(1 for info in clean.list() for e in load(clean, info.id).events
-                       if "copied_from" in e.record["source"])
-    assert report.events - copies == sum(len(load(clean, info.id).events)
-                                         for info in clean.list()) - clean_copies + 3
+    clean_copies = sum(
+        1 for info in clean.list() for e in load(clean, info.id).events if "copied_from" in e.record["source"]
+    )
+    assert (
+        report.events - copies
+        == sum(len(load(clean, info.id).events) for info in clean.list()) - clean_copies + 3
+    )
 
 
 @pytest.mark.parametrize(("fmt", "name"), ALL_FILES)

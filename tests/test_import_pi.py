@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+from importers_support import copy_fixture, do_import, load, source_lines, write_lines
+
 from agentlog import Store
 from agentlog.importers import FORMATS, run_import
-from importers_support import copy_fixture, do_import, load, source_lines, store, write_lines  # noqa: F401
+
+pytest_plugins = ["importers_support"]  # its `store` fixture: file and memory stores
 
 SID = "5e551011-0000-4000-8000-000000000001"
 
@@ -16,8 +19,7 @@ def _ts(i):
 
 
 def _msg(i, role, content, **extra):
-    return {"type": "message", "timestamp": _ts(i),
-            "message": {"role": role, "content": content, **extra}}
+    return {"type": "message", "timestamp": _ts(i), "message": {"role": role, "content": content, **extra}}
 
 
 def _v3(i, entry_id, parent, body):
@@ -34,15 +36,18 @@ def test_v1_fixture_is_chained_in_file_order(store, tmp_path):
     assert loaded.path() == loaded.events  # one chain, header first
     assert loaded.events[0].record["original"] == lines[0]
     messages = [o["message"] for o in lines if o["type"] == "message"]
-    calls = [p for m in messages if m["role"] == "assistant" for p in m["content"]
-             if p["type"] == "toolCall"]
-    assert [(e.record["id"], e.record["name"], json.loads(e.record["arguments"]))
-            for e in loaded.events if e.kind == "tool_call"] == \
-        [(c["id"], c["name"], c["arguments"]) for c in calls]
+    calls = [p for m in messages if m["role"] == "assistant" for p in m["content"] if p["type"] == "toolCall"]
+    assert [
+        (e.record["id"], e.record["name"], json.loads(e.record["arguments"]))
+        for e in loaded.events
+        if e.kind == "tool_call"
+    ] == [(c["id"], c["name"], c["arguments"]) for c in calls]
     results = [m for m in messages if m["role"] == "toolResult"]
-    assert [(e.record["tool_call_id"], e.record["name"], e.record["is_error"])
-            for e in loaded.events if e.kind == "tool_result"] == \
-        [(m["toolCallId"], m["toolName"], m["isError"]) for m in results]
+    assert [
+        (e.record["tool_call_id"], e.record["name"], e.record["is_error"])
+        for e in loaded.events
+        if e.kind == "tool_result"
+    ] == [(m["toolCallId"], m["toolName"], m["isError"]) for m in results]
     assert loaded.kinds()["message"] == sum(1 for m in messages if m["role"] in ("user", "assistant"))
     (change,) = [e for e in loaded.events if e.kind == "custom" and e.record["type"] == "model_change"]
     assert change.record["model"] == {"provider": "anthropic", "id": "claude-sonnet-4-5", "role": None}
@@ -56,16 +61,30 @@ def test_v1_fixture_is_chained_in_file_order(store, tmp_path):
 
 
 def test_v1_compaction_index_and_bash_execution(store, tmp_path):
-    lines = [{"type": "session", "id": SID, "timestamp": _ts(0), "cwd": "/w",
-              "branchedFrom": "/old/session.jsonl", "provider": "anthropic", "modelId": "m1"},
-             _msg(1, "user", [{"type": "text", "text": "one"}]),
-             _msg(2, "assistant", [{"type": "text", "text": "ONE"}], model="m1"),
-             "{ not json",
-             _msg(3, "user", [{"type": "text", "text": "two"}]),
-             _msg(4, "bashExecution", None, command="ls", output="a b", exitCode=0),
-             {"type": "compaction", "timestamp": _ts(5), "summary": "so far",
-              "firstKeptEntryIndex": 3, "tokensBefore": 1234},
-             _msg(6, "user", [{"type": "text", "text": "three"}])]
+    lines = [
+        {
+            "type": "session",
+            "id": SID,
+            "timestamp": _ts(0),
+            "cwd": "/w",
+            "branchedFrom": "/old/session.jsonl",
+            "provider": "anthropic",
+            "modelId": "m1",
+        },
+        _msg(1, "user", [{"type": "text", "text": "one"}]),
+        _msg(2, "assistant", [{"type": "text", "text": "ONE"}], model="m1"),
+        "{ not json",
+        _msg(3, "user", [{"type": "text", "text": "two"}]),
+        _msg(4, "bashExecution", None, command="ls", output="a b", exitCode=0),
+        {
+            "type": "compaction",
+            "timestamp": _ts(5),
+            "summary": "so far",
+            "firstKeptEntryIndex": 3,
+            "tokensBefore": 1234,
+        },
+        _msg(6, "user", [{"type": "text", "text": "three"}]),
+    ]
     path = write_lines(tmp_path / "s.jsonl", lines)
     report = do_import(store, "pi", path)
     assert [(n, e.split(":")[0]) for _, n, e in report.malformed] == [(4, "invalid JSON")]
@@ -76,8 +95,13 @@ def test_v1_compaction_index_and_bash_execution(store, tmp_path):
     kept = loaded.by_id[compaction.record["first_kept_event_id"]]
     assert kept.record["content"][0]["text"] == "two"
     assert compaction.record["tokens_before"] == 1234 and compaction.record["summary"] == "so far"
-    bash = next(e for e in loaded.events if e.kind == "custom" and e.role == None
-                and e.record.get("original", {}).get("message", {}).get("role") == "bashExecution")
+    bash = next(
+        e
+        for e in loaded.events
+        if e.kind == "custom"
+        and e.role is None
+        and e.record.get("original", {}).get("message", {}).get("role") == "bashExecution"
+    )
     assert bash.record["original"]["message"]["command"] == "ls"
     assert loaded.meta["parent_session"] == "/old/session.jsonl"
     with store.open(f"pi-{SID}", readonly=True) as s:
@@ -87,24 +111,37 @@ def test_v1_compaction_index_and_bash_execution(store, tmp_path):
 
 
 def test_v2_hook_message_and_v3_tree(store, tmp_path):
-    lines = [{"type": "session", "version": 3, "id": SID, "timestamp": _ts(0), "cwd": "/w",
-              "parentSession": "/p/parent.jsonl"},
-             _v3(1, "aaaa0001", None, _msg(1, "user", "hello")),
-             _v3(2, "aaaa0002", "aaaa0001", _msg(2, "assistant", [{"type": "text", "text": "hi"}])),
-             _v3(3, "aaaa0003", "aaaa0002", _msg(3, "user", "first try")),
-             _v3(4, "aaaa0004", "aaaa0002", _msg(4, "user", "second try")),
-             _v3(5, "aaaa0005", "aaaa0004", {"type": "branch_summary", "fromId": "aaaa0003",
-                                             "summary": "tried first"}),
-             _v3(6, "aaaa0006", "aaaa0005", {"type": "label", "targetId": "aaaa0001",
-                                             "label": "start"}),
-             _v3(7, "aaaa0007", "aaaa0006", {"type": "model_change", "model": "openai/gpt-5",
-                                             "role": "default"}),
-             _v3(8, "aaaa0008", "aaaa0007", {"type": "model_change", "provider": "anthropic",
-                                             "modelId": "claude-x"}),
-             _v3(9, "aaaa0009", "aaaa0008", {"type": "session_info", "name": "My session"}),
-             _v3(10, "aaaa000a", "aaaa0009", _msg(10, "hookMessage", "from a hook")),
-             _v3(11, "aaaa000b", "aaaa000a", {"type": "thinking_level_change",
-                                              "thinkingLevel": "high"})]
+    lines = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": SID,
+            "timestamp": _ts(0),
+            "cwd": "/w",
+            "parentSession": "/p/parent.jsonl",
+        },
+        _v3(1, "aaaa0001", None, _msg(1, "user", "hello")),
+        _v3(2, "aaaa0002", "aaaa0001", _msg(2, "assistant", [{"type": "text", "text": "hi"}])),
+        _v3(3, "aaaa0003", "aaaa0002", _msg(3, "user", "first try")),
+        _v3(4, "aaaa0004", "aaaa0002", _msg(4, "user", "second try")),
+        _v3(
+            5,
+            "aaaa0005",
+            "aaaa0004",
+            {"type": "branch_summary", "fromId": "aaaa0003", "summary": "tried first"},
+        ),
+        _v3(6, "aaaa0006", "aaaa0005", {"type": "label", "targetId": "aaaa0001", "label": "start"}),
+        _v3(7, "aaaa0007", "aaaa0006", {"type": "model_change", "model": "openai/gpt-5", "role": "default"}),
+        _v3(
+            8,
+            "aaaa0008",
+            "aaaa0007",
+            {"type": "model_change", "provider": "anthropic", "modelId": "claude-x"},
+        ),
+        _v3(9, "aaaa0009", "aaaa0008", {"type": "session_info", "name": "My session"}),
+        _v3(10, "aaaa000a", "aaaa0009", _msg(10, "hookMessage", "from a hook")),
+        _v3(11, "aaaa000b", "aaaa000a", {"type": "thinking_level_change", "thinkingLevel": "high"}),
+    ]
     path = write_lines(tmp_path / "s.jsonl", lines)
     do_import(store, "pi", path)
     loaded = load(store, f"pi-{SID}")
@@ -115,11 +152,16 @@ def test_v2_hook_message_and_v3_tree(store, tmp_path):
     summary = k[f"{SID}:aaaa0005"]
     assert summary.kind == "branch_summary" and summary.record["abandoned_head"] == first.id
     label = k[f"{SID}:aaaa0006"]
-    assert label.kind == "label" and label.record == {**label.record, "name": "start",
-                                                      "target": k[f"{SID}:aaaa0001"].id}
+    assert label.kind == "label" and label.record == {
+        **label.record,
+        "name": "start",
+        "target": k[f"{SID}:aaaa0001"].id,
+    }
     models = [e.record["model"] for e in loaded.events if e.record.get("type") == "model_change"]
-    assert models == [{"provider": "openai", "id": "gpt-5", "role": "default"},
-                      {"provider": "anthropic", "id": "claude-x", "role": None}]
+    assert models == [
+        {"provider": "openai", "id": "gpt-5", "role": "default"},
+        {"provider": "anthropic", "id": "claude-x", "role": None},
+    ]
     assert loaded.meta["model"] == "claude-x"
     assert loaded.meta["name"] == "My session"
     assert loaded.meta["parent_session"] == "/p/parent.jsonl"
@@ -136,8 +178,14 @@ def test_oh_my_pi_title_slot_rewritten_in_place(store, tmp_path):
         body["pad"] = " " * (256 - len(text) - 1)
         return json.dumps(body)
 
-    header = {"type": "session", "version": 3, "id": SID, "timestamp": _ts(0), "cwd": "/w",
-              "title": "auto title"}
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": SID,
+        "timestamp": _ts(0),
+        "cwd": "/w",
+        "title": "auto title",
+    }
     lines = [slot("first title"), header, _v3(1, "b1", None, _msg(1, "user", "hi"))]
     path = write_lines(tmp_path / "s.jsonl", lines)
     assert len(path.read_text().splitlines()[0]) == 255
@@ -155,8 +203,10 @@ def test_oh_my_pi_title_slot_rewritten_in_place(store, tmp_path):
 
 
 def test_default_location_honours_pi_agent_dir(tmp_path, monkeypatch):
-    write_lines(tmp_path / "agent" / "sessions" / "--w--" / "s.jsonl",
-                [{"type": "session", "version": 3, "id": SID, "timestamp": _ts(0), "cwd": "/w"}])
+    write_lines(
+        tmp_path / "agent" / "sessions" / "--w--" / "s.jsonl",
+        [{"type": "session", "version": 3, "id": SID, "timestamp": _ts(0), "cwd": "/w"}],
+    )
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     report = run_import(Store.memory(), FORMATS["pi"])
     assert [s.session_id for s in report.sessions] == [f"pi-{SID}"]

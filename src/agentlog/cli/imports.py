@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+
 import click
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
@@ -19,18 +20,34 @@ def _print_report(report: ImportReport) -> None:
     out = console()
     new = sum(1 for s in report.sessions if s.created and s.events)
     touched = [s for s in report.sessions if s.events]
-    out.print(Text(f"{report.format}: {report.events} new events in {len(touched)} "
-                   f"session(s) ({new} new) from {len(report.files)} file(s)"), soft_wrap=True)
+    out.print(
+        Text(
+            f"{report.format}: {report.events} new events in {len(touched)} "
+            f"session(s) ({new} new) from {len(report.files)} file(s)"
+        ),
+        soft_wrap=True,
+    )
     kinds = report.kinds
     if kinds:
         out.print(Text("  " + "  ".join(f"{k} {n}" for k, n in sorted(kinds.items()))))
     for s in touched:
-        extra = [f"{n} {label}" for n, label in ((s.merged, "lines merged"),
-                                                 (s.duplicates, "duplicates skipped"),
-                                                 (s.copied, "copied")) if n]
-        out.print(Text(f"  {s.session_id}: {s.events} events"
-                       f"{' (new)' if s.created else ''}"
-                       f"{'; ' + ', '.join(extra) if extra else ''}"), soft_wrap=True)
+        extra = [
+            f"{n} {label}"
+            for n, label in (
+                (s.merged, "lines merged"),
+                (s.duplicates, "duplicates skipped"),
+                (s.copied, "copied"),
+            )
+            if n
+        ]
+        out.print(
+            Text(
+                f"  {s.session_id}: {s.events} events"
+                f"{' (new)' if s.created else ''}"
+                f"{'; ' + ', '.join(extra) if extra else ''}"
+            ),
+            soft_wrap=True,
+        )
     for path, line, error in report.malformed:
         click.echo(f"agentlog: warning: {path}:{line}: {error} (kept as a custom event)", err=True)
     for error in report.errors:
@@ -38,25 +55,58 @@ def _print_report(report: ImportReport) -> None:
 
 
 def _progress(files: list[str]) -> Progress:
-    return Progress(TextColumn("importing"), BarColumn(), DownloadColumn(),
-                    TimeRemainingColumn(), console=Console(stderr=True), transient=True,
-                    disable=not files)
+    return Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=not files,
+    )
 
 
 @click.command("import")
-@click.option("--from", "fmt", required=True, type=click.Choice(sorted(FORMATS)),
-              help="The tool whose session files to read.")
+@click.option(
+    "--from",
+    "fmt",
+    required=True,
+    type=click.Choice(sorted(FORMATS)),
+    help="The tool whose session files to read.",
+)
 @click.argument("paths", nargs=-1, metavar="[PATH]...", type=click.Path())
-@click.option("--follow", "keep_following", is_flag=True,
-              help="Keep importing as the files grow (and new ones appear), until Ctrl-C.")
-@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
-              metavar="SECONDS", help="With --follow: how often to look at the files' sizes.")
-@click.option("--polls", type=click.IntRange(min=1), default=None, metavar="N",
-              help="With --follow: stop after N polls (default: never).")
+@click.option(
+    "--follow",
+    "keep_following",
+    is_flag=True,
+    help="Keep importing as the files grow (and new ones appear), until Ctrl-C.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.05),
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --follow: how often to look at the files' sizes.",
+)
+@click.option(
+    "--polls",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="With --follow: stop after N polls (default: never).",
+)
 @json_option
 @pass_app
-def import_(app: App, fmt: str, paths: tuple[str, ...], keep_following: bool, interval: float,
-            polls: int | None, as_json: bool) -> int:
+def import_(
+    app: App,
+    fmt: str,
+    paths: tuple[str, ...],
+    keep_following: bool,
+    interval: float,
+    polls: int | None,
+    as_json: bool,
+) -> int:
     """Import sessions from Claude Code, Codex or pi session files.
 
     PATH is a session file or a directory searched for them; without PATH
@@ -75,8 +125,7 @@ def import_(app: App, fmt: str, paths: tuple[str, ...], keep_following: bool, in
     total = 2 * sum(os.path.getsize(f) for f in files)
     with _progress(files) as bar:
         task = bar.add_task("import", total=total)
-        report = run_import(app.store, importer, files=files,
-                            progress=lambda n: bar.advance(task, n))
+        report = run_import(app.store, importer, files=files, progress=lambda n: bar.advance(task, n))
     if as_json:
         emit_json(report.to_dict())
         for error in report.errors:
@@ -86,8 +135,9 @@ def import_(app: App, fmt: str, paths: tuple[str, ...], keep_following: bool, in
     return 1 if report.errors else 0
 
 
-def _follow(app: App, fmt: str, paths: tuple[str, ...], interval: float, polls: int | None,
-            as_json: bool) -> int:
+def _follow(
+    app: App, fmt: str, paths: tuple[str, ...], interval: float, polls: int | None, as_json: bool
+) -> int:
     importer = get_importer(fmt)
     total = ImportReport(importer.name)
 

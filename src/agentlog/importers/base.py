@@ -6,7 +6,7 @@ import glob
 import os
 import re
 from abc import ABC, abstractmethod
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from .builder import SessionBuilder
@@ -39,13 +39,13 @@ def parse_source_time(value: Any) -> int | None:
     frac = _FRACTION.search(text)
     digits = frac.group(1) if frac else ""
     if frac:
-        text = text[:frac.start()] + text[frac.end():]
+        text = text[: frac.start()] + text[frac.end() :]
     try:
         dt = datetime.fromisoformat(text)
     except ValueError:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp()) * 1_000_000_000 + int(digits.ljust(9, "0")[:9] or 0)
 
 
@@ -96,7 +96,8 @@ class Importer(ABC):
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
         """Before converting a session's new lines; ``lines`` are all its
         lines in this run, old ones with ``new`` False (creation metadata,
-        state a later line needs)."""
+        state a later line needs). Formats without such state keep this."""
+        return None
 
     @abstractmethod
     def convert(self, b: SessionBuilder, line: SourceLine) -> None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..event import NIL_ID, Event, format_timestamp, parse_timestamp
 from .model import SessionReport, SourceLine
@@ -69,19 +70,27 @@ class Pending:
     branch_from: str | None = None
 
     def to_event(self) -> Event:
-        return Event(self.id, self.parent_id, self.kind, self.role,
-                     format_timestamp(self.ts_ns), self.record, None, self.branch_from)
+        return Event(
+            self.id,
+            self.parent_id,
+            self.kind,
+            self.role,
+            format_timestamp(self.ts_ns),
+            self.record,
+            None,
+            self.branch_from,
+        )
 
 
 @dataclass
 class SessionBuilder:
     """One agentlog session being imported into (new or existing)."""
 
-    store: "Store"
+    store: Store
     session_id: str
     source_id: str
     format: str
-    session: "Session | None" = None
+    session: Session | None = None
     keys: dict[str, str] = field(default_factory=dict)
     alias: dict[str, str] = field(default_factory=dict)
     kind_of: dict[str, str] = field(default_factory=dict)
@@ -99,7 +108,7 @@ class SessionBuilder:
     ids: IdAllocator = field(default_factory=IdAllocator)
     last_ts: int = 0
     report: SessionReport | None = None
-    locator: Callable[["SessionBuilder", str], str | None] | None = None
+    locator: Callable[[SessionBuilder, str], str | None] | None = None
     _per_line: dict[tuple[str, int], int] = field(default_factory=dict)
 
     # --- loading what an earlier import wrote -----------------------------------
@@ -159,9 +168,19 @@ class SessionBuilder:
             return ts_ns
         return self.last_ts
 
-    def emit(self, kind: str, role: str | None, record: dict[str, Any], line: SourceLine, *,
-             ts_ns: int | None = None, parent: str | None = None, literal_parent: bool = False,
-             keys: tuple[str, ...] | list[str] = (), side: bool = False) -> Pending:
+    def emit(
+        self,
+        kind: str,
+        role: str | None,
+        record: dict[str, Any],
+        line: SourceLine,
+        *,
+        ts_ns: int | None = None,
+        parent: str | None = None,
+        literal_parent: bool = False,
+        keys: tuple[str, ...] | list[str] = (),
+        side: bool = False,
+    ) -> Pending:
         """Add one event made from ``line``. ``parent`` None means the chain's
         cursor; a given parent is resolved through side events unless
         ``literal_parent``."""
@@ -216,7 +235,7 @@ class SessionBuilder:
             listed = record.setdefault("source", {}).setdefault("keys", [])
             listed.extend(k for k in keys if k not in listed)
 
-    def copy_path(self, other: "Session", event_id: str) -> str:
+    def copy_path(self, other: Session, event_id: str) -> str:
         """Copy ``other``'s path root..``event_id`` here (a resume or a fork in
         the source tool); events already copied are reused. Returns the copy
         of ``event_id``."""
@@ -251,15 +270,18 @@ class SessionBuilder:
         states behind, and the next import skips the lines by their keys or
         reports the file)."""
         events = [p.to_event() for p in self.pending]
-        meta = {"format": self.format, "source_id": self.source_id, "files": self.files}
+        meta: dict[str, Any] = {"format": self.format, "source_id": self.source_id, "files": self.files}
         if self.session is None:
-            extra = {**self.create_meta, **self.meta_changes}
+            extra: dict[str, Any] = {**self.create_meta, **self.meta_changes, META_KEY: meta}
             # No working_dir: creating with one leaves a --continue breadcrumb,
             # and an imported session should not become what `continue` opens.
             self.session = self.store.create(
-                name=extra.pop("name", None), model=extra.pop("model", None),
+                name=extra.pop("name", None),
+                model=extra.pop("model", None),
                 session_id=self.session_id,
-                events=events, **{META_KEY: meta}, **extra)
+                events=events,
+                **extra,
+            )
         else:
             if events:
                 self.session.import_events(events)

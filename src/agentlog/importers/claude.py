@@ -45,8 +45,9 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content
-                         if isinstance(b, dict) and b.get("type") == "text")
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
     return ""
 
 
@@ -101,8 +102,9 @@ class ClaudeImporter(Importer):
 
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
         if "tool_names" not in b.state:
-            b.state["tool_names"] = {r.get("id"): r.get("name") for i, r in b.records.items()
-                                     if b.kind_of.get(i) == "tool_call"}
+            b.state["tool_names"] = {
+                r.get("id"): r.get("name") for i, r in b.records.items() if b.kind_of.get(i) == "tool_call"
+            }
             b.state["groups"] = {}
             compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
             b.state["last_compaction"] = max(compactions) if compactions else None
@@ -110,8 +112,14 @@ class ClaudeImporter(Importer):
             return
         objs = [ln.obj for ln in lines if ln.obj is not None]
         cwd = next((o["cwd"] for o in objs if isinstance(o.get("cwd"), str)), None)
-        model = next((o["message"].get("model") for o in objs if o.get("type") == "assistant"
-                      and isinstance(o.get("message"), dict)), None)
+        model = next(
+            (
+                o["message"].get("model")
+                for o in objs
+                if o.get("type") == "assistant" and isinstance(o.get("message"), dict)
+            ),
+            None,
+        )
         version = next((o["version"] for o in objs if isinstance(o.get("version"), str)), None)
         b.create_meta.update(model=model, source_cwd=cwd, source_version=version)
         if "/" in b.source_id:
@@ -133,8 +141,16 @@ class ClaudeImporter(Importer):
             self._summary(b, line, obj)
         else:
             parent = self._parent(b, obj)[0] if isinstance(obj.get("parentUuid"), str) else None
-            b.emit("custom", "system" if kind == "system" else None, custom_record(obj), line,
-                   ts_ns=self.line_time(obj), parent=parent, keys=self._keys(obj), side=True)
+            b.emit(
+                "custom",
+                "system" if kind == "system" else None,
+                custom_record(obj),
+                line,
+                ts_ns=self.line_time(obj),
+                parent=parent,
+                keys=self._keys(obj),
+                side=True,
+            )
 
     @staticmethod
     def _keys(obj: dict[str, Any]) -> tuple[str, ...]:
@@ -142,8 +158,9 @@ class ClaudeImporter(Importer):
         return (uuid,) if isinstance(uuid, str) and uuid else ()
 
     @staticmethod
-    def _parent(b: SessionBuilder, obj: dict[str, Any],
-                field: str = "parentUuid") -> tuple[str, bool, str | None]:
+    def _parent(
+        b: SessionBuilder, obj: dict[str, Any], field: str = "parentUuid"
+    ) -> tuple[str, bool, str | None]:
         """(parent event, literal?, unresolved source parent)."""
         wanted = obj.get(field)
         if isinstance(wanted, str) and wanted:
@@ -153,11 +170,12 @@ class ClaudeImporter(Importer):
         unresolved = wanted if isinstance(wanted, str) and wanted else None
         if not b.has_chain:
             return NIL_ID, False, unresolved  # after any side events kept before it
-        return NIL_ID, True, unresolved       # a new root: the source starts over here
+        return NIL_ID, True, unresolved  # a new root: the source starts over here
 
     @staticmethod
-    def _source(obj: dict[str, Any], message: dict[str, Any] | None,
-                unresolved: str | None) -> dict[str, Any]:
+    def _source(
+        obj: dict[str, Any], message: dict[str, Any] | None, unresolved: str | None
+    ) -> dict[str, Any]:
         source: dict[str, Any] = {"fields": split_fields(obj, _LINE_MAPPED)}
         if message is not None:
             source["message"] = split_fields(message, ("role", "content"))
@@ -167,8 +185,9 @@ class ClaudeImporter(Importer):
             source["unresolved_parent"] = unresolved
         return source
 
-    def _user(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any],
-              message: dict[str, Any]) -> None:
+    def _user(
+        self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any], message: dict[str, Any]
+    ) -> None:
         parent, literal, unresolved = self._parent(b, obj)
         ts = self.line_time(obj)
         content = message.get("content")
@@ -184,8 +203,10 @@ class ClaudeImporter(Importer):
         for block in results:
             call = block.get("tool_use_id")
             record: dict[str, Any] = {
-                "tool_call_id": call, "name": b.state["tool_names"].get(call),
-                "content": block.get("content"), "is_error": bool(block.get("is_error")),
+                "tool_call_id": call,
+                "name": b.state["tool_names"].get(call),
+                "content": block.get("content"),
+                "is_error": bool(block.get("is_error")),
             }
             extra = split_fields(block, ("type", "tool_use_id", "content", "is_error"))
             if extra:
@@ -193,23 +214,49 @@ class ClaudeImporter(Importer):
             if events == 0:
                 record["source"] = source
             last = events == len(results) - 1 and not rest
-            b.emit("tool_result", "tool", record, line, ts_ns=ts, parent=parent if events == 0 else None,
-                   literal_parent=literal and events == 0, keys=keys if last else ())
+            b.emit(
+                "tool_result",
+                "tool",
+                record,
+                line,
+                ts_ns=ts,
+                parent=parent if events == 0 else None,
+                literal_parent=literal and events == 0,
+                keys=keys if last else (),
+            )
             events += 1
         if rest or events == 0:
             record = {"content": rest if rest is not None else ""}
             if events == 0:
                 record["source"] = source
-            b.emit("message", "user", record, line, ts_ns=ts,
-                   parent=parent if events == 0 else None,
-                   literal_parent=literal and events == 0, keys=keys)
+            b.emit(
+                "message",
+                "user",
+                record,
+                line,
+                ts_ns=ts,
+                parent=parent if events == 0 else None,
+                literal_parent=literal and events == 0,
+                keys=keys,
+            )
 
-    def _compact_summary(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any],
-                         parent: str, literal: bool, source: dict[str, Any], ts: int | None) -> None:
+    def _compact_summary(
+        self,
+        b: SessionBuilder,
+        line: SourceLine,
+        obj: dict[str, Any],
+        parent: str,
+        literal: bool,
+        source: dict[str, Any],
+        ts: int | None,
+    ) -> None:
         text = _text_of(obj["message"].get("content"))
         target = b.by_id.get(parent)
-        if target is not None and target.kind == "compaction" \
-                and target.record["source"].get("awaiting_summary"):
+        if (
+            target is not None
+            and target.kind == "compaction"
+            and target.record["source"].get("awaiting_summary")
+        ):
             target.record["summary"] = text
             target.record["source"].pop("awaiting_summary")
             target.record["source"]["summary_line"] = {"line": line.lineno, **source}
@@ -220,29 +267,53 @@ class ClaudeImporter(Importer):
             return
         record = self._compaction(b, text, None, None)
         record["source"] = source
-        p = b.emit("compaction", "system", record, line, ts_ns=ts, parent=parent,
-                   literal_parent=literal, keys=self._keys(obj))
+        p = b.emit(
+            "compaction",
+            "system",
+            record,
+            line,
+            ts_ns=ts,
+            parent=parent,
+            literal_parent=literal,
+            keys=self._keys(obj),
+        )
         b.state["last_compaction"] = p.id
 
     @staticmethod
-    def _compaction(b: SessionBuilder, summary: str, tokens_before: Any,
-                    trigger: Any) -> dict[str, Any]:
-        return {"summary": summary, "structured": {}, "first_kept_event_id": None,
-                "tokens_before": tokens_before, "tokens_after": None,
-                "previous_compaction_id": b.state.get("last_compaction"), "trigger": trigger}
+    def _compaction(b: SessionBuilder, summary: str, tokens_before: Any, trigger: Any) -> dict[str, Any]:
+        return {
+            "summary": summary,
+            "structured": {},
+            "first_kept_event_id": None,
+            "tokens_before": tokens_before,
+            "tokens_after": None,
+            "previous_compaction_id": b.state.get("last_compaction"),
+            "trigger": trigger,
+        }
 
     def _boundary(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> None:
         if isinstance(obj.get("logicalParentUuid"), str):
             parent, literal, unresolved = self._parent(b, obj, "logicalParentUuid")
         else:
             parent, literal, unresolved = self._parent(b, obj)
-        meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
-        record = self._compaction(b, str(obj.get("content") or ""), meta.get("preTokens"),
-                                  meta.get("trigger"))
+        meta = obj.get("compactMetadata")
+        if not isinstance(meta, dict):
+            meta = {}
+        record = self._compaction(
+            b, str(obj.get("content") or ""), meta.get("preTokens"), meta.get("trigger")
+        )
         record["source"] = self._source(obj, None, unresolved)
         record["source"]["awaiting_summary"] = True  # until its isCompactSummary message
-        p = b.emit("compaction", "system", record, line, ts_ns=self.line_time(obj), parent=parent,
-                   literal_parent=literal, keys=self._keys(obj))
+        p = b.emit(
+            "compaction",
+            "system",
+            record,
+            line,
+            ts_ns=self.line_time(obj),
+            parent=parent,
+            literal_parent=literal,
+            keys=self._keys(obj),
+        )
         b.state["last_compaction"] = p.id
 
     def _summary(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> None:
@@ -253,12 +324,16 @@ class ClaudeImporter(Importer):
         if target is None:
             b.emit("custom", None, custom_record(obj), line, keys=keys, side=True)
             return
-        record = {"name": obj.get("summary"), "target": target,
-                  "source": {"fields": split_fields(obj, ("summary",))}}
+        record = {
+            "name": obj.get("summary"),
+            "target": target,
+            "source": {"fields": split_fields(obj, ("summary",))},
+        }
         b.emit("label", None, record, line, keys=keys, side=True)
 
-    def _assistant(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any],
-                   message: dict[str, Any]) -> None:
+    def _assistant(
+        self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any], message: dict[str, Any]
+    ) -> None:
         parent, literal, unresolved = self._parent(b, obj)
         ts = self.line_time(obj)
         content = message.get("content")
@@ -270,7 +345,7 @@ class ClaudeImporter(Importer):
         group = groups.get(mid) if isinstance(mid, str) else None
         source = self._source(obj, message, unresolved)
         keys = self._keys(obj)
-        usage = {k: message[k] for k in ("model", "usage") if k in message}
+        usage: dict[str, Any] = {k: message[k] for k in ("model", "usage") if k in message}
         if group is not None and group["message"] in b.by_id and parent in group["events"]:
             msg = b.by_id[group["message"]]
             msg.record["content"].extend(parts)
@@ -282,24 +357,46 @@ class ClaudeImporter(Importer):
             tail = group["last"]
             first_parent: str | None = tail
         else:
-            record = {"content": parts, **usage, "finish_reason": message.get("stop_reason"),
-                      "provider": "anthropic", "source": source}
-            msg = b.emit("message", "assistant", record, line, ts_ns=ts, parent=parent,
-                         literal_parent=literal, keys=() if calls else keys)
+            record: dict[str, Any] = {
+                "content": parts,
+                **usage,
+                "finish_reason": message.get("stop_reason"),
+                "provider": "anthropic",
+                "source": source,
+            }
+            msg = b.emit(
+                "message",
+                "assistant",
+                record,
+                line,
+                ts_ns=ts,
+                parent=parent,
+                literal_parent=literal,
+                keys=() if calls else keys,
+            )
             group = {"message": msg.id, "events": {msg.id}, "last": msg.id}
             if isinstance(mid, str):
                 groups[mid] = group
             first_parent = None
         for i, call in enumerate(calls):
-            record = {"id": call.get("id"), "name": call.get("name"),
-                      "arguments": orjson.dumps(call.get("input")).decode()}
+            record = {
+                "id": call.get("id"),
+                "name": call.get("name"),
+                "arguments": orjson.dumps(call.get("input")).decode(),
+            }
             extra = split_fields(call, ("type", "id", "name", "input"))
             if extra or call.get("type") != "tool_use":
                 record["extra"] = {"type": call.get("type"), **extra}
             b.state["tool_names"][call.get("id")] = call.get("name")
-            p = b.emit("tool_call", "assistant", record, line, ts_ns=ts,
-                       parent=first_parent if i == 0 else None,
-                       keys=keys if i == len(calls) - 1 else ())
+            p = b.emit(
+                "tool_call",
+                "assistant",
+                record,
+                line,
+                ts_ns=ts,
+                parent=first_parent if i == 0 else None,
+                keys=keys if i == len(calls) - 1 else (),
+            )
             group["events"].add(p.id)
             group["last"] = p.id
         if not calls:

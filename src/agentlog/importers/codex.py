@@ -35,7 +35,8 @@ from .reader import FileData
 __all__ = ["CodexImporter"]
 
 _ROLLOUT_ID = re.compile(
-    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
+    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$"
+)
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
@@ -53,8 +54,12 @@ class CodexImporter(Importer):
         sid = None
         for line in fd.lines:
             obj = line.obj
-            if obj is not None and obj.get("type") == "session_meta" \
-                    and isinstance(obj.get("payload"), dict) and isinstance(obj["payload"].get("id"), str):
+            if (
+                obj is not None
+                and obj.get("type") == "session_meta"
+                and isinstance(obj.get("payload"), dict)
+                and isinstance(obj["payload"].get("id"), str)
+            ):
                 sid = obj["payload"]["id"]
                 break
         if sid is None:
@@ -64,22 +69,25 @@ class CodexImporter(Importer):
 
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
         if "tool_names" not in b.state:
-            b.state["tool_names"] = {r.get("id"): r.get("name") for i, r in b.records.items()
-                                     if b.kind_of.get(i) == "tool_call"}
+            b.state["tool_names"] = {
+                r.get("id"): r.get("name") for i, r in b.records.items() if b.kind_of.get(i) == "tool_call"
+            }
             compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
             b.state["last_compaction"] = max(compactions) if compactions else None
             # Turn starts, for rollbacks: rebuilt from the events already stored.
-            b.state["turns"] = [i for i, r in sorted(b.records.items())
-                                if r.get("source", {}).get("turn_start")]
+            b.state["turns"] = [
+                i for i, r in sorted(b.records.items()) if r.get("source", {}).get("turn_start")
+            ]
             b.state["reasoning"] = None
         if b.session is not None:
             return
         for line in lines:
             obj = line.obj or {}
-            payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+            payload = obj.get("payload")
+            if not isinstance(payload, dict):
+                continue
             if obj.get("type") == "session_meta":
-                b.create_meta.update(source_cwd=payload.get("cwd"),
-                                     source_version=payload.get("cli_version"))
+                b.create_meta.update(source_cwd=payload.get("cwd"), source_version=payload.get("cli_version"))
             elif obj.get("type") == "turn_context" and payload.get("model"):
                 b.create_meta.setdefault("model", payload.get("model"))
 
@@ -97,12 +105,18 @@ class CodexImporter(Importer):
         if kind == "response_item":
             self._response_item(b, line, payload, ptype, fields, ts)
         elif kind == "compacted":
-            record = {"summary": payload.get("message") or "",
-                      "structured": {"replacement_history": payload.get("replacement_history")},
-                      "first_kept_event_id": None, "tokens_before": None, "tokens_after": None,
-                      "previous_compaction_id": b.state["last_compaction"],
-                      "source": {"fields": fields,
-                                 "payload": split_fields(payload, ("message", "replacement_history"))}}
+            record = {
+                "summary": payload.get("message") or "",
+                "structured": {"replacement_history": payload.get("replacement_history")},
+                "first_kept_event_id": None,
+                "tokens_before": None,
+                "tokens_after": None,
+                "previous_compaction_id": b.state["last_compaction"],
+                "source": {
+                    "fields": fields,
+                    "payload": split_fields(payload, ("message", "replacement_history")),
+                },
+            }
             b.state["reasoning"] = None
             b.state["last_compaction"] = b.emit("compaction", "system", record, line, ts_ns=ts).id
         elif kind == "event_msg" and ptype == "thread_rolled_back":
@@ -114,8 +128,9 @@ class CodexImporter(Importer):
                 # The turn starts at the user's message item when it came
                 # just before; else at this event.
                 prev = b.by_id.get(b.cursor)
-                start = prev.id if prev is not None and prev.kind == "message" \
-                    and prev.role == "user" else None
+                start = (
+                    prev.id if prev is not None and prev.kind == "message" and prev.role == "user" else None
+                )
                 record["source"] = {"turn_start": start is None}
                 if prev is not None and start is not None:
                     prev.record["source"]["turn_start"] = True
@@ -123,8 +138,15 @@ class CodexImporter(Importer):
             if user_turn:
                 b.state["turns"].append(start or p.id)
 
-    def _response_item(self, b: SessionBuilder, line: SourceLine, payload: dict[str, Any],
-                       ptype: Any, fields: dict[str, Any], ts: int | None) -> None:
+    def _response_item(
+        self,
+        b: SessionBuilder,
+        line: SourceLine,
+        payload: dict[str, Any],
+        ptype: Any,
+        fields: dict[str, Any],
+        ts: int | None,
+    ) -> None:
         source: dict[str, Any] = {"fields": fields} if fields else {}
         if ptype == "message":
             role = payload.get("role") if isinstance(payload.get("role"), str) else "user"
@@ -140,11 +162,15 @@ class CodexImporter(Importer):
                 b.state["reasoning"] = None
                 return
             b.state["reasoning"] = None
-            b.emit("message", role, {"content": payload.get("content"), "role": role,
-                                     "source": source}, line, ts_ns=ts)
+            b.emit(
+                "message",
+                role,
+                {"content": payload.get("content"), "role": role, "source": source},
+                line,
+                ts_ns=ts,
+            )
         elif ptype == "reasoning":
-            record = {"content": [], "reasoning": split_fields(payload, ("type",)),
-                      "source": source}
+            record = {"content": [], "reasoning": split_fields(payload, ("type",)), "source": source}
             b.state["reasoning"] = b.emit("message", "assistant", record, line, ts_ns=ts).id
         elif ptype in _CALLS:
             b.state["reasoning"] = None
@@ -158,10 +184,20 @@ class CodexImporter(Importer):
                 arguments = orjson.dumps(payload.get("action")).decode()
             source["payload"] = split_fields(payload, ("type", "call_id", "name", "arguments"))
             b.state["tool_names"][call_id] = name
-            b.emit("tool_call", "assistant", {"id": call_id, "name": name,
-                                              "arguments": arguments if isinstance(arguments, str)
-                                              else orjson.dumps(arguments).decode(),
-                                              "source": source}, line, ts_ns=ts)
+            b.emit(
+                "tool_call",
+                "assistant",
+                {
+                    "id": call_id,
+                    "name": name,
+                    "arguments": arguments
+                    if isinstance(arguments, str)
+                    else orjson.dumps(arguments).decode(),
+                    "source": source,
+                },
+                line,
+                ts_ns=ts,
+            )
         elif ptype in _OUTPUTS:
             b.state["reasoning"] = None
             call_id = payload.get("call_id")
@@ -171,16 +207,31 @@ class CodexImporter(Importer):
             source["payload"] = split_fields(payload, ("type", "call_id", "output"))
             if isinstance(output, dict):
                 source["output"] = split_fields(output, ("content",))
-            b.emit("tool_result", "tool", {"tool_call_id": call_id,
-                                           "name": b.state["tool_names"].get(call_id),
-                                           "content": content, "is_error": is_error,
-                                           "source": source}, line, ts_ns=ts)
+            b.emit(
+                "tool_result",
+                "tool",
+                {
+                    "tool_call_id": call_id,
+                    "name": b.state["tool_names"].get(call_id),
+                    "content": content,
+                    "is_error": is_error,
+                    "source": source,
+                },
+                line,
+                ts_ns=ts,
+            )
         else:
             b.state["reasoning"] = None
             b.emit("custom", None, custom_record(line.obj or {}), line, ts_ns=ts)
 
-    def _rollback(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any],
-                  payload: dict[str, Any], ts: int | None) -> None:
+    def _rollback(
+        self,
+        b: SessionBuilder,
+        line: SourceLine,
+        obj: dict[str, Any],
+        payload: dict[str, Any],
+        ts: int | None,
+    ) -> None:
         turns: list[str] = b.state["turns"]
         n = payload.get("num_turns")
         n = n if isinstance(n, int) and n > 0 else 0
@@ -188,7 +239,7 @@ class CodexImporter(Importer):
         parent = None
         if n and turns:
             first = turns[max(0, len(turns) - n)]
-            del turns[max(0, len(turns) - n):]
+            del turns[max(0, len(turns) - n) :]
             parent = b.parent_of.get(first)
             record["dropped_from"] = first
         b.state["reasoning"] = None

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..session import Session
 from ..store import Store
@@ -108,7 +108,7 @@ class _Run:
                 fr.error = f"{path}: no {self.importer.name} session id in any line"
                 self.report.errors.append(fr.error)
             return
-        for line, source_id in zip(fd.lines, sources):
+        for line, source_id in zip(fd.lines, sources, strict=True):
             sid = self.importer.session_id(source_id)
             group = self.groups.get(sid)
             if group is None:
@@ -126,7 +126,7 @@ class _Run:
                 b.load()
             b.report = SessionReport(sid, group.source_id, created=not existed)
             self.builders[sid] = b
-            for path, (data, fd, fr) in list(group.files.items()):
+            for path, (data, _fd, fr) in list(group.files.items()):
                 state = b.files.get(os.path.basename(path))
                 if not state:
                     continue
@@ -141,8 +141,13 @@ class _Run:
                 for line in group.lines:
                     if line.path == path and line.lineno <= last:
                         line.new = False
-            times = [t for t in (self.importer.line_time(ln.obj) for ln in group.lines
-                                 if ln.new and ln.obj is not None) if t is not None]
+            times = [
+                t
+                for t in (
+                    self.importer.line_time(ln.obj) for ln in group.lines if ln.new and ln.obj is not None
+                )
+                if t is not None
+            ]
             group.first = min(times) if times else 0
         order = sorted(self.groups.values(), key=lambda g: (g.first, g.session_id))
         for group in order:
@@ -153,7 +158,7 @@ class _Run:
                     if key and key not in b.keys:
                         self.owner.setdefault(key, group.session_id)
         for group in order:
-            for path, (_, fd, fr) in group.files.items():
+            for _, fd, fr in group.files.values():
                 fr.new_lines = sum(1 for ln in fd.lines if ln.new)
         return order
 
@@ -191,8 +196,7 @@ class _Run:
         fr = group.files[line.path][2]
         if line.obj is None:
             fr.malformed.append((line.lineno, line.error or "malformed"))
-            b.emit("custom", None, {"type": None, "raw": line.text, "error": line.error},
-                   line, side=True)
+            b.emit("custom", None, {"type": None, "raw": line.text, "error": line.error}, line, side=True)
             return
         key = self.importer.line_key(group.source_id, line.obj)
         if key and (key in b.keys or self.owner.get(key, b.session_id) != b.session_id):
@@ -205,8 +209,7 @@ class _Run:
             fr.malformed.append((line.lineno, reason))
             record = custom_record(line.obj)
             record["error"] = reason
-            b.emit("custom", None, record, line, side=True,
-                   ts_ns=self.importer.line_time(line.obj))
+            b.emit("custom", None, record, line, side=True, ts_ns=self.importer.line_time(line.obj))
 
     def locate(self, b: SessionBuilder, key: str) -> str | None:
         """A key another session holds: convert that session first if it is
@@ -220,8 +223,12 @@ class _Run:
             return None
         for other in self.builders.values():
             found = other.keys.get(key)
-            if other is not b and found is not None and found not in other.by_id \
-                    and other.session is not None:
+            if (
+                other is not b
+                and found is not None
+                and found not in other.by_id
+                and other.session is not None
+            ):
                 return b.copy_path(other.session, found)  # stored by an earlier import
         sid = self.stored().get(key)
         if sid is None or sid == b.session_id:
@@ -269,9 +276,14 @@ def _keys_of(session: Session, event_id: str) -> list[str]:
     return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
 
 
-def run_import(store: Store, importer: Importer, paths: list[str] | tuple[str, ...] = (), *,
-               progress: Progress | None = None,
-               files: list[str] | None = None) -> ImportReport:
+def run_import(
+    store: Store,
+    importer: Importer,
+    paths: list[str] | tuple[str, ...] = (),
+    *,
+    progress: Progress | None = None,
+    files: list[str] | None = None,
+) -> ImportReport:
     """Import ``paths`` (files or directories; none: the default locations),
     or exactly ``files`` when given.
 
@@ -291,10 +303,16 @@ def run_import(store: Store, importer: Importer, paths: list[str] | tuple[str, .
     return report
 
 
-def follow(store: Store, importer: Importer, paths: list[str] | tuple[str, ...] = (), *,
-           interval: float = 1.0, max_polls: int | None = None,
-           on_report: Callable[[ImportReport], None] | None = None,
-           sleep: Callable[[float], None] = time.sleep) -> ImportReport:
+def follow(
+    store: Store,
+    importer: Importer,
+    paths: list[str] | tuple[str, ...] = (),
+    *,
+    interval: float = 1.0,
+    max_polls: int | None = None,
+    on_report: Callable[[ImportReport], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ImportReport:
     """Import, then keep polling the files' sizes and import what grew (or
     appeared) until ``max_polls`` polls have run (None: until interrupted,
     e.g. by Ctrl-C). Returns everything imported."""
@@ -321,4 +339,3 @@ def follow(store: Store, importer: Importer, paths: list[str] | tuple[str, ...] 
         if max_polls is not None and polls >= max_polls:
             return total
         sleep(interval)
-

@@ -55,7 +55,8 @@ class SourceChanged(ImportSourceError):
     def __init__(self, path: str, session_id: str, consumed: int) -> None:
         super().__init__(
             f"{path}: the first {consumed} bytes changed since session {session_id!r} "
-            "imported them; not importing it again (delete the session to re-import)")
+            "imported them; not importing it again (delete the session to re-import)"
+        )
         self.path = path
         self.session_id = session_id
 
@@ -85,17 +86,21 @@ class SourceLine:
 @dataclass(slots=True)
 class FileReport:
     path: str
-    lines: int = 0          # complete lines in the file
-    new_lines: int = 0      # lines this import consumed
+    lines: int = 0  # complete lines in the file
+    new_lines: int = 0  # lines this import consumed
     pending_bytes: int = 0  # an unfinished last line, left for the next import
     malformed: list[tuple[int, str]] = field(default_factory=list)
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "lines": self.lines, "new_lines": self.new_lines,
-                "pending_bytes": self.pending_bytes,
-                "malformed": [{"line": n, "error": e} for n, e in self.malformed],
-                "error": self.error}
+        return {
+            "path": self.path,
+            "lines": self.lines,
+            "new_lines": self.new_lines,
+            "pending_bytes": self.pending_bytes,
+            "malformed": [{"line": n, "error": e} for n, e in self.malformed],
+            "error": self.error,
+        }
 
 
 @dataclass(slots=True)
@@ -105,15 +110,21 @@ class SessionReport:
     created: bool
     events: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
-    merged: int = 0       # source lines folded into an event made from an earlier line
-    duplicates: int = 0   # source lines whose id the session already holds
-    copied: int = 0       # events copied from another session (a resume or fork)
+    merged: int = 0  # source lines folded into an event made from an earlier line
+    duplicates: int = 0  # source lines whose id the session already holds
+    copied: int = 0  # events copied from another session (a resume or fork)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"session": self.session_id, "source_id": self.source_id,
-                "created": self.created, "events": self.events,
-                "kinds": dict(sorted(self.kinds.items())), "merged": self.merged,
-                "duplicates": self.duplicates, "copied": self.copied}
+        return {
+            "session": self.session_id,
+            "source_id": self.source_id,
+            "created": self.created,
+            "events": self.events,
+            "kinds": dict(sorted(self.kinds.items())),
+            "merged": self.merged,
+            "duplicates": self.duplicates,
+            "copied": self.copied,
+        }
 
 
 @dataclass(slots=True)
@@ -140,15 +151,18 @@ class ImportReport:
     def malformed(self) -> list[tuple[str, int, str]]:
         return [(f.path, n, e) for f in self.files for n, e in f.malformed]
 
-    def merge(self, other: "ImportReport") -> None:
+    def merge(self, other: ImportReport) -> None:
         self.files.extend(other.files)
         self.sessions.extend(other.sessions)
         self.errors.extend(other.errors)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": self.format, "events": self.events,
-                "kinds": dict(sorted(self.kinds.items())),
-                "sessions": [s.to_dict() for s in self.sessions],
-                "files": [f.to_dict() for f in self.files],
-                "malformed": [{"path": p, "line": n, "error": e} for p, n, e in self.malformed],
-                "errors": list(self.errors)}
+        return {
+            "format": self.format,
+            "events": self.events,
+            "kinds": dict(sorted(self.kinds.items())),
+            "sessions": [s.to_dict() for s in self.sessions],
+            "files": [f.to_dict() for f in self.files],
+            "malformed": [{"path": p, "line": n, "error": e} for p, n, e in self.malformed],
+            "errors": list(self.errors),
+        }

@@ -61,8 +61,9 @@ class PiImporter(Importer):
         return nl + 1 if isinstance(first, dict) and first.get("type") == "title" else 0
 
     def assign(self, fd: FileData) -> list[str] | None:
-        header = next((ln.obj for ln in fd.lines if ln.obj is not None
-                       and ln.obj.get("type") == "session"), None)
+        header = next(
+            (ln.obj for ln in fd.lines if ln.obj is not None and ln.obj.get("type") == "session"), None
+        )
         if header is None or not isinstance(header.get("id"), str):
             return None
         return [header["id"]] * len(fd.lines)
@@ -73,13 +74,16 @@ class PiImporter(Importer):
         return f"{source_id}:{entry}" if isinstance(entry, str) else None
 
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
-        header = next((ln.obj for ln in lines if ln.obj is not None
-                       and ln.obj.get("type") == "session"), None) or {}
+        header = (
+            next((ln.obj for ln in lines if ln.obj is not None and ln.obj.get("type") == "session"), None)
+            or {}
+        )
         version = header.get("version")
         b.state["version"] = version if isinstance(version, int) else 1
         # pi indexes v1 entries over the parsed lines (the header is 0).
-        b.state["entries"] = [ln.lineno for ln in lines if ln.obj is not None
-                              and ln.obj.get("type") != "title"]
+        b.state["entries"] = [
+            ln.lineno for ln in lines if ln.obj is not None and ln.obj.get("type") != "title"
+        ]
         compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
         b.state["last_compaction"] = max(compactions) if compactions else None
         for line in lines:
@@ -88,8 +92,10 @@ class PiImporter(Importer):
         if b.session is None:
             model = header.get("modelId")
             b.create_meta.update(
-                source_cwd=header.get("cwd"), model=model if isinstance(model, str) else None,
-                parent_session=header.get("parentSession") or header.get("branchedFrom"))
+                source_cwd=header.get("cwd"),
+                model=model if isinstance(model, str) else None,
+                parent_session=header.get("parentSession") or header.get("branchedFrom"),
+            )
 
     def _key(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> str | None:
         if b.state["version"] < 2 and obj.get("type") != "session":
@@ -129,16 +135,21 @@ class PiImporter(Importer):
         elif kind == "compaction":
             self._compaction(b, line, obj, parent, keys, ts)
         elif kind == "branch_summary":
-            record = {"summary": obj.get("summary") or "", "structured": obj.get("details") or {},
-                      "abandoned_head": b.lookup(f"{b.source_id}:{obj.get('fromId')}"),
-                      "common_ancestor": b.resolve(parent) if parent else b.cursor,
-                      "source": {**source, "fields": split_fields(obj, _ENTRY + ("summary",
-                                                                                  "details"))}}
+            record = {
+                "summary": obj.get("summary") or "",
+                "structured": obj.get("details") or {},
+                "abandoned_head": b.lookup(f"{b.source_id}:{obj.get('fromId')}"),
+                "common_ancestor": b.resolve(parent) if parent else b.cursor,
+                "source": {**source, "fields": split_fields(obj, _ENTRY + ("summary", "details"))},
+            }
             b.emit("branch_summary", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
         elif kind == "label":
             target = b.lookup(f"{b.source_id}:{obj.get('targetId')}")
-            record = {"name": obj.get("label"), "target": target,
-                      "source": {**source, "fields": split_fields(obj, _ENTRY + ("label",))}}
+            record = {
+                "name": obj.get("label"),
+                "target": target,
+                "source": {**source, "fields": split_fields(obj, _ENTRY + ("label",))},
+            }
             b.emit("label", None, record, line, ts_ns=ts, parent=parent, keys=keys, side=True)
         elif kind == "model_change":
             record = custom_record(obj)
@@ -152,50 +163,108 @@ class PiImporter(Importer):
                 b.meta_changes["model"] = model
             b.emit("custom", None, record, line, ts_ns=ts, parent=parent, keys=keys, side=True)
         else:
-            if kind in ("session_info", "title_change") and isinstance(obj.get("name") or obj.get("title"), str):
+            if kind in ("session_info", "title_change") and isinstance(
+                obj.get("name") or obj.get("title"), str
+            ):
                 b.meta_changes["name"] = obj.get("name") or obj.get("title")
-            b.emit("custom", None, custom_record(obj), line, ts_ns=ts, parent=parent, keys=keys,
-                   side=True)
+            b.emit("custom", None, custom_record(obj), line, ts_ns=ts, parent=parent, keys=keys, side=True)
 
-    def _message(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any],
-                 message: dict[str, Any], parent: str | None, keys: tuple[str, ...],
-                 source: dict[str, Any], ts: int | None) -> None:
+    def _message(
+        self,
+        b: SessionBuilder,
+        line: SourceLine,
+        obj: dict[str, Any],
+        message: dict[str, Any],
+        parent: str | None,
+        keys: tuple[str, ...],
+        source: dict[str, Any],
+        ts: int | None,
+    ) -> None:
         role = message.get("role")
         content = message.get("content")
         if role == "user":
             source["message"] = split_fields(message, ("role", "content"))
-            b.emit("message", "user", {"content": content, "source": source}, line,
-                   ts_ns=ts, parent=parent, keys=keys)
+            b.emit(
+                "message",
+                "user",
+                {"content": content, "source": source},
+                line,
+                ts_ns=ts,
+                parent=parent,
+                keys=keys,
+            )
         elif role == "assistant":
             parts = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
             calls = [p for p in parts if isinstance(p, dict) and p.get("type") == "toolCall"]
-            source["message"] = split_fields(message, ("role", "content", "model", "usage",
-                                                       "stopReason", "provider"))
-            record = {"content": [p for p in parts if p not in calls], "model": message.get("model"),
-                      "usage": message.get("usage"), "finish_reason": message.get("stopReason"),
-                      "provider": message.get("provider"), "source": source}
-            b.emit("message", "assistant", record, line, ts_ns=ts, parent=parent,
-                   keys=() if calls else keys)
+            source["message"] = split_fields(
+                message, ("role", "content", "model", "usage", "stopReason", "provider")
+            )
+            record = {
+                "content": [p for p in parts if p not in calls],
+                "model": message.get("model"),
+                "usage": message.get("usage"),
+                "finish_reason": message.get("stopReason"),
+                "provider": message.get("provider"),
+                "source": source,
+            }
+            b.emit("message", "assistant", record, line, ts_ns=ts, parent=parent, keys=() if calls else keys)
             for i, call in enumerate(calls):
-                b.emit("tool_call", "assistant",
-                       {"id": call.get("id"), "name": call.get("name"),
+                b.emit(
+                    "tool_call",
+                    "assistant",
+                    {
+                        "id": call.get("id"),
+                        "name": call.get("name"),
                         "arguments": orjson.dumps(call.get("arguments")).decode(),
-                        **({"extra": e} if (e := split_fields(call, ("type", "id", "name", "arguments")))
-                           else {})},
-                       line, ts_ns=ts, keys=keys if i == len(calls) - 1 else ())
+                        **(
+                            {"extra": e}
+                            if (e := split_fields(call, ("type", "id", "name", "arguments")))
+                            else {}
+                        ),
+                    },
+                    line,
+                    ts_ns=ts,
+                    keys=keys if i == len(calls) - 1 else (),
+                )
         elif role == "toolResult":
-            source["message"] = split_fields(message, ("role", "content", "toolCallId", "toolName",
-                                                       "isError"))
-            b.emit("tool_result", "tool",
-                   {"tool_call_id": message.get("toolCallId"), "name": message.get("toolName"),
-                    "content": content, "is_error": bool(message.get("isError")),
-                    "source": source}, line, ts_ns=ts, parent=parent, keys=keys)
+            source["message"] = split_fields(
+                message, ("role", "content", "toolCallId", "toolName", "isError")
+            )
+            b.emit(
+                "tool_result",
+                "tool",
+                {
+                    "tool_call_id": message.get("toolCallId"),
+                    "name": message.get("toolName"),
+                    "content": content,
+                    "is_error": bool(message.get("isError")),
+                    "source": source,
+                },
+                line,
+                ts_ns=ts,
+                parent=parent,
+                keys=keys,
+            )
         else:  # bashExecution, custom / hookMessage, branchSummary, compactionSummary
-            b.emit("custom", role if isinstance(role, str) and role.isalpha() and role.islower()
-                   else None, custom_record(obj), line, ts_ns=ts, parent=parent, keys=keys)
+            b.emit(
+                "custom",
+                role if isinstance(role, str) and role.isalpha() and role.islower() else None,
+                custom_record(obj),
+                line,
+                ts_ns=ts,
+                parent=parent,
+                keys=keys,
+            )
 
-    def _compaction(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any],
-                    parent: str | None, keys: tuple[str, ...], ts: int | None) -> None:
+    def _compaction(
+        self,
+        b: SessionBuilder,
+        line: SourceLine,
+        obj: dict[str, Any],
+        parent: str | None,
+        keys: tuple[str, ...],
+        ts: int | None,
+    ) -> None:
         first = None
         if isinstance(obj.get("firstKeptEntryId"), str):
             first = b.lookup(f"{b.source_id}:{obj['firstKeptEntryId']}")
@@ -204,11 +273,16 @@ class PiImporter(Importer):
             index = obj["firstKeptEntryIndex"]
             if 0 < index < len(entries):  # index 0 is the header, which pi never keeps
                 first = b.lookup(f"{b.source_id}:line:{entries[index]}")
-        record = {"summary": obj.get("summary") or "", "structured": obj.get("details") or {},
-                  "first_kept_event_id": first, "tokens_before": obj.get("tokensBefore"),
-                  "tokens_after": obj.get("tokensAfter"),
-                  "previous_compaction_id": b.state["last_compaction"],
-                  "source": {"fields": split_fields(obj, _ENTRY + ("summary", "details",
-                                                                  "tokensBefore", "tokensAfter"))}}
+        record = {
+            "summary": obj.get("summary") or "",
+            "structured": obj.get("details") or {},
+            "first_kept_event_id": first,
+            "tokens_before": obj.get("tokensBefore"),
+            "tokens_after": obj.get("tokensAfter"),
+            "previous_compaction_id": b.state["last_compaction"],
+            "source": {
+                "fields": split_fields(obj, _ENTRY + ("summary", "details", "tokensBefore", "tokensAfter"))
+            },
+        }
         p = b.emit("compaction", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
         b.state["last_compaction"] = p.id

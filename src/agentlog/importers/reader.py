@@ -23,9 +23,9 @@ __all__ = ["FileData", "parse_lines", "prefix_state", "check_state"]
 class FileData:
     path: str
     lines: list[SourceLine]
-    consumed: int       # bytes up to the end of the last complete line
-    pending: int        # bytes of an unfinished last line
-    skip: int           # leading bytes left out of the prefix hash
+    consumed: int  # bytes up to the end of the last complete line
+    pending: int  # bytes of an unfinished last line
+    skip: int  # leading bytes left out of the prefix hash
 
 
 def _parse(text: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -52,6 +52,8 @@ def parse_lines(path: str, data: bytes, skip: int = 0) -> FileData:
         raw = data[pos:end]
         lineno += 1
         body = raw.rstrip(b"\r\n")
+        obj: dict[str, Any] | None
+        err: str | None
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -68,7 +70,7 @@ def parse_lines(path: str, data: bytes, skip: int = 0) -> FileData:
 
 def prefix_state(data: bytes, fd: FileData) -> dict[str, Any]:
     last = fd.lines[-1].lineno if fd.lines else 0
-    digest = hashlib.sha256(data[fd.skip:fd.consumed]).hexdigest()
+    digest = hashlib.sha256(data[fd.skip : fd.consumed]).hexdigest()
     return {"size": fd.consumed, "sha256": digest, "lines": last, "skip": fd.skip}
 
 
