@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from agentlog import Event, Session, Store
 from agentlog.importers import FORMATS, ImportReport, run_import
 
@@ -25,14 +23,6 @@ ALL_FILES = (
     + [("codex", f) for f in CODEX_FILES]
     + [("pi", f) for f in PI_FILES]
 )
-
-
-@pytest.fixture(params=["files", "memory"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    """Every importer test runs on the file store and the memory store."""
-    if request.param == "files":
-        return Store(tmp_path / "home")
-    return Store.memory()
 
 
 def copy_fixture(name: str, dest: Path) -> Path:

@@ -11,7 +11,7 @@ from agentlog import Store
 from agentlog.cli import main
 from agentlog.importers import FORMATS, follow
 
-pytest_plugins = ["importers_support"]  # its `store` fixture: file and memory stores
+pytest_plugins = ["importers_store"]  # its `store` fixture: file and memory stores
 
 FORK = "claude-code_synthetic_dag_fork.jsonl"
 

@@ -18,7 +18,7 @@ from importers_support import (
 from agentlog import Store
 from agentlog.importers import FORMATS, SourceChanged, run_import
 
-pytest_plugins = ["importers_support"]  # its `store` fixture: file and memory stores
+pytest_plugins = ["importers_store"]  # its `store` fixture: file and memory stores
 
 NIL = "00000000-0000-0000-0000-000000000000"
 

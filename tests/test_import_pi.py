@@ -9,7 +9,7 @@ from importers_support import copy_fixture, do_import, load, source_lines, write
 from agentlog import Store
 from agentlog.importers import FORMATS, run_import
 
-pytest_plugins = ["importers_support"]  # its `store` fixture: file and memory stores
+pytest_plugins = ["importers_store"]  # its `store` fixture: file and memory stores
 
 SID = "5e551011-0000-4000-8000-000000000001"
 
