@@ -197,3 +197,21 @@ def test_source_changed_is_an_agentlog_error():
     from agentlog import AgentlogError
 
     assert issubclass(SourceChanged, AgentlogError)
+
+
+@pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
+def test_a_crash_before_the_file_state_is_saved_imports_nothing_twice(store, tmp_path, fmt, name):
+    path = copy_fixture(name, tmp_path / "src")
+    raw = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(raw[: len(raw) // 2]))
+    first = do_import(store, fmt, path)
+    states = {s.session_id: store.meta(s.session_id)["import"] for s in first.sessions}
+    path.write_text("".join(raw))
+    do_import(store, fmt, path)
+    before = {sid: len(load(store, sid).events) for sid in states}
+    for sid, state in states.items():  # as if the flush stopped after the events
+        store.update_meta(sid, **{"import": state})
+    again = do_import(store, fmt, path)
+    assert again.errors == []
+    assert {sid: len(load(store, sid).events) for sid in states} == before
+    assert again.events == 0

@@ -96,6 +96,7 @@ class SessionBuilder:
     kind_of: dict[str, str] = field(default_factory=dict)
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
     parent_of: dict[str, str] = field(default_factory=dict)
+    seen_lines: set[tuple[str, int]] = field(default_factory=set)
     parents_with_children: set[str] = field(default_factory=set)
     cursor: str = NIL_ID
     has_chain: bool = False
@@ -136,6 +137,11 @@ class SessionBuilder:
         if isinstance(source, dict):
             for key in source.get("keys") or ():
                 self.keys[key] = event_id
+            if "copied_from" not in source and isinstance(source.get("file"), str):
+                lines = [source.get("line"), *(m.get("line") for m in source.get("merged") or ())]
+                if isinstance(source.get("summary_line"), dict):
+                    lines.append(source["summary_line"].get("line"))
+                self.seen_lines.update((source["file"], n) for n in lines if isinstance(n, int))
             if source.get("side"):
                 self.alias[parent_id] = event_id
                 return

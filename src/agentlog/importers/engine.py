@@ -194,6 +194,11 @@ class _Run:
     def convert_line(self, b: SessionBuilder, group: _Group, line: SourceLine) -> None:
         assert b.report is not None
         fr = group.files[line.path][2]
+        # A line already held by its place: the file's state was not saved
+        # after its events (a crash between the two writes of a flush).
+        if (os.path.basename(line.path), line.lineno) in b.seen_lines:
+            b.report.duplicates += 1
+            return
         if line.obj is None:
             fr.malformed.append((line.lineno, line.error or "malformed"))
             b.emit("custom", None, {"type": None, "raw": line.text, "error": line.error}, line, side=True)
