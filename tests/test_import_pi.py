@@ -210,3 +210,14 @@ def test_default_location_honours_pi_agent_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     report = run_import(Store.memory(), FORMATS["pi"])
     assert [s.session_id for s in report.sessions] == [f"pi-{SID}"]
+
+
+def test_pi_session_dir_overrides_the_agent_dir(tmp_path, monkeypatch):
+    write_lines(
+        tmp_path / "elsewhere" / "s.jsonl",
+        [{"type": "session", "version": 3, "id": SID, "timestamp": _ts(0), "cwd": "/w"}],
+    )
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", str(tmp_path / "elsewhere"))
+    report = run_import(Store.memory(), FORMATS["pi"])
+    assert [s.session_id for s in report.sessions] == [f"pi-{SID}"]

@@ -109,15 +109,15 @@ def import_(
 ) -> int:
     """Import sessions from Claude Code, Codex or pi session files.
 
-    PATH is a session file or a directory searched for them; without PATH
-    the tool's default location is read (~/.claude/projects or
-    $CLAUDE_CONFIG_DIR/projects; $CODEX_HOME/sessions or ~/.codex/sessions;
-    $PI_CODING_AGENT_DIR/sessions or ~/.pi/agent/sessions). Each source
-    session becomes the session '<format>-<source id>'. Importing again
-    adds only what is new; a file whose imported part changed is reported,
-    not re-imported. A malformed line is kept as a 'custom' event and
-    reported with its file and line. Exit status 1 if a file could not be
-    imported."""
+    PATH is a session file, or a directory searched for the format's files.
+    Without PATH the tool's own location is read: $CLAUDE_CONFIG_DIR/projects
+    or ~/.claude/projects; $CODEX_HOME/sessions and archived_sessions, or
+    ~/.codex/...; $PI_CODING_AGENT_SESSION_DIR, $PI_CODING_AGENT_DIR/sessions
+    or ~/.pi/agent/sessions. Each source session becomes the session
+    '<format>-<source id>'. Importing again adds only what is new; a file
+    whose imported part changed is reported, not imported again. A malformed
+    line is kept as a 'custom' event and reported with its file and line.
+    Exit status 1 if a file could not be imported. See docs/integrations.md."""
     importer = get_importer(fmt)
     files = expand_paths(importer, paths)
     if keep_following:

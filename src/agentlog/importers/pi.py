@@ -47,6 +47,9 @@ class PiImporter(Importer):
     prefix = "pi"
 
     def default_roots(self) -> list[str]:
+        sessions = os.environ.get("PI_CODING_AGENT_SESSION_DIR")
+        if sessions:
+            return [sessions]
         base = os.environ.get("PI_CODING_AGENT_DIR") or os.path.expanduser("~/.pi/agent")
         return [os.path.join(base, "sessions")]
 
