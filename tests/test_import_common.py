@@ -215,3 +215,12 @@ def test_a_crash_before_the_file_state_is_saved_imports_nothing_twice(store, tmp
     assert again.errors == []
     assert {sid: len(load(store, sid).events) for sid in states} == before
     assert again.events == 0
+
+
+def test_importing_unchanged_files_takes_no_lease(tmp_path):
+    store = Store(tmp_path / "home")
+    path = copy_fixture("pi_v1_legacy_large-session_head45.jsonl", tmp_path / "src")
+    (s,) = do_import(store, "pi", path).sessions
+    with store.open(s.session_id):  # a writer holds the session
+        again = do_import(store, "pi", path)
+    assert again.events == 0 and again.errors == []

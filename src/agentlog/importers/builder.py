@@ -91,6 +91,7 @@ class SessionBuilder:
     source_id: str
     format: str
     session: Session | None = None
+    existing: bool = False
     keys: dict[str, str] = field(default_factory=dict)
     alias: dict[str, str] = field(default_factory=dict)
     kind_of: dict[str, str] = field(default_factory=dict)
@@ -113,9 +114,19 @@ class SessionBuilder:
     _per_line: dict[tuple[str, int], int] = field(default_factory=dict)
 
     # --- loading what an earlier import wrote -----------------------------------
-    def load(self) -> None:
+    def read_state(self) -> None:
+        """Read what earlier imports recorded (the files' states) from the
+        session's metadata, without opening it: an import that finds
+        nothing new writes nothing and takes no lease."""
+        self.existing = True
+        meta = self.store.meta(self.session_id).get(META_KEY) or {}
+        self.files = dict(meta.get("files") or {})
+
+    def ensure_loaded(self) -> None:
         """Open the existing session for writing and rebuild the maps from
         its events (every imported record names its source keys)."""
+        if not self.existing or self.session is not None:
+            return
         self.session = self.store.open(self.session_id)
         meta = self.session.meta.get(META_KEY) or {}
         self.files = dict(meta.get("files") or {})
@@ -275,6 +286,7 @@ class SessionBuilder:
         for the events; the states follow (a crash between the two leaves
         states behind, and the next import skips the lines by their keys or
         reports the file)."""
+        self.ensure_loaded()
         events = [p.to_event() for p in self.pending]
         meta: dict[str, Any] = {"format": self.format, "source_id": self.source_id, "files": self.files}
         if self.session is None:

@@ -123,7 +123,7 @@ class _Run:
             b.locator = self.locate
             existed = self.store.exists(sid)
             if existed:
-                b.load()
+                b.read_state()
             b.report = SessionReport(sid, group.source_id, created=not existed)
             self.builders[sid] = b
             for path, (data, _fd, fr) in list(group.files.items()):
@@ -141,6 +141,8 @@ class _Run:
                 for line in group.lines:
                     if line.path == path and line.lineno <= last:
                         line.new = False
+            if any(ln.new for ln in group.lines):
+                b.ensure_loaded()  # its maps are needed only to convert new lines
             times = [
                 t
                 for t in (
@@ -227,6 +229,8 @@ class _Run:
                 return b.copy_path(ob.session, ob.keys[key])
             return None
         for other in self.builders.values():
+            if other is not b:
+                other.ensure_loaded()
             found = other.keys.get(key)
             if (
                 other is not b
