@@ -4,6 +4,9 @@ parents that exist, idempotent re-imports, growth, damaged lines."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 
 import pytest
 from importers_support import (
@@ -21,6 +24,16 @@ from agentlog.importers import FORMATS, SourceChanged, run_import
 pytest_plugins = ["importers_store"]  # its `store` fixture: file and memory stores
 
 NIL = "00000000-0000-0000-0000-000000000000"
+
+#: Another process that holds a session's writer lease until its stdin closes.
+HOLDER = textwrap.dedent("""
+    import sys
+    from agentlog import Store
+    session = Store(sys.argv[1]).open(sys.argv[2])
+    print("ready", flush=True)
+    sys.stdin.read()
+    session.close()
+""")
 
 
 @pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
@@ -224,3 +237,28 @@ def test_importing_unchanged_files_takes_no_lease(tmp_path):
     with store.open(s.session_id):  # a writer holds the session
         again = do_import(store, "pi", path)
     assert again.events == 0 and again.errors == []
+
+
+def test_a_session_another_writer_holds_is_reported_and_the_rest_imported(tmp_path):
+    store = Store(tmp_path / "home")
+    pi = copy_fixture("pi_v1_legacy_large-session_head45.jsonl", tmp_path / "src")
+    lines = pi.read_text().splitlines(keepends=True)
+    pi.write_text("".join(lines[:-1]))
+    (s,) = do_import(store, "pi", pi).sessions
+    pi.write_text("".join(lines))
+    other = copy_fixture("pi_v1_legacy_large-session_head45.jsonl", tmp_path / "o")
+    other.write_text(other.read_text().replace("d703a1a9-1b7b", "aaaaaaaa-1b7b", 1))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path / "home"), s.session_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        report = do_import(store, "pi", pi, other)
+    finally:
+        holder.communicate("", timeout=60)
+    assert len(report.errors) == 1 and s.session_id in report.errors[0]
+    assert [r.session_id for r in report.sessions] == ["pi-aaaaaaaa-1b7b-4fb1-b512-c9738b1fe617"]
+    assert do_import(store, "pi", pi).events > 0  # once the writer is gone

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..errors import AgentlogError
 from ..session import Session
 from ..store import Store
 from .base import Importer, custom_record
@@ -142,7 +143,11 @@ class _Run:
                     if line.path == path and line.lineno <= last:
                         line.new = False
             if any(ln.new for ln in group.lines):
-                b.ensure_loaded()  # its maps are needed only to convert new lines
+                try:
+                    b.ensure_loaded()  # its maps are needed only to convert new lines
+                except AgentlogError as exc:  # e.g. SessionLocked: another writer has it
+                    self.fail(group, exc)
+                    continue
             times = [
                 t
                 for t in (
@@ -163,6 +168,13 @@ class _Run:
             for _, fd, fr in group.files.values():
                 fr.new_lines = sum(1 for ln in fd.lines if ln.new)
         return order
+
+    def fail(self, group: _Group, exc: Exception) -> None:
+        """Leave a session out of this run, saying why; the rest goes on."""
+        self.report.errors.append(f"session {group.session_id!r}: {exc} (its new lines are not imported)")
+        for line in group.lines:
+            line.new = False
+        self.done.add(group.session_id)
 
     # --- converting ---------------------------------------------------------------
     def convert(self, group: _Group, progress: Progress | None = None) -> None:
@@ -306,7 +318,10 @@ def run_import(
         for path in files if files is not None else expand_paths(importer, paths):
             run.read(path, progress)
         for group in run.prepare():
-            run.convert(group, progress)
+            try:
+                run.convert(group, progress)
+            except AgentlogError as exc:  # this session only: the others are still imported
+                run.fail(group, exc)
     finally:
         run.close()
     return report
