@@ -207,3 +207,32 @@ def test_default_location_honours_codex_home(tmp_path, monkeypatch):
     report = run_import(Store.memory(), FORMATS["codex"])
     assert [s.session_id for s in report.sessions] == [f"codex-{SID}"]
     assert len(report.files) == 1
+
+
+def test_rollback_while_following(store, tmp_path):
+    from agentlog.importers import follow
+
+    head = [_meta(), *_user_turn(1, "one"), *_answer(2, "ONE"), *_user_turn(3, "two"), *_answer(4, "TWO")]
+    tail = [
+        _item(5, {"type": "thread_rolled_back", "num_turns": 1}, "event_msg"),
+        *_user_turn(6, "again"),
+        *_answer(7, "AGAIN"),
+    ]
+    path = write_lines(tmp_path / f"rollout-x-{SID}.jsonl", head)
+    pending = iter(tail)
+
+    def grow(_interval):
+        with path.open("a") as f:
+            f.write(json.dumps(next(pending)) + "\n")
+
+    total = follow(store, FORMATS["codex"], [str(tmp_path)], interval=0, max_polls=5, sleep=grow)
+    assert total.errors == []
+    loaded = load(store, f"codex-{SID}")
+    assert [e.record["content"][0]["text"] for e in loaded.path() if e.kind == "message"] == [
+        "one",
+        "ONE",
+        "again",
+        "AGAIN",
+    ]
+    with store.open(f"codex-{SID}"):  # follow released the session when it stopped
+        pass

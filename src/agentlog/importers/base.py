@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
@@ -29,12 +30,15 @@ def parse_source_time(value: Any) -> int | None:
     """Nanoseconds since the epoch from an RFC 3339 string or epoch
     milliseconds; None for anything else (the line then takes the time of
     the line before it)."""
-    if isinstance(value, bool):
+    if isinstance(value, str):
+        return _parse_text_time(value) if value else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if isinstance(value, (int, float)):
-        return int(value * 1_000_000) if value > 0 else None
-    if not isinstance(value, str) or not value:
-        return None
+    return int(value * 1_000_000) if value > 0 else None
+
+
+@functools.lru_cache(maxsize=4096)  # the lines of one reply share one time
+def _parse_text_time(value: str) -> int | None:
     text = value.strip().replace("Z", "+00:00").replace("z", "+00:00")
     frac = _FRACTION.search(text)
     digits = frac.group(1) if frac else ""

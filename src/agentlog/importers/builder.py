@@ -233,6 +233,9 @@ class SessionBuilder:
         self.records[p.id] = p.record
         for key in keys:
             self.keys[key] = p.id
+        source = p.record.get("source")
+        if isinstance(source, dict) and "copied_from" not in source:
+            self.seen_lines.add((str(source.get("file")), int(source.get("line", 0))))
         if side:
             self.alias[p.parent_id] = p.id
         else:

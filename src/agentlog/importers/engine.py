@@ -75,8 +75,15 @@ class _Group:
 
 
 class _Run:
-    def __init__(self, store: Store, importer: Importer, report: ImportReport) -> None:
+    def __init__(
+        self,
+        store: Store,
+        importer: Importer,
+        report: ImportReport,
+        keep: dict[str, SessionBuilder] | None = None,
+    ) -> None:
         self.store = store
+        self.keep = keep
         self.importer = importer
         self.report = report
         self.groups: dict[str, _Group] = {}
@@ -86,6 +93,7 @@ class _Run:
         self.active: set[str] = set()
         self.stored_index: dict[str, str] | None = None
         self.readers: dict[str, Session] = {}
+        self.failed: set[str] = set()
 
     # --- reading ------------------------------------------------------------------
     def read(self, path: str, progress: Progress | None) -> None:
@@ -120,11 +128,15 @@ class _Run:
     # --- planning -----------------------------------------------------------------
     def prepare(self) -> list[_Group]:
         for sid, group in self.groups.items():
-            b = SessionBuilder(self.store, sid, group.source_id, self.importer.name)
+            kept = self.keep.get(sid) if self.keep is not None else None
+            if kept is not None:  # --follow: its maps are current, its lease still held
+                b, existed = kept, True
+            else:
+                b = SessionBuilder(self.store, sid, group.source_id, self.importer.name)
+                existed = self.store.exists(sid)
+                if existed:
+                    b.read_state()
             b.locator = self.locate
-            existed = self.store.exists(sid)
-            if existed:
-                b.read_state()
             b.report = SessionReport(sid, group.source_id, created=not existed)
             self.builders[sid] = b
             for path, (data, _fd, fr) in list(group.files.items()):
@@ -172,6 +184,13 @@ class _Run:
     def fail(self, group: _Group, exc: Exception) -> None:
         """Leave a session out of this run, saying why; the rest goes on."""
         self.report.errors.append(f"session {group.session_id!r}: {exc} (its new lines are not imported)")
+        self.failed.add(group.session_id)
+        if self.keep is not None:  # its maps may hold events that were never written
+            self.keep.pop(group.session_id, None)
+            self.builders[group.session_id].close()
+            self.builders[group.session_id] = SessionBuilder(
+                self.store, group.session_id, group.source_id, self.importer.name
+            )
         for line in group.lines:
             line.new = False
         self.done.add(group.session_id)
@@ -282,8 +301,11 @@ class _Run:
         return self.stored_index
 
     def close(self) -> None:
-        for b in self.builders.values():
-            b.close()
+        for sid, b in self.builders.items():
+            if self.keep is not None and b.session is not None and sid not in self.failed:
+                self.keep[sid] = b  # --follow reuses it at the next poll
+            else:
+                b.close()
         for r in self.readers.values():
             r.close()
 
@@ -304,6 +326,7 @@ def run_import(
     *,
     progress: Progress | None = None,
     files: list[str] | None = None,
+    keep: dict[str, SessionBuilder] | None = None,
 ) -> ImportReport:
     """Import ``paths`` (files or directories; none: the default locations),
     or exactly ``files`` when given.
@@ -311,9 +334,13 @@ def run_import(
     ``progress`` is called with byte counts: once per file read, once per
     session converted (its lines' bytes), so twice the files' sizes in all.
     Returns the report; malformed lines and changed files are in it, and
-    do not stop the rest."""
+    do not stop the rest.
+
+    ``keep`` (for ``follow``) receives the sessions this run opened, open
+    and with their maps, and lends them to the next run instead of
+    reading every event again; the caller closes them."""
     report = ImportReport(importer.name)
-    run = _Run(store, importer, report)
+    run = _Run(store, importer, report, keep)
     try:
         for path in files if files is not None else expand_paths(importer, paths):
             run.read(path, progress)
@@ -342,6 +369,27 @@ def follow(
     e.g. by Ctrl-C). Returns everything imported."""
     total = ImportReport(importer.name)
     seen: dict[str, tuple[int, int]] = {}
+    keep: dict[str, SessionBuilder] = {}
+    try:
+        _poll(store, importer, paths, interval, max_polls, on_report, sleep, total, seen, keep)
+    finally:
+        for b in keep.values():
+            b.close()
+    return total
+
+
+def _poll(
+    store: Store,
+    importer: Importer,
+    paths: list[str] | tuple[str, ...],
+    interval: float,
+    max_polls: int | None,
+    on_report: Callable[[ImportReport], None] | None,
+    sleep: Callable[[float], None],
+    total: ImportReport,
+    seen: dict[str, tuple[int, int]],
+    keep: dict[str, SessionBuilder],
+) -> None:
     polls = 0
     while True:
         changed = []
@@ -355,11 +403,11 @@ def follow(
                 seen[path] = mark
                 changed.append(path)
         if changed:
-            report = run_import(store, importer, files=changed)
+            report = run_import(store, importer, files=changed, keep=keep)
             total.merge(report)
             if on_report is not None:
                 on_report(report)
         polls += 1
         if max_polls is not None and polls >= max_polls:
-            return total
+            return
         sleep(interval)
