@@ -196,6 +196,7 @@ def test_summary_records_become_labels_or_custom_events(store, tmp_path):
     (label,) = [e for e in loaded.events if e.kind == "label"]
     assert label.record["name"] == "Title here"
     assert label.record["target"] == loaded.by_key()[leaf].id
+    assert loaded.meta["name"] == "Title here"
     tool_results = [o for o in lines if "toolUseResult" in o]
     assert tool_results and all(
         loaded.by_key()[o["uuid"]].record["source"]["fields"]["toolUseResult"] == o["toolUseResult"]

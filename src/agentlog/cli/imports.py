@@ -55,14 +55,16 @@ def _print_report(report: ImportReport) -> None:
 
 
 def _progress(files: list[str]) -> Progress:
+    """A bar on stderr, only for a terminal (a pipe or a log gets no bar)."""
+    err = Console(stderr=True)
     return Progress(
         TextColumn("importing"),
         BarColumn(),
         DownloadColumn(),
         TimeRemainingColumn(),
-        console=Console(stderr=True),
+        console=err,
         transient=True,
-        disable=not files,
+        disable=not files or not err.is_terminal,
     )
 
 

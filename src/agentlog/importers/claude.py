@@ -330,6 +330,8 @@ class ClaudeImporter(Importer):
             "source": {"fields": split_fields(obj, ("summary",))},
         }
         b.emit("label", None, record, line, keys=keys, side=True)
+        if isinstance(obj.get("summary"), str):
+            b.meta_changes["name"] = obj["summary"]  # Claude Code shows it as the title
 
     def _assistant(
         self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any], message: dict[str, Any]
