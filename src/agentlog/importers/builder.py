@@ -95,7 +95,8 @@ class SessionBuilder:
     keys: dict[str, str] = field(default_factory=dict)
     alias: dict[str, str] = field(default_factory=dict)
     kind_of: dict[str, str] = field(default_factory=dict)
-    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tool_names: dict[Any, Any] = field(default_factory=dict)
+    turn_starts: list[str] = field(default_factory=list)
     parent_of: dict[str, str] = field(default_factory=dict)
     seen_lines: set[tuple[str, int]] = field(default_factory=set)
     parents_with_children: set[str] = field(default_factory=set)
@@ -143,8 +144,10 @@ class SessionBuilder:
         self.parent_of[event_id] = parent_id
         self.parents_with_children.add(parent_id)
         source = record.get("source") if isinstance(record, dict) else None
-        if isinstance(record, dict):
-            self.records[event_id] = record
+        if isinstance(record, dict) and kind == "tool_call":
+            self.tool_names[record.get("id")] = record.get("name")
+        if isinstance(source, dict) and source.get("turn_start"):
+            self.turn_starts.append(event_id)
         if isinstance(source, dict):
             for key in source.get("keys") or ():
                 self.keys[key] = event_id
@@ -230,7 +233,8 @@ class SessionBuilder:
         self.by_id[p.id] = p
         self.kind_of[p.id] = p.kind
         self.parent_of[p.id] = p.parent_id
-        self.records[p.id] = p.record
+        if p.kind == "tool_call":
+            self.tool_names[p.record.get("id")] = p.record.get("name")
         for key in keys:
             self.keys[key] = p.id
         source = p.record.get("source")
@@ -250,9 +254,9 @@ class SessionBuilder:
         """Let more source ids name an event (a merged line's uuid)."""
         for key in keys:
             self.keys[key] = event_id
-        record = self.records.get(event_id)
-        if record is not None and event_id in self.by_id:
-            listed = record.setdefault("source", {}).setdefault("keys", [])
+        pending = self.by_id.get(event_id)
+        if pending is not None:
+            listed = pending.record.setdefault("source", {}).setdefault("keys", [])
             listed.extend(k for k in keys if k not in listed)
 
     def copy_path(self, other: Session, event_id: str) -> str:

@@ -101,10 +101,7 @@ class ClaudeImporter(Importer):
         return ts
 
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
-        if "tool_names" not in b.state:
-            b.state["tool_names"] = {
-                r.get("id"): r.get("name") for i, r in b.records.items() if b.kind_of.get(i) == "tool_call"
-            }
+        if not b.state:  # first use of this builder: state from the stored events
             b.state["groups"] = {}
             compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
             b.state["last_compaction"] = max(compactions) if compactions else None
@@ -204,7 +201,7 @@ class ClaudeImporter(Importer):
             call = block.get("tool_use_id")
             record: dict[str, Any] = {
                 "tool_call_id": call,
-                "name": b.state["tool_names"].get(call),
+                "name": b.tool_names.get(call),
                 "content": block.get("content"),
                 "is_error": bool(block.get("is_error")),
             }
@@ -389,7 +386,7 @@ class ClaudeImporter(Importer):
             extra = split_fields(call, ("type", "id", "name", "input"))
             if extra or call.get("type") != "tool_use":
                 record["extra"] = {"type": call.get("type"), **extra}
-            b.state["tool_names"][call.get("id")] = call.get("name")
+            b.tool_names[call.get("id")] = call.get("name")
             p = b.emit(
                 "tool_call",
                 "assistant",

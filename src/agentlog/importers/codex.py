@@ -68,16 +68,11 @@ class CodexImporter(Importer):
         return None if sid is None else [sid] * len(fd.lines)
 
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
-        if "tool_names" not in b.state:
-            b.state["tool_names"] = {
-                r.get("id"): r.get("name") for i, r in b.records.items() if b.kind_of.get(i) == "tool_call"
-            }
+        if not b.state:  # first use of this builder: state from the stored events
             compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
             b.state["last_compaction"] = max(compactions) if compactions else None
             # Turn starts, for rollbacks: rebuilt from the events already stored.
-            b.state["turns"] = [
-                i for i, r in sorted(b.records.items()) if r.get("source", {}).get("turn_start")
-            ]
+            b.state["turns"] = list(b.turn_starts)
             b.state["reasoning"] = None
         if b.session is not None:
             return
@@ -183,7 +178,7 @@ class CodexImporter(Importer):
             else:
                 arguments = orjson.dumps(payload.get("action")).decode()
             source["payload"] = split_fields(payload, ("type", "call_id", "name", "arguments"))
-            b.state["tool_names"][call_id] = name
+            b.tool_names[call_id] = name
             b.emit(
                 "tool_call",
                 "assistant",
@@ -212,7 +207,7 @@ class CodexImporter(Importer):
                 "tool",
                 {
                     "tool_call_id": call_id,
-                    "name": b.state["tool_names"].get(call_id),
+                    "name": b.tool_names.get(call_id),
                     "content": content,
                     "is_error": is_error,
                     "source": source,
