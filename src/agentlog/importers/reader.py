@@ -28,10 +28,14 @@ class FileData:
     skip: int  # leading bytes left out of the prefix hash
 
 
-def _parse(text: str) -> tuple[dict[str, Any] | None, str | None]:
+def _parse(body: bytes) -> tuple[dict[str, Any] | None, str | None]:
     try:
-        value = orjson.loads(text)
+        value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return None, f"invalid UTF-8: {bad}"
         return None, f"invalid JSON: {exc}"
     if not isinstance(value, dict):
         return None, f"not a JSON object but {type(value).__name__}"
@@ -40,7 +44,8 @@ def _parse(text: str) -> tuple[dict[str, Any] | None, str | None]:
 
 def parse_lines(path: str, data: bytes, skip: int = 0) -> FileData:
     """Split ``data`` into lines; a last line without a newline counts only
-    if it is a whole JSON object (a writer may be halfway through it)."""
+    if it is a whole JSON object (a writer may be halfway through it).
+    Blank lines are skipped (their numbers are kept by the others)."""
     lines: list[SourceLine] = []
     pos = 0
     lineno = 0
@@ -49,21 +54,19 @@ def parse_lines(path: str, data: bytes, skip: int = 0) -> FileData:
     while pos < size:
         nl = data.find(b"\n", pos)
         end = size if nl < 0 else nl + 1
-        raw = data[pos:end]
+        body = data[pos:end].rstrip(b"\r\n")
         lineno += 1
-        body = raw.rstrip(b"\r\n")
-        obj: dict[str, Any] | None
-        err: str | None
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            text, obj, err = body.decode("utf-8", "replace"), None, f"invalid UTF-8: {exc}"
-        else:
-            obj, err = _parse(text) if text.strip() else (None, None)
+        if not body.strip():
+            if nl < 0:
+                break  # trailing blanks: whatever comes next decides
+            pos = consumed = end
+            continue
+        obj, err = _parse(body)
         if nl < 0 and obj is None:
             break  # unfinished: the next import (or poll) reads it whole
-        if text.strip():
-            lines.append(SourceLine(path, lineno, pos, end, text, obj, err))
+        # The text is kept only for a line that will be stored as raw text.
+        text = "" if obj is not None else body.decode("utf-8", "replace")
+        lines.append(SourceLine(path, lineno, pos, end, text, obj, err))
         pos = consumed = end
     return FileData(path, lines, consumed, size - consumed, skip)
 
