@@ -66,8 +66,9 @@ class SourceLine:
     """One line of a source file: its number (1-based), byte span and value.
 
     ``obj`` is the parsed JSON object, or None when the line is malformed
-    (then ``error`` says why and ``text`` holds it; it is empty otherwise). ``new`` is False for lines an earlier import
-    of the same session already consumed."""
+    (then ``error`` says why and ``text`` holds it; it is empty otherwise).
+    ``new`` is False for lines an earlier import of the same session
+    already consumed."""
 
     path: str
     lineno: int
