@@ -262,3 +262,19 @@ def test_a_session_another_writer_holds_is_reported_and_the_rest_imported(tmp_pa
     assert len(report.errors) == 1 and s.session_id in report.errors[0]
     assert [r.session_id for r in report.sessions] == ["pi-aaaaaaaa-1b7b-4fb1-b512-c9738b1fe617"]
     assert do_import(store, "pi", pi).events > 0  # once the writer is gone
+
+
+@pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
+def test_long_sessions_are_written_in_chunks_with_the_same_result(tmp_path, fmt, name):
+    path = copy_fixture(name, tmp_path / "src")
+    whole, chunked = Store(tmp_path / "a"), Store(tmp_path / "b")
+    run_import(whole, FORMATS[fmt], [str(path)])
+    run_import(chunked, FORMATS[fmt], [str(path)], chunk_events=3)
+
+    def content(store):
+        return {
+            sid: (head, events, {k: v for k, v in meta.items() if not k.endswith("_at")})
+            for sid, (head, events, meta) in snapshot(store).items()
+        }
+
+    assert content(chunked) == content(whole)

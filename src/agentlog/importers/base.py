@@ -103,6 +103,14 @@ class Importer(ABC):
         state a later line needs). Formats without such state keep this."""
         return None
 
+    def safe_to_flush(self, b: SessionBuilder) -> bool:
+        """Whether the pending events may be written now, in the middle of a
+        long session: not while a later line could still be merged into
+        one of them (a reply split over lines, a compaction awaiting its
+        summary). After a user message or a tool result nothing is merged."""
+        last = b.pending[-1] if b.pending else None
+        return last is None or last.kind == "tool_result" or (last.kind == "message" and last.role == "user")
+
     @abstractmethod
     def convert(self, b: SessionBuilder, line: SourceLine) -> None:
         """Turn one parsed line (``line.obj``) into events on ``b``."""

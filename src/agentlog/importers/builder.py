@@ -288,11 +288,11 @@ class SessionBuilder:
         return result
 
     # --- writing ----------------------------------------------------------------
-    def flush(self) -> None:
-        """Write the pending events and the files' states, all or nothing
-        for the events; the states follow (a crash between the two leaves
-        states behind, and the next import skips the lines by their keys or
-        reports the file)."""
+    def flush(self, final: bool = True) -> None:
+        """Write the pending events (all or nothing), then, if ``final``,
+        the files' states and metadata changes. A crash in between leaves
+        the states behind the events; the next import then finds those
+        lines already held (``seen_lines``, keys) and skips them."""
         self.ensure_loaded()
         events = [p.to_event() for p in self.pending]
         meta: dict[str, Any] = {"format": self.format, "source_id": self.source_id, "files": self.files}
@@ -307,13 +307,15 @@ class SessionBuilder:
                 events=events,
                 **extra,
             )
+            self.meta_changes.clear()
         else:
             if events:
                 self.session.import_events(events)
-            self.session.update_meta(**{META_KEY: meta}, **self.meta_changes)
+            if final:
+                self.session.update_meta(**{META_KEY: meta}, **self.meta_changes)
+                self.meta_changes.clear()
         self.pending.clear()
         self.by_id.clear()
-        self.meta_changes.clear()
 
     def close(self) -> None:
         if self.session is not None:

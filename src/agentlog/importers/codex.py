@@ -86,6 +86,16 @@ class CodexImporter(Importer):
             elif obj.get("type") == "turn_context" and payload.get("model"):
                 b.create_meta.setdefault("model", payload.get("model"))
 
+    def safe_to_flush(self, b: SessionBuilder) -> bool:
+        # Not after a user item (its user_message event marks it as the turn
+        # start) nor while a reasoning item awaits its reply.
+        last = b.pending[-1] if b.pending else None
+        return (
+            last is None
+            or last.kind == "tool_result"
+            or (last.kind == "custom" and b.state.get("reasoning") is None)
+        )
+
     def convert(self, b: SessionBuilder, line: SourceLine) -> None:
         obj = line.obj
         assert obj is not None

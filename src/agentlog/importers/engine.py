@@ -32,6 +32,10 @@ __all__ = ["expand_paths", "follow", "run_import"]
 
 Progress = Callable[[int], None]
 
+#: Pending events of one session written in one batch at most (at a point
+#: where nothing can be merged any more), so memory stays bounded.
+CHUNK_EVENTS = 5_000
+
 #: Exceptions a converter raises on a line whose shape it did not expect;
 #: the line is then kept whole and reported, and the import goes on.
 SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
@@ -81,9 +85,11 @@ class _Run:
         importer: Importer,
         report: ImportReport,
         keep: dict[str, SessionBuilder] | None = None,
+        chunk_events: int = CHUNK_EVENTS,
     ) -> None:
         self.store = store
         self.keep = keep
+        self.chunk_events = chunk_events
         self.importer = importer
         self.report = report
         self.groups: dict[str, _Group] = {}
@@ -208,6 +214,8 @@ class _Run:
                 self.importer.begin(b, group.lines)
             for line in new:
                 self.convert_line(b, group, line)
+                if len(b.pending) >= self.chunk_events and self.importer.safe_to_flush(b):
+                    b.flush(final=False)  # bounded memory for long sessions
             changed = bool(new)
             for path, (data, fd, _) in group.files.items():
                 state = prefix_state(data, fd)
@@ -327,6 +335,7 @@ def run_import(
     progress: Progress | None = None,
     files: list[str] | None = None,
     keep: dict[str, SessionBuilder] | None = None,
+    chunk_events: int = 0,
 ) -> ImportReport:
     """Import ``paths`` (files or directories; none: the default locations),
     or exactly ``files`` when given.
@@ -336,11 +345,14 @@ def run_import(
     Returns the report; malformed lines and changed files are in it, and
     do not stop the rest.
 
+    ``chunk_events`` bounds the events written per batch (default
+    ``CHUNK_EVENTS``); each batch is all or nothing, and a crash between
+    batches loses nothing and duplicates nothing (see SessionBuilder.flush).
     ``keep`` (for ``follow``) receives the sessions this run opened, open
     and with their maps, and lends them to the next run instead of
     reading every event again; the caller closes them."""
     report = ImportReport(importer.name)
-    run = _Run(store, importer, report, keep)
+    run = _Run(store, importer, report, keep, chunk_events or CHUNK_EVENTS)
     try:
         for path in files if files is not None else expand_paths(importer, paths):
             run.read(path, progress)
