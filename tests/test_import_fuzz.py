@@ -8,10 +8,10 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from importers_support import load
 
 from agentlog import Store
 from agentlog.importers import FORMATS, run_import
-from importers_support import load
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=6))
 VALUES = st.recursive(
