@@ -137,6 +137,7 @@ class SessionBuilder:
                 event = self.session.resolve(event)
             self._observe(event.id, event.parent_id, event.kind, event.record)
             self.ids.last = max(self.ids.last, uuid.UUID(event.id).int)
+            self.last_ts = max(self.last_ts, parse_timestamp(event.timestamp))
         self.cursor = self.session.head
 
     def _observe(self, event_id: str, parent_id: str, kind: str, record: Any) -> None:
@@ -164,10 +165,11 @@ class SessionBuilder:
     # --- building ---------------------------------------------------------------
     def resolve(self, event_id: str) -> str:
         """Where a child of ``event_id`` goes: after the side events threaded there."""
-        seen = 0
-        while event_id in self.alias and seen < 1_000_000:
+        start = event_id
+        while event_id in self.alias:
             event_id = self.alias[event_id]
-            seen += 1
+        if event_id != start:
+            self.alias[start] = event_id  # path compression: the next lookup is one step
         return event_id
 
     def lookup(self, key: str | None) -> str | None:

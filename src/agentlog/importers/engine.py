@@ -1,7 +1,7 @@
 """One import run: read files, group lines into sessions, convert, write.
 
 Sessions are converted one at a time, earliest first, and each is written
-(all or nothing) before the next starts; a session whose first line
+(in all-or-nothing batches) before the next starts; a session whose first line
 continues another session's line (a resume or fork in the source tool)
 has that session converted first, then copies the path it continues."""
 
@@ -44,7 +44,9 @@ SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 def expand_paths(importer: Importer, paths: list[str] | tuple[str, ...]) -> list[str]:
     """Files to read: each file given, each directory's files of the format,
     or, with no paths, the tool's default locations."""
-    roots = list(paths) or [r for r in importer.default_roots() if os.path.isdir(r)]
+    roots = [os.path.expanduser(p) for p in paths] or [
+        r for r in importer.default_roots() if os.path.isdir(r)
+    ]
     if not paths and not roots:
         missing = " or ".join(importer.default_roots())
         raise SourceNotFound(f"{missing} (the default location of {importer.name} sessions)")
@@ -79,6 +81,10 @@ class _Group:
 
 
 class _Run:
+    """The state of one import run: the files read, their lines grouped by
+    session, one builder per session, and which source key belongs to
+    which session (the first to hold it, earliest session first)."""
+
     def __init__(
         self,
         store: Store,
@@ -211,6 +217,8 @@ class _Run:
         new = [ln for ln in group.lines if ln.new]
         try:
             if new:
+                if not b.last_ts:  # lines before the first with a time take that time
+                    b.last_ts = group.first or min(os.stat(p).st_mtime_ns for p in group.files)
                 self.importer.begin(b, group.lines)
             for line in new:
                 self.convert_line(b, group, line)
