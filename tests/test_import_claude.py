@@ -185,6 +185,9 @@ def test_summary_records_become_labels_or_custom_events(store, tmp_path):
         e.record["original"] for e in loaded.events if e.kind == "custom" and e.record["type"] == "summary"
     ]
     assert kept == summaries  # their leafUuids are in other files
+    # lines without a time (the summaries come first) take the first time there is
+    first_time = next(o["timestamp"] for o in lines if "timestamp" in o)
+    assert loaded.events[0].timestamp[:19] == first_time[:19]
     # one that points into this session becomes a label on that event
     leaf = next(o["uuid"] for o in lines if o["type"] == "assistant")
     grown = (

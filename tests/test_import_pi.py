@@ -221,3 +221,13 @@ def test_pi_session_dir_overrides_the_agent_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", str(tmp_path / "elsewhere"))
     report = run_import(Store.memory(), FORMATS["pi"])
     assert [s.session_id for s in report.sessions] == [f"pi-{SID}"]
+
+
+def test_paths_may_start_with_a_tilde(tmp_path, monkeypatch):
+    write_lines(
+        tmp_path / "sessions" / "s.jsonl",
+        [{"type": "session", "version": 3, "id": SID, "timestamp": _ts(0), "cwd": "/w"}],
+    )
+    monkeypatch.setenv("HOME", str(tmp_path))
+    report = run_import(Store.memory(), FORMATS["pi"], ["~/sessions"])
+    assert [s.session_id for s in report.sessions] == [f"pi-{SID}"]
