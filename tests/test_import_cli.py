@@ -133,3 +133,80 @@ def test_follow_command_is_bounded_by_polls(tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["events"] == 19
     assert len(Store(tmp_path / "home").list()) == 3
+
+
+def _grower(path, chunks):
+    pending = iter(chunks)
+
+    def grow(_interval):
+        chunk = next(pending, None)
+        if chunk is not None:
+            chunk(path)
+
+    return grow
+
+
+def test_follow_reads_only_what_was_appended(store, tmp_path, monkeypatch):
+    from agentlog.importers import reader
+
+    path = copy_fixture(FORK, tmp_path / "src")
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:6]))
+    parsed = []
+    real = reader._parse
+    monkeypatch.setattr(reader, "_parse", lambda body: parsed.append(body) or real(body))
+
+    def append(p):
+        with p.open("a") as f:
+            f.write("".join(lines[6:]))
+
+    total = follow(
+        store, FORMATS["claude"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [append])
+    )
+    assert len(parsed) == len(lines)  # each line parsed once, over two polls
+    assert total.events == 19 and total.errors == []
+
+
+def test_follow_reports_a_rewritten_file(store, tmp_path):
+    path = copy_fixture(FORK, tmp_path / "src")
+    original = path.read_text()
+
+    def rewrite(p):
+        p.write_text(original.replace("Reply 1", "Reply X") + original.splitlines(keepends=True)[0])
+
+    total = follow(
+        store, FORMATS["claude"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [rewrite])
+    )
+    assert total.events == 19
+    # one error per session that holds lines of it; nothing more imported
+    assert len(total.errors) == 3 and all("changed since session" in e for e in total.errors)
+
+
+def test_follow_sees_a_renamed_title_slot(store, tmp_path):
+    sid = "5e551011-0000-4000-8000-000000000009"
+
+    def slot(title):
+        body = {"type": "title", "v": 1, "title": title, "updatedAt": "x", "pad": ""}
+        body["pad"] = " " * (200 - len(json.dumps(body)))
+        return json.dumps(body) + "\n"
+
+    header = {"type": "session", "version": 3, "id": sid, "timestamp": "2026-01-01T00:00:00Z", "cwd": "/w"}
+    entry = {
+        "type": "message",
+        "id": "e1",
+        "parentId": None,
+        "timestamp": "2026-01-01T00:00:01Z",
+        "message": {"role": "user", "content": "hi"},
+    }
+    path = tmp_path / "s.jsonl"
+    path.write_text(slot("one") + json.dumps(header) + "\n")
+
+    def rename_and_append(p):
+        text = p.read_text().splitlines(keepends=True)
+        p.write_text(slot("two") + "".join(text[1:]) + json.dumps(entry) + "\n")
+
+    total = follow(
+        store, FORMATS["pi"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [rename_and_append])
+    )
+    assert total.errors == [] and total.events == 3
+    assert store.meta(f"pi-{sid}")["name"] == "two"

@@ -26,7 +26,7 @@ from .model import (
     SourceLine,
     SourceNotFound,
 )
-from .reader import FileData, check_state, parse_lines, prefix_state
+from .reader import FileData, Tails, check_state, prefix_state, read_file
 
 __all__ = ["expand_paths", "follow", "run_import"]
 
@@ -76,7 +76,7 @@ class _Group:
     source_id: str
     session_id: str
     lines: list[SourceLine] = field(default_factory=list)
-    files: dict[str, tuple[bytes, FileData, FileReport]] = field(default_factory=dict)
+    files: dict[str, tuple[FileData, FileReport]] = field(default_factory=dict)
     first: int = 0
 
 
@@ -92,9 +92,11 @@ class _Run:
         report: ImportReport,
         keep: dict[str, SessionBuilder] | None = None,
         chunk_events: int = CHUNK_EVENTS,
+        tails: Tails | None = None,
     ) -> None:
         self.store = store
         self.keep = keep
+        self.tails = tails
         self.chunk_events = chunk_events
         self.importer = importer
         self.report = report
@@ -112,18 +114,16 @@ class _Run:
         fr = FileReport(path)
         self.report.files.append(fr)
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            fd = read_file(path, self.importer.skip_prefix, self.tails)
         except OSError as exc:
             fr.error = f"{exc.strerror or exc}: {path}"
             self.report.errors.append(fr.error)
             return
-        fd = parse_lines(path, data, self.importer.skip_prefix(data))
         fr.lines = len(fd.lines)
         fr.pending_bytes = fd.pending
         sources = self.importer.assign(fd)
         if progress is not None:
-            progress(len(data))
+            progress(fd.size)
         if sources is None:
             if fd.lines:
                 fr.error = f"{path}: no {self.importer.name} session id in any line"
@@ -135,7 +135,7 @@ class _Run:
             if group is None:
                 group = self.groups[sid] = _Group(source_id, sid)
             group.lines.append(line)
-            group.files[path] = (data, fd, fr)
+            group.files[path] = (fd, fr)
 
     # --- planning -----------------------------------------------------------------
     def prepare(self) -> list[_Group]:
@@ -151,17 +151,18 @@ class _Run:
             b.locator = self.locate
             b.report = SessionReport(sid, group.source_id, created=not existed)
             self.builders[sid] = b
-            for path, (data, _fd, fr) in list(group.files.items()):
+            for path, (fd, fr) in list(group.files.items()):
                 state = b.files.get(os.path.basename(path))
-                if not state:
-                    continue
+                if not state or fd.data is None:
+                    continue  # new here, or followed: its earlier lines come marked already
                 try:
-                    last = check_state(data, state, path, sid)
+                    last = check_state(fd.data, state, path, sid)
                 except SourceChanged as exc:
                     fr.error = str(exc)
                     self.report.errors.append(str(exc))
                     group.lines = [ln for ln in group.lines if ln.path != path]
                     del group.files[path]
+                    self.forget(path)
                     continue
                 for line in group.lines:
                     if line.path == path and line.lineno <= last:
@@ -189,7 +190,7 @@ class _Run:
                     if key and key not in b.keys:
                         self.owner.setdefault(key, group.session_id)
         for group in order:
-            for _, fd, fr in group.files.values():
+            for fd, fr in group.files.values():
                 fr.new_lines = sum(1 for ln in fd.lines if ln.new)
         return order
 
@@ -205,7 +206,13 @@ class _Run:
             )
         for line in group.lines:
             line.new = False
+        for path in group.files:
+            self.forget(path)  # the next poll reads it whole again
         self.done.add(group.session_id)
+
+    def forget(self, path: str) -> None:
+        if self.tails is not None:
+            self.tails.pop(path, None)
 
     # --- converting ---------------------------------------------------------------
     def convert(self, group: _Group, progress: Progress | None = None) -> None:
@@ -225,8 +232,8 @@ class _Run:
                 if len(b.pending) >= self.chunk_events and self.importer.safe_to_flush(b):
                     b.flush(final=False)  # bounded memory for long sessions
             changed = bool(new)
-            for path, (data, fd, _) in group.files.items():
-                state = prefix_state(data, fd)
+            for path, (fd, _) in group.files.items():
+                state = prefix_state(fd)
                 if b.files.get(os.path.basename(path)) != state:
                     b.files[os.path.basename(path)] = state
                     changed = True
@@ -242,7 +249,7 @@ class _Run:
 
     def convert_line(self, b: SessionBuilder, group: _Group, line: SourceLine) -> None:
         assert b.report is not None
-        fr = group.files[line.path][2]
+        fr = group.files[line.path][1]
         # A line already held by its place: the file's state was not saved
         # after its events (a crash between the two writes of a flush).
         if (os.path.basename(line.path), line.lineno) in b.seen_lines:
@@ -344,6 +351,7 @@ def run_import(
     files: list[str] | None = None,
     keep: dict[str, SessionBuilder] | None = None,
     chunk_events: int = 0,
+    tails: Tails | None = None,
 ) -> ImportReport:
     """Import ``paths`` (files or directories; none: the default locations),
     or exactly ``files`` when given.
@@ -358,9 +366,11 @@ def run_import(
     batches loses nothing and duplicates nothing (see SessionBuilder.flush).
     ``keep`` (for ``follow``) receives the sessions this run opened, open
     and with their maps, and lends them to the next run instead of
-    reading every event again; the caller closes them."""
+    reading every event again; the caller closes them. ``tails`` (for
+    ``follow`` too) keeps each file's lines and running hash, so that the
+    next run reads only what was appended."""
     report = ImportReport(importer.name)
-    run = _Run(store, importer, report, keep, chunk_events or CHUNK_EVENTS)
+    run = _Run(store, importer, report, keep, chunk_events or CHUNK_EVENTS, tails)
     try:
         for path in files if files is not None else expand_paths(importer, paths):
             run.read(path, progress)
@@ -390,8 +400,9 @@ def follow(
     total = ImportReport(importer.name)
     seen: dict[str, tuple[int, int]] = {}
     keep: dict[str, SessionBuilder] = {}
+    tails: Tails = {}
     try:
-        _poll(store, importer, paths, interval, max_polls, on_report, sleep, total, seen, keep)
+        _poll(store, importer, paths, interval, max_polls, on_report, sleep, total, seen, keep, tails)
     finally:
         for b in keep.values():
             b.close()
@@ -409,6 +420,7 @@ def _poll(
     total: ImportReport,
     seen: dict[str, tuple[int, int]],
     keep: dict[str, SessionBuilder],
+    tails: Tails,
 ) -> None:
     polls = 0
     while True:
@@ -423,7 +435,7 @@ def _poll(
                 seen[path] = mark
                 changed.append(path)
         if changed:
-            report = run_import(store, importer, files=changed, keep=keep)
+            report = run_import(store, importer, files=changed, keep=keep, tails=tails)
             total.merge(report)
             if on_report is not None:
                 on_report(report)
