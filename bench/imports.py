@@ -166,17 +166,19 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
             ]
         )
     grown.sort()
-    # --follow keeps each session open with its maps between polls
+    # --follow keeps each session open with its maps, and each file's lines
+    # and running hash, between polls
     keep: dict[str, Any] = {}
-    run_import(reference, importer, [src], keep=keep)
+    tails: dict[str, Any] = {}
+    run_import(reference, importer, [src], keep=keep, tails=tails)
     followed: list[float] = []
     base = turns + rounds * grow_turns
     for r in range(rounds):
         _write(src, base + r * grow_turns, grow_turns, last)
         followed.append(
-            interleaved({"grow": lambda: run_import(reference, importer, [src], keep=keep).events}, 1)[
-                "grow"
-            ]["median_s"]
+            interleaved(
+                {"grow": lambda: run_import(reference, importer, [src], keep=keep, tails=tails).events}, 1
+            )["grow"]["median_s"]
         )
     for b in keep.values():
         b.close()
