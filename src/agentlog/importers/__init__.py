@@ -9,7 +9,8 @@ from __future__ import annotations
 from .base import Importer
 from .claude import ClaudeImporter
 from .codex import CodexImporter
-from .engine import expand_paths, follow, run_import
+from .engine import run_import
+from .follow import follow
 from .model import (
     FileReport,
     ImportReport,
@@ -20,6 +21,7 @@ from .model import (
     SourceNotFound,
     UnknownFormat,
 )
+from .paths import expand_paths
 from .pi import PiImporter
 
 __all__ = [

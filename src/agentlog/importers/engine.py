@@ -8,7 +8,6 @@ has that session converted first, then copies the path it continues."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,15 +19,14 @@ from .builder import META_KEY, SessionBuilder
 from .model import (
     FileReport,
     ImportReport,
-    NoSourceFiles,
     SessionReport,
     SourceChanged,
     SourceLine,
-    SourceNotFound,
 )
+from .paths import expand_paths
 from .reader import FileData, Tails, check_state, prefix_state, read_file
 
-__all__ = ["expand_paths", "follow", "run_import"]
+__all__ = ["CHUNK_EVENTS", "run_import"]
 
 Progress = Callable[[int], None]
 
@@ -39,36 +37,6 @@ CHUNK_EVENTS = 5_000
 #: Exceptions a converter raises on a line whose shape it did not expect;
 #: the line is then kept whole and reported, and the import goes on.
 SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
-
-
-def expand_paths(importer: Importer, paths: list[str] | tuple[str, ...]) -> list[str]:
-    """Files to read: each file given, each directory's files of the format,
-    or, with no paths, the tool's default locations."""
-    roots = [os.path.expanduser(p) for p in paths] or [
-        r for r in importer.default_roots() if os.path.isdir(r)
-    ]
-    if not paths and not roots:
-        missing = " or ".join(importer.default_roots())
-        raise SourceNotFound(f"{missing} (the default location of {importer.name} sessions)")
-    files: list[str] = []
-    for root in roots:
-        if os.path.isdir(root):
-            found = importer.discover(root)
-            if paths and not found:
-                raise NoSourceFiles(root, importer.name, importer.pattern)
-            files.extend(found)
-        elif os.path.isfile(root):
-            files.append(root)
-        else:
-            raise SourceNotFound(root)
-    seen: set[str] = set()
-    unique = []
-    for f in files:
-        real = os.path.realpath(f)
-        if real not in seen:
-            seen.add(real)
-            unique.append(os.path.abspath(f))
-    return unique
 
 
 @dataclass
@@ -382,64 +350,3 @@ def run_import(
     finally:
         run.close()
     return report
-
-
-def follow(
-    store: Store,
-    importer: Importer,
-    paths: list[str] | tuple[str, ...] = (),
-    *,
-    interval: float = 1.0,
-    max_polls: int | None = None,
-    on_report: Callable[[ImportReport], None] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> ImportReport:
-    """Import, then keep polling the files' sizes and import what grew (or
-    appeared) until ``max_polls`` polls have run (None: until interrupted,
-    e.g. by Ctrl-C). Returns everything imported."""
-    total = ImportReport(importer.name)
-    seen: dict[str, tuple[int, int]] = {}
-    keep: dict[str, SessionBuilder] = {}
-    tails: Tails = {}
-    try:
-        _poll(store, importer, paths, interval, max_polls, on_report, sleep, total, seen, keep, tails)
-    finally:
-        for b in keep.values():
-            b.close()
-    return total
-
-
-def _poll(
-    store: Store,
-    importer: Importer,
-    paths: list[str] | tuple[str, ...],
-    interval: float,
-    max_polls: int | None,
-    on_report: Callable[[ImportReport], None] | None,
-    sleep: Callable[[float], None],
-    total: ImportReport,
-    seen: dict[str, tuple[int, int]],
-    keep: dict[str, SessionBuilder],
-    tails: Tails,
-) -> None:
-    polls = 0
-    while True:
-        changed = []
-        for path in expand_paths(importer, paths):
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                continue  # removed between listing and stat: nothing to import from it
-            mark = (st.st_size, st.st_mtime_ns)
-            if seen.get(path) != mark:
-                seen[path] = mark
-                changed.append(path)
-        if changed:
-            report = run_import(store, importer, files=changed, keep=keep, tails=tails)
-            total.merge(report)
-            if on_report is not None:
-                on_report(report)
-        polls += 1
-        if max_polls is not None and polls >= max_polls:
-            return
-        sleep(interval)
