@@ -231,3 +231,28 @@ def test_paths_may_start_with_a_tilde(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     report = run_import(Store.memory(), FORMATS["pi"], ["~/sessions"])
     assert [s.session_id for s in report.sessions] == [f"pi-{SID}"]
+
+
+def test_v1_compaction_arriving_in_a_later_poll(store, tmp_path):
+    from agentlog.importers import follow
+
+    head = [
+        {"type": "session", "id": SID, "timestamp": _ts(0), "cwd": "/w"},
+        _msg(1, "user", [{"type": "text", "text": "one"}]),
+        _msg(2, "assistant", [{"type": "text", "text": "ONE"}]),
+        _msg(3, "user", [{"type": "text", "text": "two"}]),
+    ]
+    path = write_lines(tmp_path / "s.jsonl", head)
+    later = [{"type": "compaction", "timestamp": _ts(4), "summary": "s", "firstKeptEntryIndex": 2}]
+
+    def grow(_interval):
+        with path.open("a") as f:
+            for o in later:
+                f.write(json.dumps(o) + "\n")
+        later.clear()
+
+    total = follow(store, FORMATS["pi"], [str(path)], interval=0, max_polls=2, sleep=grow)
+    assert total.errors == [] and total.kinds["compaction"] == 1
+    loaded = load(store, f"pi-{SID}")
+    (compaction,) = [e for e in loaded.events if e.kind == "compaction"]
+    assert loaded.by_id[compaction.record["first_kept_event_id"]].record["content"][0]["text"] == "ONE"

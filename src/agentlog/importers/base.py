@@ -87,6 +87,11 @@ class Importer(ABC):
     def assign(self, fd: FileData) -> list[str] | None:
         """The source session id of each line of ``fd`` (None: the file names no session)."""
 
+    def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """What ``assign`` and ``begin`` need of a line already imported:
+        ``--follow`` keeps only this of each earlier line between polls."""
+        return {"type": obj.get("type")}
+
     def session_id(self, source_id: str) -> str:
         return safe_session_id(self.prefix, source_id)
 

@@ -83,6 +83,10 @@ class ClaudeImporter(Importer):
             out.append(current)
         return out
 
+    def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
+        keep = ("type", "sessionId", "isSidechain", "agentId")
+        return {k: obj[k] for k in keep if k in obj}
+
     def session_id(self, source_id: str) -> str:
         return super().session_id(source_id.replace("/", "-"))
 

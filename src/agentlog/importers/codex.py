@@ -67,6 +67,9 @@ class CodexImporter(Importer):
             sid = m.group(1) if m else None
         return None if sid is None else [sid] * len(fd.lines)
 
+    def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return obj if obj.get("type") == "session_meta" else {"type": obj.get("type")}
+
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
         if not b.state:  # first use of this builder: state from the stored events
             compactions = [i for i, k in b.kind_of.items() if k == "compaction"]

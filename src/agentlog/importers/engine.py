@@ -349,4 +349,9 @@ def run_import(
                 run.fail(group, exc)
     finally:
         run.close()
+        if tails is not None:  # between polls, keep only what later polls need
+            for path in {p for g in run.groups.values() for p in g.files}:
+                for line in tails[path].lines if path in tails else ():
+                    if line.obj is not None:
+                        line.obj = importer.slim(line.obj)
     return report

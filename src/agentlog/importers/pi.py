@@ -76,6 +76,9 @@ class PiImporter(Importer):
         entry = obj.get("id") if obj.get("type") != "session" else "header"
         return f"{source_id}:{entry}" if isinstance(entry, str) else None
 
+    def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return obj if obj.get("type") in ("session", "title") else {"type": obj.get("type")}
+
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
         header = (
             next((ln.obj for ln in lines if ln.obj is not None and ln.obj.get("type") == "session"), None)
