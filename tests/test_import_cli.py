@@ -210,3 +210,22 @@ def test_follow_sees_a_renamed_title_slot(store, tmp_path):
     )
     assert total.errors == [] and total.events == 3
     assert store.meta(f"pi-{sid}")["name"] == "two"
+
+
+def test_follow_keeps_a_bounded_number_of_sessions_open(store, tmp_path, monkeypatch):
+    from agentlog.importers import following
+
+    monkeypatch.setattr(following, "KEEP_OPEN", 1)
+    path = copy_fixture(FORK, tmp_path / "src")
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:8]))
+
+    def append(p):
+        with p.open("a") as f:
+            f.write("".join(lines[8:]))
+
+    total = follow(
+        store, FORMATS["claude"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [append])
+    )
+    assert total.events == 19 and total.errors == []
+    assert [len(load(store, s).path()) for s in ("claude-s1", "claude-s2", "claude-s3")] == [5, 8, 6]

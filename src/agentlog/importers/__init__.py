@@ -10,7 +10,7 @@ from .base import Importer
 from .claude import ClaudeImporter
 from .codex import CodexImporter
 from .engine import run_import
-from .follow import follow
+from .following import follow
 from .model import (
     FileReport,
     ImportReport,

@@ -294,7 +294,8 @@ class _Run:
     def close(self) -> None:
         for sid, b in self.builders.items():
             if self.keep is not None and b.session is not None and sid not in self.failed:
-                self.keep[sid] = b  # --follow reuses it at the next poll
+                self.keep.pop(sid, None)
+                self.keep[sid] = b  # --follow reuses it at the next poll (last = most recent)
             else:
                 b.close()
         for r in self.readers.values():

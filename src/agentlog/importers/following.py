@@ -19,7 +19,11 @@ from .model import ImportReport
 from .paths import expand_paths
 from .reader import Tails
 
-__all__ = ["follow"]
+__all__ = ["KEEP_OPEN", "follow"]
+
+#: Sessions --follow keeps open between polls, the most recently written;
+#: an older one is closed (its lease released) and read again if it grows.
+KEEP_OPEN = 64
 
 
 def follow(
@@ -74,6 +78,8 @@ def _poll(
                 changed.append(path)
         if changed:
             report = run_import(store, importer, files=changed, keep=keep, tails=tails)
+            while len(keep) > KEEP_OPEN:
+                keep.pop(next(iter(keep))).close()
             total.merge(report)
             if on_report is not None:
                 on_report(report)
