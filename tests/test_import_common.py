@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from importers_support import (
@@ -278,3 +279,56 @@ def test_long_sessions_are_written_in_chunks_with_the_same_result(tmp_path, fmt,
         }
 
     assert content(chunked) == content(whole)
+
+
+def _grow_twice(store, tmp_path, name, fmt, between=None):
+    path = copy_fixture(name, tmp_path / "src")
+    raw = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(raw[: len(raw) // 2]))
+    (s, *_) = do_import(store, fmt, path).sessions
+    if between is not None:
+        between(s.session_id)
+    path.write_text("".join(raw))
+    return s.session_id, do_import(store, fmt, path)
+
+
+def test_a_grown_session_is_read_back_from_its_index_cache(tmp_path, monkeypatch):
+    from agentlog import Session
+
+    reads = []
+    real = Session.event
+    store = Store(tmp_path / "home")
+
+    def counting(self, event_id):
+        reads.append(event_id)
+        return real(self, event_id)
+
+    def watch(_sid):
+        monkeypatch.setattr(Session, "event", counting)
+
+    sid, report = _grow_twice(store, tmp_path, "pi_v1_legacy_large-session_head45.jsonl", "pi", watch)
+    assert report.events > 0 and report.errors == []
+    assert reads == []  # every event already stored came from the cache
+    with store.open(sid, readonly=True) as s:
+        assert (Path(s.artifacts_dir) / "import-index.json").is_file()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "native event"])
+def test_a_stale_or_damaged_index_cache_is_not_trusted(tmp_path, damage):
+    name, fmt = "claude-code_v2.1.42_real_03eb5929.jsonl", "claude"
+    clean = Store(tmp_path / "clean")
+    _, expected = _grow_twice(clean, tmp_path / "c", name, fmt)
+    store = Store(tmp_path / "home")
+
+    def spoil(sid):
+        with store.open(sid) as s:
+            if damage == "garbage":
+                (Path(s.artifacts_dir) / "import-index.json").write_text("{not json")
+            else:  # someone continued the imported session with agentlog itself
+                s.append("message", {"content": "a note of mine"}, "user")
+
+    sid, report = _grow_twice(store, tmp_path / "d", name, fmt, spoil)
+    assert report.errors == [] and report.events == expected.events
+    assert report.kinds == expected.kinds
+    loaded = load(store, sid)
+    assert len(loaded.by_key()) == len(load(clean, sid).by_key())

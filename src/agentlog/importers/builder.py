@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..event import NIL_ID, Event, format_timestamp, parse_timestamp
+from .index_cache import load_rows, save_rows, slim_record
 from .model import SessionReport, SourceLine
 
 if TYPE_CHECKING:
@@ -112,6 +113,7 @@ class SessionBuilder:
     last_ts: int = 0
     report: SessionReport | None = None
     locator: Callable[[SessionBuilder, str], str | None] | None = None
+    rows: list[list[Any]] = field(default_factory=list)  # the index cache's rows
     _per_line: dict[tuple[str, int], int] = field(default_factory=dict)
 
     # --- loading what an earlier import wrote -----------------------------------
@@ -125,19 +127,27 @@ class SessionBuilder:
 
     def ensure_loaded(self) -> None:
         """Open the existing session for writing and rebuild the maps from
-        its events (every imported record names its source keys)."""
+        its events (every imported record names its source keys), reading
+        from the index cache what it holds."""
         if not self.existing or self.session is not None:
             return
         self.session = self.store.open(self.session_id)
         meta = self.session.meta.get(META_KEY) or {}
         self.files = dict(meta.get("files") or {})
+        cached = load_rows(self.session)
         for entry in self.session.entries():
-            event = self.session.event(entry.id)
-            if not event.loaded:
-                event = self.session.resolve(event)
-            self._observe(event.id, event.parent_id, event.kind, event.record)
-            self.ids.last = max(self.ids.last, uuid.UUID(event.id).int)
-            self.last_ts = max(self.last_ts, parse_timestamp(event.timestamp))
+            row = cached.get(entry.id)
+            if row is not None and row[1] == entry.parent_id and row[2] == entry.kind:
+                slim = row[3]
+            else:
+                event = self.session.event(entry.id)
+                if not event.loaded:
+                    event = self.session.resolve(event)
+                slim = slim_record(entry.kind, event.record)
+            self._observe(entry.id, entry.parent_id, entry.kind, slim)
+            self.rows.append([entry.id, entry.parent_id, entry.kind, slim])
+            self.ids.last = max(self.ids.last, uuid.UUID(entry.id).int)
+            self.last_ts = max(self.last_ts, parse_timestamp(entry.timestamp))
         self.cursor = self.session.head
 
     def _observe(self, event_id: str, parent_id: str, kind: str, record: Any) -> None:
@@ -316,6 +326,9 @@ class SessionBuilder:
             if final:
                 self.session.update_meta(**{META_KEY: meta}, **self.meta_changes)
                 self.meta_changes.clear()
+        self.rows.extend([p.id, p.parent_id, p.kind, slim_record(p.kind, p.record)] for p in self.pending)
+        if final and self.session is not None:
+            save_rows(self.session, self.rows)
         self.pending.clear()
         self.by_id.clear()
 

@@ -16,6 +16,7 @@ from ..session import Session
 from ..store import Store
 from .base import Importer, custom_record
 from .builder import META_KEY, SessionBuilder
+from .index_cache import load_rows, slim_record
 from .model import (
     FileReport,
     ImportReport,
@@ -267,9 +268,9 @@ class _Run:
         reader = self.readers.get(sid)
         if reader is None:
             reader = self.readers[sid] = self.store.open(sid, readonly=True)
-        for entry in reader.entries():
-            if key in _keys_of(reader, entry.id):
-                return b.copy_path(reader, entry.id)
+        for event_id, keys in _keyed_events(reader):
+            if key in keys:
+                return b.copy_path(reader, event_id)
         return None
 
     def stored(self) -> dict[str, str]:
@@ -285,8 +286,8 @@ class _Run:
                 if (self.store.meta(sid).get(META_KEY) or {}).get("format") != self.importer.name:
                     continue
                 with self.store.open(sid, readonly=True) as s:
-                    for entry in s.entries():
-                        for k in _keys_of(s, entry.id):
+                    for _, keys in _keyed_events(s):
+                        for k in keys:
                             index.setdefault(k, sid)
             self.stored_index = index
         return self.stored_index
@@ -302,13 +303,21 @@ class _Run:
             r.close()
 
 
-def _keys_of(session: Session, event_id: str) -> list[str]:
-    """The source keys an imported event's record names."""
-    event = session.event(event_id)
-    record = event.record if event.loaded else session.resolve(event).record
-    source = record.get("source") if isinstance(record, dict) else None
-    keys = source.get("keys") if isinstance(source, dict) else None
-    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+def _keyed_events(session: Session) -> list[tuple[str, list[str]]]:
+    """(event id, the source keys its record names) for each event, from
+    the index cache where it has the event, else from the record."""
+    cached = load_rows(session)
+    out = []
+    for entry in session.entries():
+        row = cached.get(entry.id)
+        if row is not None and row[1] == entry.parent_id and row[2] == entry.kind:
+            slim = row[3]
+        else:
+            event = session.event(entry.id)
+            slim = slim_record(entry.kind, event.record if event.loaded else session.resolve(event).record)
+        keys = (slim.get("source") or {}).get("keys") or []
+        out.append((entry.id, [k for k in keys if isinstance(k, str)]))
+    return out
 
 
 def run_import(
