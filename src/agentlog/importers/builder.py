@@ -135,6 +135,7 @@ class SessionBuilder:
         meta = self.session.meta.get(META_KEY) or {}
         self.files = dict(meta.get("files") or {})
         cached = load_rows(self.session)
+        latest = ""  # timestamps have one fixed format: the greatest string is the latest
         for entry in self.session.entries():
             row = cached.get(entry.id)
             if row is not None and row[1] == entry.parent_id and row[2] == entry.kind:
@@ -147,7 +148,9 @@ class SessionBuilder:
             self._observe(entry.id, entry.parent_id, entry.kind, slim)
             self.rows.append([entry.id, entry.parent_id, entry.kind, slim])
             self.ids.last = max(self.ids.last, uuid.UUID(entry.id).int)
-            self.last_ts = max(self.last_ts, parse_timestamp(entry.timestamp))
+            latest = max(latest, entry.timestamp)
+        if latest:
+            self.last_ts = max(self.last_ts, parse_timestamp(latest))
         self.cursor = self.session.head
 
     def _observe(self, event_id: str, parent_id: str, kind: str, record: Any) -> None:
