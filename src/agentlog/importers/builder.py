@@ -2,10 +2,11 @@
 
 A ``SessionBuilder`` holds what an importer needs while it converts lines:
 the map from source ids (a Claude uuid, a pi entry id) to event ids, the
-chain's cursor, and the events not yet written. ``flush`` writes them in one
-all-or-nothing batch (``store.create(events=...)`` for a new session,
-``session.import_events`` for an existing one) and then records, in the
-session's metadata, how far each source file was consumed.
+chain's cursor, and the events not yet written. ``flush`` writes them as
+one all-or-nothing batch (``store.create(events=...)`` for a new session,
+``session.import_events`` for an existing one); the last flush of a run
+then records, in the session's metadata, how far each source file was
+consumed, and refreshes the session's import cache (index_cache.py).
 
 Side events (a kept line that is not part of the conversation: a hook's
 progress, a file-history snapshot, a malformed line) are threaded into the
