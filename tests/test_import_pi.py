@@ -141,6 +141,12 @@ def test_v2_hook_message_and_v3_tree(store, tmp_path):
         _v3(9, "aaaa0009", "aaaa0008", {"type": "session_info", "name": "My session"}),
         _v3(10, "aaaa000a", "aaaa0009", _msg(10, "hookMessage", "from a hook")),
         _v3(11, "aaaa000b", "aaaa000a", {"type": "thinking_level_change", "thinkingLevel": "high"}),
+        _v3(
+            12,
+            "aaaa000c",
+            "aaaa000b",
+            {"type": "custom_message", "customType": "note", "content": "from ext", "display": True},
+        ),
     ]
     path = write_lines(tmp_path / "s.jsonl", lines)
     do_import(store, "pi", path)
@@ -167,7 +173,14 @@ def test_v2_hook_message_and_v3_tree(store, tmp_path):
     assert loaded.meta["parent_session"] == "/p/parent.jsonl"
     hook = k[f"{SID}:aaaa000a"]
     assert hook.kind == "custom" and hook.record["original"]["message"]["role"] == "hookMessage"
-    assert loaded.head == k[f"{SID}:aaaa000b"].id
+    assert loaded.head == k[f"{SID}:aaaa000c"].id
+    note = k[f"{SID}:aaaa000c"]
+    assert (note.kind, note.role, note.record["content"], note.record["custom_type"]) == (
+        "message",
+        "user",
+        "from ext",
+        "note",
+    )
     assert k[f"{SID}:aaaa0001"].parent_id == loaded.events[0].id  # the header event
 
 

@@ -19,6 +19,8 @@ included) becomes ``first_kept_event_id``. v2 renamed nothing but added
 - ``model_change`` in both shapes (``provider`` + ``modelId``, or
   oh-my-pi's ``model: "provider/id"`` with a ``role``) -> ``custom`` with
   the model normalized under ``model``; the session's ``model`` follows.
+- ``custom_message`` (an extension's message pi sends to the model) ->
+  a user ``message`` with ``custom_type``, ``display`` and ``details``.
 - ``session_info`` / ``title_change`` names and the title slot set the
   session's ``name``; the header (with ``branchedFrom`` or
   ``parentSession``) is kept as the first event, and so is every other
@@ -168,6 +170,17 @@ class PiImporter(Importer):
             if isinstance(model, str) and obj.get("role") in (None, "default"):
                 b.meta_changes["model"] = model
             b.emit("custom", None, record, line, ts_ns=ts, parent=parent, keys=keys, side=True)
+        elif kind == "custom_message":
+            # An extension's message that pi sends to the model as the user's.
+            fields = split_fields(obj, (*_ENTRY, "content", "customType", "display", "details"))
+            record = {
+                "content": obj.get("content"),
+                "custom_type": obj.get("customType"),
+                "display": obj.get("display"),
+                "details": obj.get("details"),
+                "source": {**source, "fields": fields},
+            }
+            b.emit("message", "user", record, line, ts_ns=ts, parent=parent, keys=keys)
         else:
             if kind in ("session_info", "title_change") and isinstance(
                 obj.get("name") or obj.get("title"), str
