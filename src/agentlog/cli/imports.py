@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import time
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from ..importers import FORMATS, ImportReport, expand_paths, follow, get_importer, run_import
+from ..importers import FORMATS, Follower, Importer, ImportReport, expand_paths, get_importer, run_import
 from .common import App, emit_json, json_option, pass_app
 from .render import console
 
@@ -121,12 +122,11 @@ def import_(
     line is kept as a 'custom' event and reported with its file and line.
     Exit status 1 if a file could not be imported. See docs/integrations.md."""
     importer = get_importer(fmt)
-    files = expand_paths(importer, paths)
     if keep_following:
-        return _follow(app, fmt, paths, interval, polls, as_json)
-    total = 2 * sum(os.path.getsize(f) for f in files)
+        return _follow(app, importer, paths, interval, polls, as_json)
+    files = expand_paths(importer, paths)
     with _progress(files) as bar:
-        task = bar.add_task("import", total=total)
+        task = bar.add_task("import", total=2 * sum(os.path.getsize(f) for f in files))
         report = run_import(app.store, importer, files=files, progress=lambda n: bar.advance(task, n))
     if as_json:
         emit_json(report.to_dict())
@@ -138,20 +138,30 @@ def import_(
 
 
 def _follow(
-    app: App, fmt: str, paths: tuple[str, ...], interval: float, polls: int | None, as_json: bool
+    app: App, importer: Importer, paths: tuple[str, ...], interval: float, polls: int | None, as_json: bool
 ) -> int:
-    importer = get_importer(fmt)
     total = ImportReport(importer.name)
 
-    def show(report: ImportReport) -> None:
+    def show(report: ImportReport | None) -> None:
+        if report is None:
+            return
         total.merge(report)
         if not as_json and (report.events or report.errors or report.malformed):
             _print_report(report)
 
-    try:
-        follow(app.store, importer, paths, interval=interval, max_polls=polls, on_report=show)
-    except KeyboardInterrupt:
-        pass  # Ctrl-C is how --follow is meant to end; what was imported stays
+    with Follower(app.store, importer, paths) as follower:
+        try:
+            files = follower.changed()
+            with _progress(files) as bar:  # the first poll may be the whole history
+                task = bar.add_task("import", total=2 * sum(os.path.getsize(f) for f in files))
+                show(follower.poll(files, progress=lambda n: bar.advance(task, n)))
+            done = 1
+            while polls is None or done < polls:
+                time.sleep(interval)
+                show(follower.poll())
+                done += 1
+        except KeyboardInterrupt:
+            pass  # Ctrl-C is how --follow is meant to end; what was imported stays
     if as_json:
         emit_json(total.to_dict())  # one document: everything this run imported
     return 1 if total.errors else 0

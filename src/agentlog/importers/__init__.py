@@ -10,7 +10,7 @@ from .base import Importer
 from .claude import ClaudeImporter
 from .codex import CodexImporter
 from .engine import run_import
-from .following import follow
+from .following import Follower, follow
 from .model import (
     FileReport,
     ImportReport,
@@ -27,6 +27,7 @@ from .pi import PiImporter
 __all__ = [
     "FORMATS",
     "FileReport",
+    "Follower",
     "ImportReport",
     "ImportSourceError",
     "Importer",

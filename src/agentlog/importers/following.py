@@ -19,11 +19,63 @@ from .model import ImportReport
 from .paths import expand_paths
 from .reader import Tails
 
-__all__ = ["KEEP_OPEN", "follow"]
+__all__ = ["KEEP_OPEN", "Follower", "follow"]
 
 #: Sessions --follow keeps open between polls, the most recently written;
 #: an older one is closed (its lease released) and read again if it grows.
 KEEP_OPEN = 64
+
+
+class Follower:
+    """The state ``--follow`` keeps between polls; ``poll()`` imports what
+    changed since the last one. Close it to release the sessions it holds."""
+
+    def __init__(self, store: Store, importer: Importer, paths: list[str] | tuple[str, ...] = ()) -> None:
+        self.store = store
+        self.importer = importer
+        self.paths = paths
+        self.seen: dict[str, tuple[int, int]] = {}
+        self.keep: dict[str, SessionBuilder] = {}
+        self.tails: Tails = {}
+
+    def changed(self) -> list[str]:
+        """The files that are new or whose size or modification time moved."""
+        out = []
+        for path in expand_paths(self.importer, self.paths):
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue  # removed between listing and stat: nothing to import from it
+            mark = (st.st_size, st.st_mtime_ns)
+            if self.seen.get(path) != mark:
+                self.seen[path] = mark
+                out.append(path)
+        return out
+
+    def poll(
+        self, files: list[str] | None = None, progress: Callable[[int], None] | None = None
+    ) -> ImportReport | None:
+        """Import ``files`` (default: what changed); None when nothing did."""
+        files = self.changed() if files is None else files
+        if not files:
+            return None
+        report = run_import(
+            self.store, self.importer, files=files, keep=self.keep, tails=self.tails, progress=progress
+        )
+        while len(self.keep) > KEEP_OPEN:
+            self.keep.pop(next(iter(self.keep))).close()
+        return report
+
+    def close(self) -> None:
+        for b in self.keep.values():
+            b.close()
+        self.keep.clear()
+
+    def __enter__(self) -> Follower:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def follow(
@@ -40,50 +92,15 @@ def follow(
     appeared) until ``max_polls`` polls have run (None: until interrupted,
     e.g. by Ctrl-C). Returns everything imported."""
     total = ImportReport(importer.name)
-    seen: dict[str, tuple[int, int]] = {}
-    keep: dict[str, SessionBuilder] = {}
-    tails: Tails = {}
-    try:
-        _poll(store, importer, paths, interval, max_polls, on_report, sleep, total, seen, keep, tails)
-    finally:
-        for b in keep.values():
-            b.close()
-    return total
-
-
-def _poll(
-    store: Store,
-    importer: Importer,
-    paths: list[str] | tuple[str, ...],
-    interval: float,
-    max_polls: int | None,
-    on_report: Callable[[ImportReport], None] | None,
-    sleep: Callable[[float], None],
-    total: ImportReport,
-    seen: dict[str, tuple[int, int]],
-    keep: dict[str, SessionBuilder],
-    tails: Tails,
-) -> None:
     polls = 0
-    while True:
-        changed = []
-        for path in expand_paths(importer, paths):
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                continue  # removed between listing and stat: nothing to import from it
-            mark = (st.st_size, st.st_mtime_ns)
-            if seen.get(path) != mark:
-                seen[path] = mark
-                changed.append(path)
-        if changed:
-            report = run_import(store, importer, files=changed, keep=keep, tails=tails)
-            while len(keep) > KEEP_OPEN:
-                keep.pop(next(iter(keep))).close()
-            total.merge(report)
-            if on_report is not None:
-                on_report(report)
-        polls += 1
-        if max_polls is not None and polls >= max_polls:
-            return
-        sleep(interval)
+    with Follower(store, importer, paths) as follower:
+        while True:
+            report = follower.poll()
+            if report is not None:
+                total.merge(report)
+                if on_report is not None:
+                    on_report(report)
+            polls += 1
+            if max_polls is not None and polls >= max_polls:
+                return total
+            sleep(interval)
