@@ -141,7 +141,9 @@ class ClaudeImporter(Importer):
         elif kind == "summary":
             self._summary(b, line, obj)
         else:
-            parent = self._parent(b, obj)[0] if isinstance(obj.get("parentUuid"), str) else None
+            # Kept where its source parent is, else where the chain is now.
+            wanted = obj.get("parentUuid")
+            parent = b.lookup(wanted) if isinstance(wanted, str) else None
             b.emit(
                 "custom",
                 "system" if kind == "system" else None,
