@@ -180,6 +180,8 @@ class ClaudeImporter(Importer):
         obj: dict[str, Any], message: dict[str, Any] | None, unresolved: str | None
     ) -> dict[str, Any]:
         source: dict[str, Any] = {"fields": split_fields(obj, _LINE_MAPPED)}
+        if isinstance(obj.get("uuid"), str):
+            source["uuid"] = obj["uuid"]
         if message is not None:
             source["message"] = split_fields(message, ("role", "content"))
         if isinstance(obj.get("parentUuid"), str):
