@@ -14,6 +14,10 @@
      +-- BundleError               a bundle that cannot be imported
      +-- RedactionUnavailable      --redact without detect-secrets installed
      +-- CopyDiverged              a copy's target differs from its source
+     +-- ImportSourceError         a source file an import cannot use (nothing written)
+     |    +-- SourceNotFound
+     |    +-- NoSourceFiles
+     |    `-- SourceChanged        the part an earlier import consumed was rewritten
      |    `-- StreamedDeltaError   a live streaming delta sent to durable storage
      +-- SessionNotFound
      +-- NothingToContinue         no session to --continue in a directory
@@ -54,12 +58,14 @@ __all__ = [
     "CorruptionError",
     "EventNotFound",
     "HeadConflict",
+    "ImportSourceError",
     "InvalidEvent",
     "InvalidEventId",
     "InvalidName",
     "InvalidSessionId",
     "LeaseLost",
     "ModelError",
+    "NoSourceFiles",
     "NothingToContinue",
     "ReadOnlySession",
     "RecoveryWarning",
@@ -71,6 +77,8 @@ __all__ = [
     "SessionLocked",
     "SessionNotFound",
     "SessionPoisoned",
+    "SourceChanged",
+    "SourceNotFound",
     "StorageError",
     "StreamedDeltaError",
     "SummarizerError",
@@ -284,6 +292,37 @@ class AmbiguousRef(AgentlogError):
 
 class BadRef(AgentlogError):
     """A ref that cannot name anything (bad syntax, or past a root)."""
+
+
+class ImportSourceError(AgentlogError):
+    """A source file or format an import cannot use (nothing was written for it)."""
+
+
+class SourceNotFound(ImportSourceError):
+    def __init__(self, path: str) -> None:
+        super().__init__(f"no such file or directory: {path}")
+        self.path = path
+
+
+class NoSourceFiles(ImportSourceError):
+    def __init__(self, path: str, fmt: str, pattern: str) -> None:
+        super().__init__(f"no {fmt} session files ({pattern}) under {path}")
+        self.path = path
+
+
+class SourceChanged(ImportSourceError):
+    """The part of a file an earlier import consumed is no longer the same.
+
+    Appending is the only change an import follows; a rewritten prefix is
+    reported instead of guessed at."""
+
+    def __init__(self, path: str, session_id: str, consumed: int) -> None:
+        super().__init__(
+            f"{path}: the first {consumed} bytes changed since session {session_id!r} "
+            "imported them; not importing it again (delete the session to re-import)"
+        )
+        self.path = path
+        self.session_id = session_id
 
 
 class RecoveryWarning(UserWarning):

@@ -19,12 +19,12 @@ import click
 
 from .. import __version__
 from ..errors import AgentlogError, RecoveryWarning
-from . import check, copying, events, housekeeping, search, serve, sessions, transfer, verbs
+from . import check, copying, events, housekeeping, imports, search, serve, sessions, transfer, verbs
 from .common import App
 
 __all__ = ["main"]
 
-GROUPS = (sessions, events, verbs, search, transfer, housekeeping, check, copying, serve)
+GROUPS = (sessions, events, verbs, search, transfer, imports, housekeeping, check, copying, serve)
 
 #: Set to see the traceback of an unexpected failure (a bug in agentlog).
 DEBUG_ENV = "AGENTLOG_DEBUG"

@@ -16,19 +16,19 @@ from typing import IO, Any
 
 import click
 
-from ..export import EXPORT_FORMATS, ImportReport, export_session, import_bundle
+from ..export import EXPORT_FORMATS, BundleImportReport, export_session, import_bundle
 from ..store import Store
 from .common import App, emit_json, json_option, pass_app
 from .completion import complete_session
 from .progress import ProgressFn, progress_bar
 
-__all__ = ["COMMANDS", "IMPORT_FORMATS", "Importer"]
+__all__ = ["COMMANDS", "IMPORT_FORMATS", "Importer", "import_file"]
 
 #: ``(store, path, progress) -> report``; the report has ``to_dict()``.
-Importer = Callable[[Store, str, ProgressFn], ImportReport]
+Importer = Callable[[Store, str, ProgressFn], BundleImportReport]
 
 
-def _bundle(store: Store, path: str, progress: ProgressFn) -> ImportReport:
+def _bundle(store: Store, path: str, progress: ProgressFn) -> BundleImportReport:
     return import_bundle(store, path, progress=progress)
 
 
@@ -116,15 +116,9 @@ def export(
     click.echo(line, err=True)
 
 
-@click.command("import")
-@click.option(
-    "--from", "source", type=click.Choice(sorted(IMPORT_FORMATS)), required=True, help="The format of FILE."
-)
-@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
-@json_option
-@pass_app
-def import_command(app: App, source: str, path: str, as_json: bool) -> None:
-    """Bring a session in from FILE, keeping its ids.
+def import_file(app: App, source: str, path: str, as_json: bool) -> None:
+    """``agentlog import --from bundle FILE``: bring a session in from FILE,
+    keeping its ids (the ``import`` command of cli/imports.py dispatches here).
 
     Importing is idempotent: a session already holding everything in FILE
     is left unchanged (and the report says so); one holding the start of
@@ -146,4 +140,4 @@ def import_command(app: App, source: str, path: str, as_json: bool) -> None:
         )
 
 
-COMMANDS = [export, import_command]
+COMMANDS = [export]

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from ..errors import UnknownFormat
 from ..session import Session
-from .bundle import BUNDLE_VERSION, BundleError, ImportReport, import_bundle, write_bundle
+from .bundle import BUNDLE_VERSION, BundleError, BundleImportReport, import_bundle, write_bundle
 from .html import render_html
 from .markdown import session_markdown
 from .redact import RedactionUnavailable, Redactor
@@ -28,7 +28,7 @@ __all__ = [
     "EXPORT_FORMATS",
     "BundleError",
     "ExportReport",
-    "ImportReport",
+    "BundleImportReport",
     "RedactionUnavailable",
     "Redactor",
     "Totals",

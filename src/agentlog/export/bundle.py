@@ -33,7 +33,7 @@ from ..session import Session
 from ..store import Store
 from .redact import Redactor
 
-__all__ = ["BUNDLE_VERSION", "BundleError", "ImportReport", "import_bundle", "write_bundle"]
+__all__ = ["BUNDLE_VERSION", "BundleError", "BundleImportReport", "import_bundle", "write_bundle"]
 
 BUNDLE_VERSION = 1
 Progress = Callable[[int, int], None]
@@ -49,7 +49,7 @@ class Sink(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class ImportReport:
+class BundleImportReport:
     session_id: str
     #: "created", "extended" or "unchanged".
     outcome: str
@@ -200,7 +200,7 @@ def _same(a: Any, b: Any) -> bool:
     return all(getattr(a, k) == getattr(b, k) for k in keys)
 
 
-def import_bundle(store: Store, path: str, *, progress: Progress | None = None) -> ImportReport:
+def import_bundle(store: Store, path: str, *, progress: Progress | None = None) -> BundleImportReport:
     """Recreate the session in the bundle at ``path`` (ids kept); idempotent."""
     bundle = _read(path, progress)
     sid = bundle.meta["id"]
@@ -227,10 +227,10 @@ def import_bundle(store: Store, path: str, *, progress: Progress | None = None) 
         if rest and session.head != bundle.head:
             session.checkout(bundle.head)
         outcome = "extended" if rest else "unchanged"
-        return ImportReport(sid, outcome, len(rest), len(bundle.events), session.head)
+        return BundleImportReport(sid, outcome, len(rest), len(bundle.events), session.head)
 
 
-def _create(store: Store, bundle: _Bundle) -> ImportReport:
+def _create(store: Store, bundle: _Bundle) -> BundleImportReport:
     meta = {k: v for k, v in bundle.meta.items() if k not in _LOCAL_META}
     name, working_dir, model = meta.pop("name", None), meta.pop("working_dir", None), meta.pop("model", None)
     with store.create(
@@ -243,4 +243,4 @@ def _create(store: Store, bundle: _Bundle) -> ImportReport:
     ) as session:
         if bundle.events and session.head != bundle.head:
             session.checkout(bundle.head)
-        return ImportReport(session.id, "created", len(bundle.events), len(bundle.events), session.head)
+        return BundleImportReport(session.id, "created", len(bundle.events), len(bundle.events), session.head)

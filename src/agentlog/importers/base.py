@@ -1,0 +1,121 @@
+"""The contract each source format implements, and helpers they share."""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import re
+from abc import ABC, abstractmethod
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from .builder import SessionBuilder
+from .model import SourceLine
+from .reader import FileData
+
+__all__ = ["Importer", "custom_record", "parse_source_time", "safe_session_id", "split_fields"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+def safe_session_id(prefix: str, source_id: str) -> str:
+    """``<prefix>-<source id>`` with characters a session id cannot hold
+    replaced by ``_`` (valid ids: ``[A-Za-z0-9_-]{1,128}``)."""
+    return _UNSAFE.sub("_", f"{prefix}-{source_id}")[:128]
+
+
+def parse_source_time(value: Any) -> int | None:
+    """Nanoseconds since the epoch from an RFC 3339 string or epoch
+    milliseconds; None for anything else (the line then takes the time of
+    the line before it)."""
+    if isinstance(value, str):
+        return _parse_text_time(value) if value else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value * 1_000_000) if value > 0 else None
+
+
+@functools.lru_cache(maxsize=4096)  # the lines of one reply share one time
+def _parse_text_time(value: str) -> int | None:
+    text = value.strip().replace("Z", "+00:00").replace("z", "+00:00")
+    frac = _FRACTION.search(text)
+    digits = frac.group(1) if frac else ""
+    if frac:
+        text = text[: frac.start()] + text[frac.end() :]
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp()) * 1_000_000_000 + int(digits.ljust(9, "0")[:9] or 0)
+
+
+def custom_record(obj: dict[str, Any]) -> dict[str, Any]:
+    """A line kept whole because it has no natural agentlog mapping."""
+    return {"type": obj.get("type"), "original": obj}
+
+
+def split_fields(obj: dict[str, Any], mapped: tuple[str, ...]) -> dict[str, Any]:
+    """The fields of ``obj`` an importer did not map (kept in ``source.fields``)."""
+    return {k: v for k, v in obj.items() if k not in mapped}
+
+
+class Importer(ABC):
+    """One source format: where its files are, how lines group into
+    sessions, and how one line becomes agentlog events."""
+
+    name: ClassVar[str]
+    prefix: ClassVar[str]
+    pattern: ClassVar[str] = "**/*.jsonl"
+
+    @abstractmethod
+    def default_roots(self) -> list[str]:
+        """The tool's own session directories (honouring its env vars)."""
+
+    def discover(self, root: str) -> list[str]:
+        found = glob.glob(os.path.join(glob.escape(root), self.pattern), recursive=True)
+        return sorted(p for p in found if os.path.isfile(p))
+
+    def skip_prefix(self, data: bytes) -> int:
+        """Leading bytes the source tool rewrites in place (left out of the hash)."""
+        return 0
+
+    @abstractmethod
+    def assign(self, fd: FileData) -> list[str] | None:
+        """The source session id of each line of ``fd`` (None: the file names no session)."""
+
+    def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """What ``assign`` and ``begin`` need of a line already imported:
+        ``--follow`` keeps only this of each earlier line between polls."""
+        return {"type": obj.get("type")}
+
+    def session_id(self, source_id: str) -> str:
+        return safe_session_id(self.prefix, source_id)
+
+    def line_key(self, source_id: str, obj: dict[str, Any]) -> str | None:
+        """A key deduplicating this line across files (None: no such key)."""
+        return None
+
+    def line_time(self, obj: dict[str, Any]) -> int | None:
+        return parse_source_time(obj.get("timestamp"))
+
+    def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
+        """Before converting a session's new lines; ``lines`` are all its
+        lines in this run, old ones with ``new`` False (creation metadata,
+        state a later line needs). Formats without such state keep this."""
+        return None
+
+    def safe_to_flush(self, b: SessionBuilder) -> bool:
+        """Whether the pending events may be written now, in the middle of a
+        long session: not while a later line could still be merged into
+        one of them (a reply split over lines, a compaction awaiting its
+        summary). After a user message or a tool result nothing is merged."""
+        last = b.pending[-1] if b.pending else None
+        return last is None or last.kind == "tool_result" or (last.kind == "message" and last.role == "user")
+
+    @abstractmethod
+    def convert(self, b: SessionBuilder, line: SourceLine) -> None:
+        """Turn one parsed line (``line.obj``) into events on ``b``."""

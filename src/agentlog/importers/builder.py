@@ -1,0 +1,341 @@
+"""Building one agentlog session from source lines: ids, parents, the flush.
+
+A ``SessionBuilder`` holds what an importer needs while it converts lines:
+the map from source ids (a Claude uuid, a pi entry id) to event ids, the
+chain's cursor, and the events not yet written. ``flush`` writes them as
+one all-or-nothing batch (``store.create(events=...)`` for a new session,
+``session.import_events`` for an existing one); the last flush of a run
+then records, in the session's metadata, how far each source file was
+consumed, and refreshes the session's import cache (index_cache.py).
+
+Side events (a kept line that is not part of the conversation: a hook's
+progress, a file-history snapshot, a malformed line) are threaded into the
+chain: the next line whose source parent is the side event's parent is
+attached after it instead, so keeping them adds no spurious branches."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..event import NIL_ID, Event, format_timestamp, parse_timestamp
+from .index_cache import load_rows, save_rows, slim_record
+from .model import SessionReport, SourceLine
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..store import Store
+
+__all__ = ["IdAllocator", "Pending", "SessionBuilder", "META_KEY"]
+
+#: The session.json field holding an import's bookkeeping.
+META_KEY = "import"
+
+_MASK48 = (1 << 48) - 1
+_MASK62 = (1 << 62) - 1
+
+
+class IdAllocator:
+    """UUIDv7 event ids made from the source's time and a hash of where the
+    line is, so importing the same file into an empty store gives the same
+    ids; each id is forced above the last one, because source times can go
+    backwards and a session's ids must strictly increase."""
+
+    def __init__(self, last: int = 0) -> None:
+        self.last = last
+
+    def next(self, ts_ns: int, seed: str) -> str:
+        h = int.from_bytes(hashlib.blake2b(seed.encode(), digest_size=10).digest(), "big")
+        ms = (ts_ns // 1_000_000) & _MASK48
+        value = ms << 80 | 0x7 << 76 | ((h >> 62) & 0xFFF) << 64 | 0b10 << 62 | (h & _MASK62)
+        if value <= self.last:
+            value = self.last + 1
+        self.last = value
+        return str(uuid.UUID(int=value))
+
+
+@dataclass(slots=True)
+class Pending:
+    """An event built but not yet written; importers may still extend it
+    (an assistant reply split over several lines is merged into one)."""
+
+    id: str
+    parent_id: str
+    kind: str
+    role: str | None
+    ts_ns: int
+    record: dict[str, Any]
+    branch_from: str | None = None
+
+    def to_event(self) -> Event:
+        return Event(
+            self.id,
+            self.parent_id,
+            self.kind,
+            self.role,
+            format_timestamp(self.ts_ns),
+            self.record,
+            None,
+            self.branch_from,
+        )
+
+
+@dataclass
+class SessionBuilder:
+    """One agentlog session being imported into (new or existing)."""
+
+    store: Store
+    session_id: str
+    source_id: str
+    format: str
+    session: Session | None = None
+    existing: bool = False
+    keys: dict[str, str] = field(default_factory=dict)
+    alias: dict[str, str] = field(default_factory=dict)
+    kind_of: dict[str, str] = field(default_factory=dict)
+    tool_names: dict[Any, Any] = field(default_factory=dict)
+    turn_starts: list[str] = field(default_factory=list)
+    parent_of: dict[str, str] = field(default_factory=dict)
+    seen_lines: set[tuple[str, int]] = field(default_factory=set)
+    parents_with_children: set[str] = field(default_factory=set)
+    cursor: str = NIL_ID
+    has_chain: bool = False
+    pending: list[Pending] = field(default_factory=list)
+    by_id: dict[str, Pending] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    create_meta: dict[str, Any] = field(default_factory=dict)
+    meta_changes: dict[str, Any] = field(default_factory=dict)
+    ids: IdAllocator = field(default_factory=IdAllocator)
+    last_ts: int = 0
+    report: SessionReport | None = None
+    locator: Callable[[SessionBuilder, str], str | None] | None = None
+    rows: list[list[Any]] = field(default_factory=list)  # the index cache's rows
+    _per_line: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    # --- loading what an earlier import wrote -----------------------------------
+    def read_state(self) -> None:
+        """Read what earlier imports recorded (the files' states) from the
+        session's metadata, without opening it: an import that finds
+        nothing new writes nothing and takes no lease."""
+        self.existing = True
+        meta = self.store.meta(self.session_id).get(META_KEY) or {}
+        self.files = dict(meta.get("files") or {})
+
+    def ensure_loaded(self) -> None:
+        """Open the existing session for writing and rebuild the maps from
+        its events (every imported record names its source keys), reading
+        from the index cache what it holds."""
+        if not self.existing or self.session is not None:
+            return
+        self.session = self.store.open(self.session_id)
+        meta = self.session.meta.get(META_KEY) or {}
+        self.files = dict(meta.get("files") or {})
+        cached = load_rows(self.session)
+        latest = ""  # timestamps have one fixed format: the greatest string is the latest
+        for entry in self.session.entries():
+            row = cached.get(entry.id)
+            if row is not None and row[1] == entry.parent_id and row[2] == entry.kind:
+                slim = row[3]
+            else:
+                event = self.session.event(entry.id)
+                if not event.loaded:
+                    event = self.session.resolve(event)
+                slim = slim_record(entry.kind, event.record)
+            self._observe(entry.id, entry.parent_id, entry.kind, slim)
+            self.rows.append([entry.id, entry.parent_id, entry.kind, slim])
+            self.ids.last = max(self.ids.last, uuid.UUID(entry.id).int)
+            latest = max(latest, entry.timestamp)
+        if latest:
+            self.last_ts = max(self.last_ts, parse_timestamp(latest))
+        self.cursor = self.session.head
+
+    def _observe(self, event_id: str, parent_id: str, kind: str, record: Any) -> None:
+        self.kind_of[event_id] = kind
+        self.parent_of[event_id] = parent_id
+        self.parents_with_children.add(parent_id)
+        source = record.get("source") if isinstance(record, dict) else None
+        if isinstance(record, dict) and kind == "tool_call":
+            self.tool_names[record.get("id")] = record.get("name")
+        if isinstance(source, dict) and source.get("turn_start"):
+            self.turn_starts.append(event_id)
+        if isinstance(source, dict):
+            for key in source.get("keys") or ():
+                self.keys[key] = event_id
+            if "copied_from" not in source and isinstance(source.get("file"), str):
+                lines = [source.get("line"), *(m.get("line") for m in source.get("merged") or ())]
+                if isinstance(source.get("summary_line"), dict):
+                    lines.append(source["summary_line"].get("line"))
+                self.seen_lines.update((source["file"], n) for n in lines if isinstance(n, int))
+            if source.get("side"):
+                self.alias[parent_id] = event_id
+                return
+        self.has_chain = True
+
+    # --- building ---------------------------------------------------------------
+    def resolve(self, event_id: str) -> str:
+        """Where a child of ``event_id`` goes: after the side events threaded there."""
+        start = event_id
+        while event_id in self.alias:
+            event_id = self.alias[event_id]
+        if event_id != start:
+            self.alias[start] = event_id  # path compression: the next lookup is one step
+        return event_id
+
+    def lookup(self, key: str | None) -> str | None:
+        """The event a source key names here, else a copy of its path from
+        the session that holds it (a resume or fork across files), else None."""
+        if not key:
+            return None
+        found = self.keys.get(key)
+        if found is None and self.locator is not None:
+            found = self.locator(self, key)
+        return found
+
+    def time_of(self, line: SourceLine, ts_ns: int | None) -> int:
+        """The line's time, else the last time seen (lines without one sit
+        where they are in the file)."""
+        if ts_ns is not None:
+            self.last_ts = max(self.last_ts, ts_ns) if self.last_ts else ts_ns
+            return ts_ns
+        return self.last_ts
+
+    def emit(
+        self,
+        kind: str,
+        role: str | None,
+        record: dict[str, Any],
+        line: SourceLine,
+        *,
+        ts_ns: int | None = None,
+        parent: str | None = None,
+        literal_parent: bool = False,
+        keys: tuple[str, ...] | list[str] = (),
+        side: bool = False,
+    ) -> Pending:
+        """Add one event made from ``line``. ``parent`` None means the chain's
+        cursor; a given parent is resolved through side events unless
+        ``literal_parent``."""
+        if parent is None:
+            parent = self.cursor
+        if not literal_parent:
+            parent = self.resolve(parent)
+        ts = self.time_of(line, ts_ns)
+        name = os.path.basename(line.path)
+        n = self._per_line.get((name, line.lineno), 0)
+        self._per_line[(name, line.lineno)] = n + 1
+        event_id = self.ids.next(ts, f"{self.session_id}\0{name}\0{line.lineno}\0{n}")
+        source = record.setdefault("source", {})
+        source.setdefault("format", self.format)
+        source.setdefault("file", os.path.basename(line.path))
+        source.setdefault("line", line.lineno)
+        if keys:
+            source["keys"] = list(keys)
+        if side:
+            source["side"] = True
+        return self._add(Pending(event_id, parent, kind, role, ts, record), keys, side)
+
+    def _add(self, p: Pending, keys: tuple[str, ...] | list[str], side: bool) -> Pending:
+        if p.parent_id in self.parents_with_children:
+            p.branch_from = p.parent_id
+        elif p.parent_id == NIL_ID and (self.pending or self.kind_of):
+            p.branch_from = NIL_ID
+        self.parents_with_children.add(p.parent_id)
+        self.pending.append(p)
+        self.by_id[p.id] = p
+        self.kind_of[p.id] = p.kind
+        self.parent_of[p.id] = p.parent_id
+        if p.kind == "tool_call":
+            self.tool_names[p.record.get("id")] = p.record.get("name")
+        for key in keys:
+            self.keys[key] = p.id
+        source = p.record.get("source")
+        if isinstance(source, dict) and "copied_from" not in source:
+            self.seen_lines.add((str(source.get("file")), int(source.get("line", 0))))
+        if side:
+            self.alias[p.parent_id] = p.id
+        else:
+            self.has_chain = True
+        self.cursor = p.id
+        if self.report is not None:
+            self.report.events += 1
+            self.report.kinds[p.kind] += 1
+        return p
+
+    def add_keys(self, event_id: str, *keys: str) -> None:
+        """Let more source ids name an event (a merged line's uuid)."""
+        for key in keys:
+            self.keys[key] = event_id
+        pending = self.by_id.get(event_id)
+        if pending is not None:
+            listed = pending.record.setdefault("source", {}).setdefault("keys", [])
+            listed.extend(k for k in keys if k not in listed)
+
+    def copy_path(self, other: Session, event_id: str) -> str:
+        """Copy ``other``'s path root..``event_id`` here (a resume or a fork in
+        the source tool); events already copied are reused. Returns the copy
+        of ``event_id``."""
+        mapping: dict[str, str] = {}
+        result = NIL_ID
+        for event in other.path(event_id):
+            if not event.loaded:
+                event = other.resolve(event)
+            record = dict(event.record) if isinstance(event.record, dict) else {"value": event.record}
+            source = dict(record.get("source") or {})
+            keys = [k for k in source.get("keys") or ()]
+            known = next((self.keys[k] for k in keys if k in self.keys), None)
+            if known is not None:
+                mapping[event.id] = result = known
+                continue
+            source["copied_from"] = {"session": other.id, "event": event.id}
+            record["source"] = source
+            parent = mapping.get(event.parent_id, NIL_ID)
+            ts = parse_timestamp(event.timestamp)
+            new_id = self.ids.next(ts, f"{self.session_id}\0copy\0{event.id}")
+            p = Pending(new_id, parent, event.kind, event.role, ts, record)
+            self._add(p, keys, bool(source.get("side")))
+            if self.report is not None:
+                self.report.copied += 1
+            mapping[event.id] = result = new_id
+        return result
+
+    # --- writing ----------------------------------------------------------------
+    def flush(self, final: bool = True) -> None:
+        """Write the pending events (all or nothing), then, if ``final``,
+        the files' states and metadata changes. A crash in between leaves
+        the states behind the events; the next import then finds those
+        lines already held (``seen_lines``, keys) and skips them."""
+        self.ensure_loaded()
+        events = [p.to_event() for p in self.pending]
+        meta: dict[str, Any] = {"format": self.format, "source_id": self.source_id, "files": self.files}
+        if self.session is None:
+            extra: dict[str, Any] = {**self.create_meta, **self.meta_changes, META_KEY: meta}
+            # No working_dir: creating with one leaves a --continue breadcrumb,
+            # and an imported session should not become what `continue` opens.
+            self.session = self.store.create(
+                name=extra.pop("name", None),
+                model=extra.pop("model", None),
+                session_id=self.session_id,
+                events=events,
+                **extra,
+            )
+            self.meta_changes.clear()
+        else:
+            if events:
+                self.session.import_events(events)
+            if final:
+                self.session.update_meta(**{META_KEY: meta}, **self.meta_changes)
+                self.meta_changes.clear()
+        self.rows.extend([p.id, p.parent_id, p.kind, slim_record(p.kind, p.record)] for p in self.pending)
+        if final and self.session is not None:
+            save_rows(self.session, self.rows)
+        self.pending.clear()
+        self.by_id.clear()
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()

@@ -1,0 +1,411 @@
+"""Claude Code transcripts (``~/.claude/projects/<project>/<session>.jsonl``).
+
+Each line is one JSON object with ``type`` (user, assistant, system,
+summary, progress, file-history-snapshot...), usually ``uuid``,
+``parentUuid``, ``sessionId`` and ``timestamp``. Mapping:
+
+- user lines: text and images become a ``message`` (role user); each
+  ``tool_result`` block becomes a ``tool_result`` event. ``toolUseResult``,
+  ``todos`` and every other field are kept in ``source.fields``.
+- assistant lines: one reply is written over several lines sharing
+  ``message.id``; they are merged into one ``message`` (role assistant,
+  text and thinking parts, usage of the last line) followed by one
+  ``tool_call`` per ``tool_use`` block.
+- ``system`` lines with subtype ``compact_boundary`` become ``compaction``
+  events under their ``logicalParentUuid``; the ``isCompactSummary`` user
+  message after one fills in its summary.
+- ``summary`` lines become a ``label`` on their ``leafUuid`` when that
+  event is in the session, else a ``custom`` event.
+- everything else (hook progress, file-history snapshots, other system
+  lines, unknown types) is kept whole as a ``custom`` event.
+
+``isSidechain`` lines with an ``agentId`` (subagent files) become their own
+session, ``claude-<sessionId>-agent-<agentId>``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+from ..event import NIL_ID
+from .base import Importer, custom_record, parse_source_time, split_fields
+from .builder import SessionBuilder
+from .model import SourceLine
+from .reader import FileData
+
+__all__ = ["ClaudeImporter"]
+
+_LINE_MAPPED = ("type", "uuid", "parentUuid", "timestamp", "message")
+_TOOL_BLOCKS = ("tool_use", "server_tool_use")
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+class ClaudeImporter(Importer):
+    name = "claude"
+    prefix = "claude"
+
+    def default_roots(self) -> list[str]:
+        base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~/.claude")
+        return [os.path.join(base, "projects")]
+
+    # --- grouping -------------------------------------------------------------------
+    @staticmethod
+    def _source_id(obj: dict[str, Any] | None) -> str | None:
+        if obj is None:
+            return None
+        sid = obj.get("sessionId")
+        if not isinstance(sid, str) or not sid:
+            return None
+        if obj.get("isSidechain"):
+            agent = obj.get("agentId")
+            return f"{sid}/agent-{agent}" if isinstance(agent, str) and agent else f"{sid}/sidechain"
+        return sid
+
+    def assign(self, fd: FileData) -> list[str] | None:
+        first = next((s for s in (self._source_id(ln.obj) for ln in fd.lines) if s), None)
+        if first is None:
+            return None
+        out = []
+        current = first
+        for line in fd.lines:
+            current = self._source_id(line.obj) or current
+            out.append(current)
+        return out
+
+    def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
+        keep = ("type", "sessionId", "isSidechain", "agentId")
+        return {k: obj[k] for k in keep if k in obj}
+
+    def session_id(self, source_id: str) -> str:
+        return super().session_id(source_id.replace("/", "-"))
+
+    def line_key(self, source_id: str, obj: dict[str, Any]) -> str | None:
+        uuid = obj.get("uuid")
+        if isinstance(uuid, str) and uuid:
+            return uuid
+        if obj.get("type") == "summary" and isinstance(obj.get("leafUuid"), str):
+            return f"summary:{obj['leafUuid']}"
+        return None
+
+    def line_time(self, obj: dict[str, Any]) -> int | None:
+        ts = parse_source_time(obj.get("timestamp"))
+        if ts is None and isinstance(obj.get("snapshot"), dict):
+            ts = parse_source_time(obj["snapshot"].get("timestamp"))
+        return ts
+
+    def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
+        if not b.state:  # first use of this builder: state from the stored events
+            b.state["groups"] = {}
+            compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
+            b.state["last_compaction"] = max(compactions) if compactions else None
+        if b.session is not None:
+            return
+        objs = [ln.obj for ln in lines if ln.obj is not None]
+        cwd = next((o["cwd"] for o in objs if isinstance(o.get("cwd"), str)), None)
+        model = next(
+            (
+                o["message"].get("model")
+                for o in objs
+                if o.get("type") == "assistant" and isinstance(o.get("message"), dict)
+            ),
+            None,
+        )
+        version = next((o["version"] for o in objs if isinstance(o.get("version"), str)), None)
+        b.create_meta.update(model=model, source_cwd=cwd, source_version=version)
+        if "/" in b.source_id:
+            b.create_meta["parent_session"] = self.session_id(b.source_id.split("/", 1)[0])
+
+    # --- converting -----------------------------------------------------------------
+    def convert(self, b: SessionBuilder, line: SourceLine) -> None:
+        obj = line.obj
+        assert obj is not None
+        kind = obj.get("type")
+        message = obj.get("message")
+        if kind == "assistant" and isinstance(message, dict):
+            self._assistant(b, line, obj, message)
+        elif kind == "user" and isinstance(message, dict):
+            self._user(b, line, obj, message)
+        elif kind == "system" and obj.get("subtype") == "compact_boundary":
+            self._boundary(b, line, obj)
+        elif kind == "summary":
+            self._summary(b, line, obj)
+        else:
+            # Kept where its source parent is, else where the chain is now.
+            wanted = obj.get("parentUuid")
+            parent = b.lookup(wanted) if isinstance(wanted, str) else None
+            b.emit(
+                "custom",
+                "system" if kind == "system" else None,
+                custom_record(obj),
+                line,
+                ts_ns=self.line_time(obj),
+                parent=parent,
+                keys=self._keys(obj),
+                side=True,
+            )
+
+    @staticmethod
+    def _keys(obj: dict[str, Any]) -> tuple[str, ...]:
+        uuid = obj.get("uuid")
+        return (uuid,) if isinstance(uuid, str) and uuid else ()
+
+    @staticmethod
+    def _parent(
+        b: SessionBuilder, obj: dict[str, Any], field: str = "parentUuid"
+    ) -> tuple[str, bool, str | None]:
+        """(parent event, literal?, unresolved source parent)."""
+        wanted = obj.get(field)
+        if isinstance(wanted, str) and wanted:
+            found = b.lookup(wanted)
+            if found is not None:
+                return found, False, None
+        unresolved = wanted if isinstance(wanted, str) and wanted else None
+        if not b.has_chain:
+            return NIL_ID, False, unresolved  # after any side events kept before it
+        return NIL_ID, True, unresolved  # a new root: the source starts over here
+
+    @staticmethod
+    def _source(
+        obj: dict[str, Any], message: dict[str, Any] | None, unresolved: str | None
+    ) -> dict[str, Any]:
+        source: dict[str, Any] = {"fields": split_fields(obj, _LINE_MAPPED)}
+        if isinstance(obj.get("uuid"), str):
+            source["uuid"] = obj["uuid"]
+        if message is not None:
+            source["message"] = split_fields(message, ("role", "content"))
+        if isinstance(obj.get("parentUuid"), str):
+            source["parent_uuid"] = obj["parentUuid"]
+        if unresolved:
+            source["unresolved_parent"] = unresolved
+        return source
+
+    def _user(
+        self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any], message: dict[str, Any]
+    ) -> None:
+        parent, literal, unresolved = self._parent(b, obj)
+        ts = self.line_time(obj)
+        content = message.get("content")
+        source = self._source(obj, message, unresolved)
+        if obj.get("isCompactSummary"):
+            self._compact_summary(b, line, obj, parent, literal, source, ts)
+            return
+        blocks = content if isinstance(content, list) else None
+        results = [x for x in blocks or () if isinstance(x, dict) and x.get("type") == "tool_result"]
+        rest: Any = [x for x in blocks if x not in results] if blocks is not None else content
+        keys = self._keys(obj)
+        events = 0
+        for block in results:
+            call = block.get("tool_use_id")
+            record: dict[str, Any] = {
+                "tool_call_id": call,
+                "name": b.tool_names.get(call),
+                "content": block.get("content"),
+                "is_error": bool(block.get("is_error")),
+            }
+            extra = split_fields(block, ("type", "tool_use_id", "content", "is_error"))
+            if extra:
+                record["extra"] = extra
+            if events == 0:
+                record["source"] = source
+            last = events == len(results) - 1 and not rest
+            b.emit(
+                "tool_result",
+                "tool",
+                record,
+                line,
+                ts_ns=ts,
+                parent=parent if events == 0 else None,
+                literal_parent=literal and events == 0,
+                keys=keys if last else (),
+            )
+            events += 1
+        if rest or events == 0:
+            record = {"content": rest if rest is not None else ""}
+            if events == 0:
+                record["source"] = source
+            b.emit(
+                "message",
+                "user",
+                record,
+                line,
+                ts_ns=ts,
+                parent=parent if events == 0 else None,
+                literal_parent=literal and events == 0,
+                keys=keys,
+            )
+
+    def _compact_summary(
+        self,
+        b: SessionBuilder,
+        line: SourceLine,
+        obj: dict[str, Any],
+        parent: str,
+        literal: bool,
+        source: dict[str, Any],
+        ts: int | None,
+    ) -> None:
+        text = _text_of(obj["message"].get("content"))
+        target = b.by_id.get(parent)
+        if (
+            target is not None
+            and target.kind == "compaction"
+            and target.record["source"].get("awaiting_summary")
+        ):
+            target.record["summary"] = text
+            target.record["source"].pop("awaiting_summary")
+            target.record["source"]["summary_line"] = {"line": line.lineno, **source}
+            b.add_keys(target.id, *self._keys(obj))
+            b.cursor = target.id
+            assert b.report is not None
+            b.report.merged += 1
+            return
+        record = self._compaction(b, text, None, None)
+        record["source"] = source
+        p = b.emit(
+            "compaction",
+            "system",
+            record,
+            line,
+            ts_ns=ts,
+            parent=parent,
+            literal_parent=literal,
+            keys=self._keys(obj),
+        )
+        b.state["last_compaction"] = p.id
+
+    @staticmethod
+    def _compaction(b: SessionBuilder, summary: str, tokens_before: Any, trigger: Any) -> dict[str, Any]:
+        return {
+            "summary": summary,
+            "structured": {},
+            "first_kept_event_id": None,
+            "tokens_before": tokens_before,
+            "tokens_after": None,
+            "previous_compaction_id": b.state.get("last_compaction"),
+            "trigger": trigger,
+        }
+
+    def _boundary(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> None:
+        if isinstance(obj.get("logicalParentUuid"), str):
+            parent, literal, unresolved = self._parent(b, obj, "logicalParentUuid")
+        else:
+            parent, literal, unresolved = self._parent(b, obj)
+        meta = obj.get("compactMetadata")
+        if not isinstance(meta, dict):
+            meta = {}
+        record = self._compaction(
+            b, str(obj.get("content") or ""), meta.get("preTokens"), meta.get("trigger")
+        )
+        record["source"] = self._source(obj, None, unresolved)
+        record["source"]["awaiting_summary"] = True  # until its isCompactSummary message
+        p = b.emit(
+            "compaction",
+            "system",
+            record,
+            line,
+            ts_ns=self.line_time(obj),
+            parent=parent,
+            literal_parent=literal,
+            keys=self._keys(obj),
+        )
+        b.state["last_compaction"] = p.id
+
+    def _summary(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> None:
+        leaf = obj.get("leafUuid")
+        target = b.keys.get(leaf) if isinstance(leaf, str) else None
+        key = self.line_key(b.source_id, obj)
+        keys = (key,) if key else ()
+        if target is None:
+            b.emit("custom", None, custom_record(obj), line, keys=keys, side=True)
+            return
+        record = {
+            "name": obj.get("summary"),
+            "target": target,
+            "source": {"fields": split_fields(obj, ("summary",))},
+        }
+        b.emit("label", None, record, line, keys=keys, side=True)
+        if isinstance(obj.get("summary"), str):
+            b.meta_changes["name"] = obj["summary"]  # Claude Code shows it as the title
+
+    def _assistant(
+        self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any], message: dict[str, Any]
+    ) -> None:
+        parent, literal, unresolved = self._parent(b, obj)
+        ts = self.line_time(obj)
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        calls = [x for x in blocks if isinstance(x, dict) and x.get("type") in _TOOL_BLOCKS]
+        parts = [x for x in blocks if x not in calls]
+        mid = message.get("id")
+        groups: dict[str, Any] = b.state["groups"]
+        group = groups.get(mid) if isinstance(mid, str) else None
+        source = self._source(obj, message, unresolved)
+        keys = self._keys(obj)
+        usage: dict[str, Any] = {k: message[k] for k in ("model", "usage") if k in message}
+        if group is not None and group["message"] in b.by_id and parent in group["events"]:
+            msg = b.by_id[group["message"]]
+            msg.record["content"].extend(parts)
+            msg.record.update(usage)
+            msg.record["finish_reason"] = message.get("stop_reason")
+            msg.record["source"].setdefault("merged", []).append({"line": line.lineno, **source})
+            assert b.report is not None
+            b.report.merged += 1
+            tail = group["last"]
+            first_parent: str | None = tail
+        else:
+            record: dict[str, Any] = {
+                "content": parts,
+                **usage,
+                "finish_reason": message.get("stop_reason"),
+                "provider": "anthropic",
+                "source": source,
+            }
+            msg = b.emit(
+                "message",
+                "assistant",
+                record,
+                line,
+                ts_ns=ts,
+                parent=parent,
+                literal_parent=literal,
+                keys=() if calls else keys,
+            )
+            group = {"message": msg.id, "events": {msg.id}, "last": msg.id}
+            if isinstance(mid, str):
+                groups[mid] = group
+            first_parent = None
+        for i, call in enumerate(calls):
+            record = {
+                "id": call.get("id"),
+                "name": call.get("name"),
+                "arguments": orjson.dumps(call.get("input")).decode(),
+            }
+            extra = split_fields(call, ("type", "id", "name", "input"))
+            if extra or call.get("type") != "tool_use":
+                record["extra"] = {"type": call.get("type"), **extra}
+            b.tool_names[call.get("id")] = call.get("name")
+            p = b.emit(
+                "tool_call",
+                "assistant",
+                record,
+                line,
+                ts_ns=ts,
+                parent=first_parent if i == 0 else None,
+                keys=keys if i == len(calls) - 1 else (),
+            )
+            group["events"].add(p.id)
+            group["last"] = p.id
+        if not calls:
+            b.add_keys(group["last"], *keys)
+            b.cursor = group["last"]

@@ -1,0 +1,254 @@
+"""OpenAI Codex rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+Each line is ``{"timestamp", "type", "payload"}`` with ``type`` one of
+``session_meta``, ``turn_context``, ``response_item``, ``event_msg`` and
+``compacted`` (codex-rs ``protocol``: RolloutItem). Lines carry no ids: the
+events form one chain in file order, and a file is one session
+(``codex-<session_meta.payload.id>``). Mapping:
+
+- ``response_item`` ``message`` -> ``message`` (its role); ``reasoning`` ->
+  an assistant ``message`` holding it under ``reasoning`` (a following
+  assistant message in the same import is merged into it);
+  ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` ->
+  ``tool_call``; ``*_call_output`` -> ``tool_result``.
+- ``compacted`` -> ``compaction`` (summary = its message; the
+  ``replacement_history`` kept in ``structured``).
+- ``session_meta``, ``turn_context``, ``event_msg`` and anything else ->
+  ``custom``, kept whole.
+- ``event_msg`` ``thread_rolled_back`` drops its ``num_turns`` last turns
+  from the active path: the next events continue from where the first
+  dropped turn started, so the dropped turns stay as a branch."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import orjson
+
+from .base import Importer, custom_record, split_fields
+from .builder import SessionBuilder
+from .model import SourceLine
+from .reader import FileData
+
+__all__ = ["CodexImporter"]
+
+_ROLLOUT_ID = re.compile(
+    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$"
+)
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+
+
+class CodexImporter(Importer):
+    name = "codex"
+    prefix = "codex"
+    pattern = "**/rollout-*.jsonl"
+
+    def default_roots(self) -> list[str]:
+        base = os.environ.get("CODEX_HOME") or os.path.expanduser("~/.codex")
+        return [os.path.join(base, "sessions"), os.path.join(base, "archived_sessions")]
+
+    def assign(self, fd: FileData) -> list[str] | None:
+        sid = None
+        for line in fd.lines:
+            obj = line.obj
+            if (
+                obj is not None
+                and obj.get("type") == "session_meta"
+                and isinstance(obj.get("payload"), dict)
+                and isinstance(obj["payload"].get("id"), str)
+            ):
+                sid = obj["payload"]["id"]
+                break
+        if sid is None:
+            m = _ROLLOUT_ID.search(os.path.basename(fd.path))
+            sid = m.group(1) if m else None
+        return None if sid is None else [sid] * len(fd.lines)
+
+    def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return obj if obj.get("type") == "session_meta" else {"type": obj.get("type")}
+
+    def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
+        if not b.state:  # first use of this builder: state from the stored events
+            compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
+            b.state["last_compaction"] = max(compactions) if compactions else None
+            # Turn starts, for rollbacks: rebuilt from the events already stored.
+            b.state["turns"] = list(b.turn_starts)
+            b.state["reasoning"] = None
+        if b.session is not None:
+            return
+        for line in lines:
+            obj = line.obj or {}
+            payload = obj.get("payload")
+            if not isinstance(payload, dict):
+                continue
+            if obj.get("type") == "session_meta":
+                b.create_meta.update(source_cwd=payload.get("cwd"), source_version=payload.get("cli_version"))
+            elif obj.get("type") == "turn_context" and payload.get("model"):
+                b.create_meta.setdefault("model", payload.get("model"))
+
+    def safe_to_flush(self, b: SessionBuilder) -> bool:
+        # Not after a user item (its user_message event marks it as the turn
+        # start) nor while a reasoning item awaits its reply.
+        last = b.pending[-1] if b.pending else None
+        return (
+            last is None
+            or last.kind == "tool_result"
+            or (last.kind == "custom" and b.state.get("reasoning") is None)
+        )
+
+    def convert(self, b: SessionBuilder, line: SourceLine) -> None:
+        obj = line.obj
+        assert obj is not None
+        kind = obj.get("type")
+        payload = obj.get("payload")
+        ts = self.line_time(obj)
+        if not isinstance(payload, dict):
+            b.emit("custom", None, custom_record(obj), line, ts_ns=ts)
+            return
+        ptype = payload.get("type")
+        fields = split_fields(obj, ("timestamp", "type", "payload"))
+        if kind == "response_item":
+            self._response_item(b, line, payload, ptype, fields, ts)
+        elif kind == "compacted":
+            record = {
+                "summary": payload.get("message") or "",
+                "structured": {"replacement_history": payload.get("replacement_history")},
+                "first_kept_event_id": None,
+                "tokens_before": None,
+                "tokens_after": None,
+                "previous_compaction_id": b.state["last_compaction"],
+                "source": {
+                    "fields": fields,
+                    "payload": split_fields(payload, ("message", "replacement_history")),
+                },
+            }
+            b.state["reasoning"] = None
+            b.state["last_compaction"] = b.emit("compaction", "system", record, line, ts_ns=ts).id
+        elif kind == "event_msg" and ptype == "thread_rolled_back":
+            self._rollback(b, line, obj, payload, ts)
+        else:
+            record = custom_record(obj)
+            user_turn = kind == "event_msg" and ptype == "user_message"
+            if user_turn:
+                # The turn starts at the user's message item when it came
+                # just before; else at this event.
+                prev = b.by_id.get(b.cursor)
+                start = (
+                    prev.id if prev is not None and prev.kind == "message" and prev.role == "user" else None
+                )
+                record["source"] = {"turn_start": start is None}
+                if prev is not None and start is not None:
+                    prev.record["source"]["turn_start"] = True
+            p = b.emit("custom", None, record, line, ts_ns=ts)
+            if user_turn:
+                b.state["turns"].append(start or p.id)
+
+    def _response_item(
+        self,
+        b: SessionBuilder,
+        line: SourceLine,
+        payload: dict[str, Any],
+        ptype: Any,
+        fields: dict[str, Any],
+        ts: int | None,
+    ) -> None:
+        source: dict[str, Any] = {"fields": fields} if fields else {}
+        if ptype == "message":
+            role = payload.get("role") if isinstance(payload.get("role"), str) else "user"
+            source["payload"] = split_fields(payload, ("type", "role", "content"))
+            pending = b.state["reasoning"]
+            # Only event_msg lines (custom events) may sit between the two.
+            if role == "assistant" and pending in b.by_id:
+                msg = b.by_id[pending]
+                msg.record["content"] = payload.get("content")
+                msg.record["source"].setdefault("merged", []).append({"line": line.lineno, **source})
+                assert b.report is not None
+                b.report.merged += 1
+                b.state["reasoning"] = None
+                return
+            b.state["reasoning"] = None
+            b.emit(
+                "message",
+                role,
+                {"content": payload.get("content"), "role": role, "source": source},
+                line,
+                ts_ns=ts,
+            )
+        elif ptype == "reasoning":
+            record = {"content": [], "reasoning": split_fields(payload, ("type",)), "source": source}
+            b.state["reasoning"] = b.emit("message", "assistant", record, line, ts_ns=ts).id
+        elif ptype in _CALLS:
+            b.state["reasoning"] = None
+            call_id = payload.get("call_id") or payload.get("id")
+            name = payload.get("name") or ("local_shell" if ptype == "local_shell_call" else ptype)
+            if ptype == "function_call":
+                arguments = payload.get("arguments")
+            elif ptype == "custom_tool_call":
+                arguments = payload.get("input")
+            else:
+                arguments = orjson.dumps(payload.get("action")).decode()
+            source["payload"] = split_fields(payload, ("type", "call_id", "name", "arguments"))
+            b.tool_names[call_id] = name
+            b.emit(
+                "tool_call",
+                "assistant",
+                {
+                    "id": call_id,
+                    "name": name,
+                    "arguments": arguments
+                    if isinstance(arguments, str)
+                    else orjson.dumps(arguments).decode(),
+                    "source": source,
+                },
+                line,
+                ts_ns=ts,
+            )
+        elif ptype in _OUTPUTS:
+            b.state["reasoning"] = None
+            call_id = payload.get("call_id")
+            output = payload.get("output")
+            is_error = isinstance(output, dict) and output.get("success") is False
+            content = output.get("content") if isinstance(output, dict) and "content" in output else output
+            source["payload"] = split_fields(payload, ("type", "call_id", "output"))
+            if isinstance(output, dict):
+                source["output"] = split_fields(output, ("content",))
+            b.emit(
+                "tool_result",
+                "tool",
+                {
+                    "tool_call_id": call_id,
+                    "name": b.tool_names.get(call_id),
+                    "content": content,
+                    "is_error": is_error,
+                    "source": source,
+                },
+                line,
+                ts_ns=ts,
+            )
+        else:
+            b.state["reasoning"] = None
+            b.emit("custom", None, custom_record(line.obj or {}), line, ts_ns=ts)
+
+    def _rollback(
+        self,
+        b: SessionBuilder,
+        line: SourceLine,
+        obj: dict[str, Any],
+        payload: dict[str, Any],
+        ts: int | None,
+    ) -> None:
+        turns: list[str] = b.state["turns"]
+        n = payload.get("num_turns")
+        n = n if isinstance(n, int) and n > 0 else 0
+        record = custom_record(obj)
+        parent = None
+        if n and turns:
+            first = turns[max(0, len(turns) - n)]
+            del turns[max(0, len(turns) - n) :]
+            parent = b.parent_of.get(first)
+            record["dropped_from"] = first
+        b.state["reasoning"] = None
+        b.emit("custom", None, record, line, ts_ns=ts, parent=parent, literal_parent=True)

@@ -1,0 +1,40 @@
+"""Which files an import reads: the paths given, or the tool's own place."""
+
+from __future__ import annotations
+
+import os
+
+from .base import Importer
+from .model import NoSourceFiles, SourceNotFound
+
+__all__ = ["expand_paths"]
+
+
+def expand_paths(importer: Importer, paths: list[str] | tuple[str, ...]) -> list[str]:
+    """Files to read: each file given, each directory's files of the format,
+    or, with no paths, the tool's default locations."""
+    roots = [os.path.expanduser(p) for p in paths] or [
+        r for r in importer.default_roots() if os.path.isdir(r)
+    ]
+    if not paths and not roots:
+        missing = " or ".join(importer.default_roots())
+        raise SourceNotFound(f"{missing} (the default location of {importer.name} sessions)")
+    files: list[str] = []
+    for root in roots:
+        if os.path.isdir(root):
+            found = importer.discover(root)
+            if paths and not found:
+                raise NoSourceFiles(root, importer.name, importer.pattern)
+            files.extend(found)
+        elif os.path.isfile(root):
+            files.append(root)
+        else:
+            raise SourceNotFound(root)
+    seen: set[str] = set()
+    unique = []
+    for f in files:
+        real = os.path.realpath(f)
+        if real not in seen:
+            seen.add(real)
+            unique.append(os.path.abspath(f))
+    return unique

@@ -1,0 +1,307 @@
+"""pi sessions (``~/.pi/agent/sessions/<cwd>/<time>_<id>.jsonl``), formats
+v1 to v3, and the oh-my-pi variants.
+
+The first line is the header ``{"type": "session", "id", "cwd", ...}``
+(oh-my-pi may put a fixed-width ``{"type": "title"}`` slot before it, which
+it rewrites in place). v1 entries have no ids: as pi's own migration does,
+they are chained in file order, and a v1 compaction's
+``firstKeptEntryIndex`` (an index into the file's entries, header
+included) becomes ``first_kept_event_id``. v2 renamed nothing but added
+``id``/``parentId``; v3 renamed the message role ``hookMessage`` to
+``custom``. Mapping:
+
+- ``message`` entries: ``user`` / ``assistant`` -> ``message`` (an
+  assistant's ``toolCall`` parts become ``tool_call`` events after it),
+  ``toolResult`` -> ``tool_result``; other roles (``bashExecution``,
+  ``custom``/``hookMessage``, summaries) -> ``custom``, kept whole.
+- ``compaction`` -> ``compaction``; ``branch_summary`` -> ``branch_summary``;
+  ``label`` -> ``label``.
+- ``model_change`` in both shapes (``provider`` + ``modelId``, or
+  oh-my-pi's ``model: "provider/id"`` with a ``role``) -> ``custom`` with
+  the model normalized under ``model``; the session's ``model`` follows.
+- ``custom_message`` (an extension's message pi sends to the model) ->
+  a user ``message`` with ``custom_type``, ``display`` and ``details``.
+- ``session_info`` / ``title_change`` names and the title slot set the
+  session's ``name``; the header (with ``branchedFrom`` or
+  ``parentSession``) is kept as the first event, and so is every other
+  entry type, as ``custom``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+from ..event import NIL_ID
+from .base import Importer, custom_record, split_fields
+from .builder import SessionBuilder
+from .model import SourceLine
+from .reader import FileData
+
+__all__ = ["PiImporter"]
+
+_ENTRY = ("type", "id", "parentId", "timestamp")
+
+
+class PiImporter(Importer):
+    name = "pi"
+    prefix = "pi"
+
+    def default_roots(self) -> list[str]:
+        sessions = os.environ.get("PI_CODING_AGENT_SESSION_DIR")
+        if sessions:
+            return [sessions]
+        base = os.environ.get("PI_CODING_AGENT_DIR") or os.path.expanduser("~/.pi/agent")
+        return [os.path.join(base, "sessions")]
+
+    def skip_prefix(self, data: bytes) -> int:
+        nl = data.find(b"\n")
+        if nl < 0:
+            return 0
+        try:
+            first = orjson.loads(data[:nl])
+        except orjson.JSONDecodeError:
+            return 0
+        return nl + 1 if isinstance(first, dict) and first.get("type") == "title" else 0
+
+    def assign(self, fd: FileData) -> list[str] | None:
+        header = next(
+            (ln.obj for ln in fd.lines if ln.obj is not None and ln.obj.get("type") == "session"), None
+        )
+        if header is None or not isinstance(header.get("id"), str):
+            return None
+        return [header["id"]] * len(fd.lines)
+
+    def line_key(self, source_id: str, obj: dict[str, Any]) -> str | None:
+        # Session-scoped: pi ids are 8 hex digits, unique only in their file.
+        entry = obj.get("id") if obj.get("type") != "session" else "header"
+        return f"{source_id}:{entry}" if isinstance(entry, str) else None
+
+    def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return obj if obj.get("type") in ("session", "title") else {"type": obj.get("type")}
+
+    def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
+        header = (
+            next((ln.obj for ln in lines if ln.obj is not None and ln.obj.get("type") == "session"), None)
+            or {}
+        )
+        version = header.get("version")
+        b.state["version"] = version if isinstance(version, int) else 1
+        # pi indexes v1 entries over the parsed lines (the header is 0).
+        b.state["entries"] = [
+            ln.lineno for ln in lines if ln.obj is not None and ln.obj.get("type") != "title"
+        ]
+        compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
+        b.state["last_compaction"] = max(compactions) if compactions else None
+        for line in lines:
+            if line.obj is not None and line.obj.get("type") == "title" and line.obj.get("title"):
+                b.meta_changes["name"] = line.obj["title"]
+        if b.session is None:
+            model = header.get("modelId")
+            b.create_meta.update(
+                source_cwd=header.get("cwd"),
+                model=model if isinstance(model, str) else None,
+                parent_session=header.get("parentSession") or header.get("branchedFrom"),
+            )
+
+    def _key(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> str | None:
+        if b.state["version"] < 2 and obj.get("type") != "session":
+            return f"{b.source_id}:line:{line.lineno}"
+        return self.line_key(b.source_id, obj)
+
+    def _parent(self, b: SessionBuilder, obj: dict[str, Any]) -> str | None:
+        """The parent event: pi's parentId (v2+), else the chain (v1)."""
+        if b.state["version"] < 2:
+            return None
+        wanted = obj.get("parentId")
+        if isinstance(wanted, str):
+            found = b.lookup(f"{b.source_id}:{wanted}")
+            if found is not None:
+                return found
+        return NIL_ID  # a root: placed after the header event
+
+    def convert(self, b: SessionBuilder, line: SourceLine) -> None:
+        obj = line.obj
+        assert obj is not None
+        kind = obj.get("type")
+        key = self._key(b, line, obj)
+        keys = (key,) if key else ()
+        ts = self.line_time(obj)
+        if kind in ("session", "title"):
+            b.emit("custom", None, custom_record(obj), line, ts_ns=ts, keys=keys, side=True)
+            return
+        parent = self._parent(b, obj)
+        source: dict[str, Any] = {"fields": split_fields(obj, _ENTRY + ("message",))}
+        if isinstance(obj.get("parentId"), str):
+            source["parent_id"] = obj["parentId"]
+        if isinstance(obj.get("id"), str):
+            source["id"] = obj["id"]
+        message = obj.get("message")
+        if kind == "message" and isinstance(message, dict):
+            self._message(b, line, obj, message, parent, keys, source, ts)
+        elif kind == "compaction":
+            self._compaction(b, line, obj, parent, keys, ts)
+        elif kind == "branch_summary":
+            record = {
+                "summary": obj.get("summary") or "",
+                "structured": obj.get("details") or {},
+                "abandoned_head": b.lookup(f"{b.source_id}:{obj.get('fromId')}"),
+                "common_ancestor": b.resolve(parent) if parent else b.cursor,
+                "source": {**source, "fields": split_fields(obj, _ENTRY + ("summary", "details"))},
+            }
+            b.emit("branch_summary", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
+        elif kind == "label":
+            target = b.lookup(f"{b.source_id}:{obj.get('targetId')}")
+            record = {
+                "name": obj.get("label"),
+                "target": target,
+                "source": {**source, "fields": split_fields(obj, _ENTRY + ("label",))},
+            }
+            b.emit("label", None, record, line, ts_ns=ts, parent=parent, keys=keys, side=True)
+        elif kind == "model_change":
+            record = custom_record(obj)
+            provider, model = obj.get("provider"), obj.get("modelId")
+            if isinstance(obj.get("model"), str):  # oh-my-pi: "provider/modelId"
+                provider, _, model = obj["model"].partition("/")
+                if not model:
+                    provider, model = None, obj["model"]
+            record["model"] = {"provider": provider, "id": model, "role": obj.get("role")}
+            if isinstance(model, str) and obj.get("role") in (None, "default"):
+                b.meta_changes["model"] = model
+            b.emit("custom", None, record, line, ts_ns=ts, parent=parent, keys=keys, side=True)
+        elif kind == "custom_message":
+            # An extension's message that pi sends to the model as the user's.
+            fields = split_fields(obj, (*_ENTRY, "content", "customType", "display", "details"))
+            record = {
+                "content": obj.get("content"),
+                "custom_type": obj.get("customType"),
+                "display": obj.get("display"),
+                "details": obj.get("details"),
+                "source": {**source, "fields": fields},
+            }
+            b.emit("message", "user", record, line, ts_ns=ts, parent=parent, keys=keys)
+        else:
+            if kind in ("session_info", "title_change") and isinstance(
+                obj.get("name") or obj.get("title"), str
+            ):
+                b.meta_changes["name"] = obj.get("name") or obj.get("title")
+            b.emit("custom", None, custom_record(obj), line, ts_ns=ts, parent=parent, keys=keys, side=True)
+
+    def _message(
+        self,
+        b: SessionBuilder,
+        line: SourceLine,
+        obj: dict[str, Any],
+        message: dict[str, Any],
+        parent: str | None,
+        keys: tuple[str, ...],
+        source: dict[str, Any],
+        ts: int | None,
+    ) -> None:
+        role = message.get("role")
+        content = message.get("content")
+        if role == "user":
+            source["message"] = split_fields(message, ("role", "content"))
+            b.emit(
+                "message",
+                "user",
+                {"content": content, "source": source},
+                line,
+                ts_ns=ts,
+                parent=parent,
+                keys=keys,
+            )
+        elif role == "assistant":
+            parts = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+            calls = [p for p in parts if isinstance(p, dict) and p.get("type") == "toolCall"]
+            source["message"] = split_fields(
+                message, ("role", "content", "model", "usage", "stopReason", "provider")
+            )
+            record = {
+                "content": [p for p in parts if p not in calls],
+                "model": message.get("model"),
+                "usage": message.get("usage"),
+                "finish_reason": message.get("stopReason"),
+                "provider": message.get("provider"),
+                "source": source,
+            }
+            b.emit("message", "assistant", record, line, ts_ns=ts, parent=parent, keys=() if calls else keys)
+            for i, call in enumerate(calls):
+                b.emit(
+                    "tool_call",
+                    "assistant",
+                    {
+                        "id": call.get("id"),
+                        "name": call.get("name"),
+                        "arguments": orjson.dumps(call.get("arguments")).decode(),
+                        **(
+                            {"extra": e}
+                            if (e := split_fields(call, ("type", "id", "name", "arguments")))
+                            else {}
+                        ),
+                    },
+                    line,
+                    ts_ns=ts,
+                    keys=keys if i == len(calls) - 1 else (),
+                )
+        elif role == "toolResult":
+            source["message"] = split_fields(
+                message, ("role", "content", "toolCallId", "toolName", "isError")
+            )
+            b.emit(
+                "tool_result",
+                "tool",
+                {
+                    "tool_call_id": message.get("toolCallId"),
+                    "name": message.get("toolName"),
+                    "content": content,
+                    "is_error": bool(message.get("isError")),
+                    "source": source,
+                },
+                line,
+                ts_ns=ts,
+                parent=parent,
+                keys=keys,
+            )
+        else:  # bashExecution, custom / hookMessage, branchSummary, compactionSummary
+            b.emit(
+                "custom",
+                role if isinstance(role, str) and role.isalpha() and role.islower() else None,
+                custom_record(obj),
+                line,
+                ts_ns=ts,
+                parent=parent,
+                keys=keys,
+            )
+
+    def _compaction(
+        self,
+        b: SessionBuilder,
+        line: SourceLine,
+        obj: dict[str, Any],
+        parent: str | None,
+        keys: tuple[str, ...],
+        ts: int | None,
+    ) -> None:
+        first = None
+        if isinstance(obj.get("firstKeptEntryId"), str):
+            first = b.lookup(f"{b.source_id}:{obj['firstKeptEntryId']}")
+        elif isinstance(obj.get("firstKeptEntryIndex"), int):
+            entries: list[int] = b.state["entries"]
+            index = obj["firstKeptEntryIndex"]
+            if 0 < index < len(entries):  # index 0 is the header, which pi never keeps
+                first = b.lookup(f"{b.source_id}:line:{entries[index]}")
+        record = {
+            "summary": obj.get("summary") or "",
+            "structured": obj.get("details") or {},
+            "first_kept_event_id": first,
+            "tokens_before": obj.get("tokensBefore"),
+            "tokens_after": obj.get("tokensAfter"),
+            "previous_compaction_id": b.state["last_compaction"],
+            "source": {
+                "fields": split_fields(obj, _ENTRY + ("summary", "details", "tokensBefore", "tokensAfter"))
+            },
+        }
+        p = b.emit("compaction", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
+        b.state["last_compaction"] = p.id

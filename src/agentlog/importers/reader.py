@@ -1,0 +1,162 @@
+"""Reading a source file: complete lines, and what an earlier import consumed.
+
+A file's state is ``{"size", "sha256", "lines", "skip"}``: the bytes an
+import consumed, a hash of them, the number of the last line consumed, and
+how many leading bytes the hash leaves out (a slot the source tool rewrites
+in place, such as oh-my-pi's title line). The next import checks the hash
+and reads on from there; a changed prefix is a ``SourceChanged``.
+
+``--follow`` keeps each file's parsed lines and running hash between polls
+(a ``Tails`` cache) and reads only what was appended, after checking that
+the file did not shrink and that the bytes just before the old end are the
+same; a full import checks the whole prefix."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .model import SourceChanged, SourceLine
+
+__all__ = ["FileData", "Tails", "check_state", "parse_lines", "prefix_state", "read_file"]
+
+#: Bytes before a followed file's old end compared at each poll.
+TAIL_CHECK = 4096
+
+
+@dataclass(slots=True)
+class FileData:
+    path: str
+    lines: list[SourceLine]
+    consumed: int  # bytes up to the end of the last complete line
+    pending: int  # bytes of an unfinished last line
+    skip: int  # leading bytes left out of the prefix hash
+    last_line: int = 0  # number of the last line consumed (blank lines count)
+    digest: Any = None  # running sha256 of data[skip:consumed]
+    data: bytes | None = None  # the whole file, when it was read whole
+    size: int = 0  # the file's size when read
+    tail: bytes = b""  # the last TAIL_CHECK bytes consumed (--follow checks them)
+
+
+#: path -> what --follow read of it last time.
+Tails = dict[str, FileData]
+
+
+def _parse(body: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return None, f"invalid UTF-8: {bad}"
+        return None, f"invalid JSON: {exc}"
+    if not isinstance(value, dict):
+        return None, f"not a JSON object but {type(value).__name__}"
+    return value, None
+
+
+def parse_lines(path: str, data: bytes, skip: int = 0, base: int = 0, base_line: int = 0) -> FileData:
+    """Split ``data`` (the file's bytes from offset ``base``, after line
+    ``base_line``) into lines; a last line without a newline counts only if
+    it is a whole JSON object (a writer may be halfway through it). Blank
+    lines are skipped (their numbers are kept by the others)."""
+    lines: list[SourceLine] = []
+    pos = 0
+    lineno = last = base_line
+    consumed = 0
+    size = len(data)
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        end = size if nl < 0 else nl + 1
+        body = data[pos:end].rstrip(b"\r\n")
+        lineno += 1
+        if not body.strip():
+            if nl < 0:
+                break  # trailing blanks: whatever comes next decides
+            pos = consumed = end
+            last = lineno
+            continue
+        obj, err = _parse(body)
+        if nl < 0 and obj is None:
+            break  # unfinished: the next import (or poll) reads it whole
+        # The text is kept only for a line that will be stored as raw text.
+        text = "" if obj is not None else body.decode("utf-8", "replace")
+        lines.append(SourceLine(path, lineno, base + pos, base + end, text, obj, err))
+        pos = consumed = end
+        last = lineno
+    return FileData(path, lines, base + consumed, size - consumed, skip, last)
+
+
+def read_file(path: str, skip_prefix: Callable[[bytes], int], tails: Tails | None = None) -> FileData:
+    """The file's lines; with ``tails`` (``--follow``), only the appended
+    part is read and parsed, the earlier lines coming back marked not new."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        old = tails.get(path) if tails is not None else None
+        if old is not None and size >= old.consumed:
+            start = max(old.skip, old.consumed - TAIL_CHECK)
+            f.seek(start)
+            seen = f.read(old.consumed - start)
+            head = b""
+            if old.skip:
+                f.seek(0)
+                head = f.read(old.skip)
+            if old.digest is not None and seen == old.tail and skip_prefix(head) == old.skip:
+                f.seek(old.consumed)
+                fresh = f.read()
+                fd = parse_lines(path, fresh, old.skip, old.consumed, old.last_line)
+                added = fresh[: fd.consumed - old.consumed]
+                fd.digest = old.digest.copy()
+                fd.digest.update(added)
+                fd.tail = (seen + added)[-TAIL_CHECK:]
+                fd.size = size
+                for line in old.lines:
+                    line.new = False
+                if old.skip and old.lines and old.lines[0].start == 0:
+                    old.lines[0].obj, _ = _parse(head.rstrip(b"\r\n"))  # the slot, rewritten in place
+                fd.lines = old.lines + fd.lines
+                if tails is not None:
+                    tails[path] = fd
+                return fd
+        f.seek(0)
+        data = f.read()
+    fd = parse_lines(path, data, skip_prefix(data))
+    fd.digest = hashlib.sha256(data[fd.skip : fd.consumed])
+    fd.size = len(data)
+    fd.tail = data[max(fd.skip, fd.consumed - TAIL_CHECK) : fd.consumed]
+    fd.data = data
+    if tails is not None:
+        # what the next poll reads on from (without the bytes: they are not needed)
+        tails[path] = FileData(
+            fd.path,
+            fd.lines,
+            fd.consumed,
+            fd.pending,
+            fd.skip,
+            fd.last_line,
+            fd.digest,
+            None,
+            fd.size,
+            fd.tail,
+        )
+    return fd
+
+
+def prefix_state(fd: FileData) -> dict[str, Any]:
+    return {"size": fd.consumed, "sha256": fd.digest.hexdigest(), "lines": fd.last_line, "skip": fd.skip}
+
+
+def check_state(data: bytes, state: dict[str, Any], path: str, session_id: str) -> int:
+    """The number of the last line ``state`` consumed, after checking that
+    those bytes are unchanged (else SourceChanged)."""
+    size = int(state.get("size", 0))
+    skip = int(state.get("skip", 0))
+    if size > len(data) or hashlib.sha256(data[skip:size]).hexdigest() != state.get("sha256"):
+        raise SourceChanged(path, session_id, size)
+    return int(state.get("lines", 0))
