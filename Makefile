@@ -26,11 +26,11 @@ chromium:
 demo: $(STAMP)
 	$(PY) -m agentlog.demo
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium lint
 	$(PY) -m pytest -q
 
-# Lint and the strict type check (config in pyproject.toml). Not yet a
-# prerequisite of test: it becomes one once the whole tree passes.
+# Lint, formatting and the strict type check (config in pyproject.toml),
+# run by `make test` before the tests.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench

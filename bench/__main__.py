@@ -36,11 +36,13 @@ def _table(title: str, rows: list[tuple], ratio: bool) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("parts", nargs="*", metavar="PART",
-                        help=f"parts to run (default: all): {', '.join(PARTS)}")
+    parser.add_argument("parts", nargs="*", metavar="PART", help=f"parts to run (default: all): {', '.join(PARTS)}")
     parser.add_argument("--quick", action="store_true", help="scaled-down run (~100 MB big session)")
-    parser.add_argument("--dir", default=os.path.join(ROOT, "bench-home"),
-                        help="where datasets are cached and results written (default: bench-home/)")
+    parser.add_argument(
+        "--dir",
+        default=os.path.join(ROOT, "bench-home"),
+        help="where datasets are cached and results written (default: bench-home/)",
+    )
     args = parser.parse_args(argv)
     unknown = [p for p in args.parts if p not in PARTS]
     if unknown:
@@ -70,10 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         r, a = PARTS[name].report(results[name])
         ratio_rows += r
         abs_rows += a
-    out = ["", *_table("RATIOS (agentlog / baseline, measured side by side; lower is better)",
-                       ratio_rows, True),
-           "", *_table("ABSOLUTE (this machine, this run)", abs_rows, False),
-           "", f"part wall times: {timings}"]
+    out = [
+        "",
+        *_table("RATIOS (agentlog / baseline, measured side by side; lower is better)", ratio_rows, True),
+        "",
+        *_table("ABSOLUTE (this machine, this run)", abs_rows, False),
+        "",
+        f"part wall times: {timings}",
+    ]
     print("\n".join(out), flush=True)
 
     path = os.path.join(bench_dir, "results.json")
@@ -90,8 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     doc["code"] = code
     doc["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     for name in parts:
-        doc["parts"][name] = {"result": results[name], "wall_s": timings[name],
-                              "machine_load_avg": info["load_avg"], "code": code}
+        doc["parts"][name] = {
+            "result": results[name],
+            "wall_s": timings[name],
+            "machine_load_avg": info["load_avg"],
+            "code": code,
+        }
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)

@@ -28,10 +28,12 @@ from ._common import tree_files
 
 BUILD_VERSION = 3
 
-_WORDS = ("the test suite parser config module function returns value error warning "
-          "file line branch commit fixed failing passed build import request response "
-          "cache index chunk record session model tool result output check update "
-          "refactor handle edge case retry timeout database query schema migration").split()
+_WORDS = (
+    "the test suite parser config module function returns value error warning "
+    "file line branch commit fixed failing passed build import request response "
+    "cache index chunk record session model tool result output check update "
+    "refactor handle edge case retry timeout database query schema migration"
+).split()
 
 
 def _text_pool(rng: random.Random, size: int = 1 << 20) -> str:
@@ -46,7 +48,7 @@ class _Texts:
 
     def __call__(self, size: int) -> str:
         start = self.rng.randrange(0, len(self.pool) - size)
-        return self.pool[start:start + size]
+        return self.pool[start : start + size]
 
 
 def _small_event(i: int, texts: _Texts) -> tuple[str, str, dict[str, Any]]:
@@ -55,22 +57,35 @@ def _small_event(i: int, texts: _Texts) -> tuple[str, str, dict[str, Any]]:
     if phase == 0:
         return "message", "user", {"content": texts(160)}
     if phase == 1:
-        return "message", "assistant", {"content": texts(260), "model": "bench-model",
-                                        "usage": {"input_tokens": 1200 + i, "output_tokens": 80}}
+        return (
+            "message",
+            "assistant",
+            {"content": texts(260), "model": "bench-model", "usage": {"input_tokens": 1200 + i, "output_tokens": 80}},
+        )
     if phase == 2:
-        return "tool_call", "assistant", {"id": f"call_{i}", "name": "bash",
-                                          "arguments": orjson.dumps({"cmd": texts(60)}).decode()}
-    return "tool_result", "tool", {"tool_call_id": f"call_{i - 1}", "name": "bash",
-                                   "content": texts(600), "is_error": False}
+        return (
+            "tool_call",
+            "assistant",
+            {"id": f"call_{i}", "name": "bash", "arguments": orjson.dumps({"cmd": texts(60)}).decode()},
+        )
+    return (
+        "tool_result",
+        "tool",
+        {"tool_call_id": f"call_{i - 1}", "name": "bash", "content": texts(600), "is_error": False},
+    )
 
 
 def _log(msg: str) -> None:
     print(f"  [build] {msg}", file=sys.stderr, flush=True)
 
 
-def _cached(bench_dir: str, name: str, params: dict[str, Any],
-            build: Callable[[str], dict[str, Any]],
-            check: Callable[[str, dict[str, Any]], None]) -> tuple[str, dict[str, Any]]:
+def _cached(
+    bench_dir: str,
+    name: str,
+    params: dict[str, Any],
+    build: Callable[[str], dict[str, Any]],
+    check: Callable[[str, dict[str, Any]], None],
+) -> tuple[str, dict[str, Any]]:
     """(directory, info) of a built dataset, building it if needed."""
     key = hashlib.sha256(json.dumps({"v": BUILD_VERSION, **params}, sort_keys=True).encode()).hexdigest()[:12]
     final = os.path.join(bench_dir, "cache", f"{name}-{key}")
@@ -144,8 +159,13 @@ def tree_session(bench_dir: str, events: int, seed: int = 1) -> tuple[str, dict[
             short.append(sess.append(kind, rec, role=role).id)
         sid = sess.id
         sess.close()
-        return {"session_id": sid, "events": events, "branches": branches + 1,
-                "context_len": len(short), "chunk_bytes": _chunk_bytes(store, sid)}
+        return {
+            "session_id": sid,
+            "events": events,
+            "branches": branches + 1,
+            "context_len": len(short),
+            "chunk_bytes": _chunk_bytes(store, sid),
+        }
 
     return _cached(bench_dir, "tree", params, build, _check_open)
 
@@ -156,8 +176,7 @@ def _chunk_bytes(store: Store, sid: str) -> int:
 
 
 # --- part 3: a big session: large tool outputs, branches, compactions -----------
-def big_session(bench_dir: str, events: int, target_bytes: int, seed: int = 7
-                ) -> tuple[str, dict[str, Any]]:
+def big_session(bench_dir: str, events: int, target_bytes: int, seed: int = 7) -> tuple[str, dict[str, Any]]:
     """~``target_bytes`` on disk, mostly tool outputs of 20-200 KB in blobs.
 
     Every 200 events an event 50-150 back on the active path is selected
@@ -166,8 +185,15 @@ def big_session(bench_dir: str, events: int, target_bytes: int, seed: int = 7
     with every payload inline: the one-file layout of the anchors."""
     lo, hi = 20 * 1024, 200 * 1024
     p_big = min(1.0, target_bytes / ((lo + hi) / 2 * (events / 4)))
-    params = {"kind": "big", "events": events, "target_bytes": target_bytes, "seed": seed,
-              "blob_range": [lo, hi], "branch_every": 200, "compact_every": 5000}
+    params = {
+        "kind": "big",
+        "events": events,
+        "target_bytes": target_bytes,
+        "seed": seed,
+        "blob_range": [lo, hi],
+        "branch_every": 200,
+        "compact_every": 5000,
+    }
 
     def build(tmp: str) -> dict[str, Any]:
         rng = random.Random(seed)
@@ -182,42 +208,62 @@ def big_session(bench_dir: str, events: int, target_bytes: int, seed: int = 7
         t0 = time.perf_counter()
         for i in range(events):
             if i and i % 200 == 0:
-                line = line[:-rng.randint(50, 150)]
+                line = line[: -rng.randint(50, 150)]
                 sess.select(line[-1])
                 branches += 1
             if i % 5000 == 2500 and len(line) > 20:
                 kind, role = "compaction", "system"
-                rec = {"summary": texts(2000), "structured": {"goals": [texts(80)], "files": [texts(40)]},
-                       "first_kept_event_id": line[-20], "tokens_before": 180000,
-                       "tokens_after": 30000, "previous_compaction_id": previous_compaction}
+                rec = {
+                    "summary": texts(2000),
+                    "structured": {"goals": [texts(80)], "files": [texts(40)]},
+                    "first_kept_event_id": line[-20],
+                    "tokens_before": 180000,
+                    "tokens_after": 30000,
+                    "previous_compaction_id": previous_compaction,
+                }
                 compactions += 1
             else:
                 kind, role, rec = _small_event(i, texts)
                 if kind == "tool_result" and rng.random() < p_big:
                     size = rng.randint(lo, hi)
                     start = rng.randrange(0, len(pool) - size)
-                    rec["content"] = f"{i}:" + pool[start:start + size]
+                    rec["content"] = f"{i}:" + pool[start : start + size]
                     blobs += 1
             event = sess.append(kind, rec, role=role)
             if kind == "compaction":
                 previous_compaction = event.id
             line.append(event.id)
-            inline.write(orjson.dumps({"id": event.id, "parent_id": event.parent_id,
-                                       "branch_from": event.branch_from, "kind": kind,
-                                       "role": role, "timestamp": event.timestamp,
-                                       "record": rec}) + b"\n")
+            inline.write(
+                orjson.dumps(
+                    {
+                        "id": event.id,
+                        "parent_id": event.parent_id,
+                        "branch_from": event.branch_from,
+                        "kind": kind,
+                        "role": role,
+                        "timestamp": event.timestamp,
+                        "record": rec,
+                    }
+                )
+                + b"\n"
+            )
             if i and i % 20000 == 0:
                 _log(f"{i} events, {time.perf_counter() - t0:.0f} s")
         inline.close()
         sid = sess.id
         sess.close()
         sdir = os.path.join(store.home, "sessions", sid)
-        return {"session_id": sid, "events": events, "branches": branches + 1,
-                "compactions": compactions, "blobs": blobs,
-                "session_bytes": sum(os.path.getsize(p) for p in tree_files(sdir)),
-                "chunk_bytes": _chunk_bytes(store, sid),
-                "inline_bytes": os.path.getsize(os.path.join(tmp, "inline.jsonl")),
-                "active_path_len": len(line)}
+        return {
+            "session_id": sid,
+            "events": events,
+            "branches": branches + 1,
+            "compactions": compactions,
+            "blobs": blobs,
+            "session_bytes": sum(os.path.getsize(p) for p in tree_files(sdir)),
+            "chunk_bytes": _chunk_bytes(store, sid),
+            "inline_bytes": os.path.getsize(os.path.join(tmp, "inline.jsonl")),
+            "active_path_len": len(line),
+        }
 
     return _cached(bench_dir, "big", params, build, _check_open)
 
@@ -240,8 +286,9 @@ def many_sessions(bench_dir: str, sessions: int, seed: int = 3) -> tuple[str, di
             extra = {"summary": texts(120)}
             if n % 20 == 0:
                 extra["archived"] = True
-            sess = store.create(name=f"task {n}: {texts(30)}", working_dir="/work/project",
-                                model="bench-model", **extra)
+            sess = store.create(
+                name=f"task {n}: {texts(30)}", working_dir="/work/project", model="bench-model", **extra
+            )
             count = rng.randint(4, 120)
             for start in range(0, count, 4):
                 turn = [_small_event(i, texts) for i in range(start, min(start + 4, count))]

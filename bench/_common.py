@@ -257,10 +257,12 @@ def _filesystem(path: str) -> str:
 def code_version(root: str) -> str:
     """The commit measured, marked dirty when src/ has uncommitted changes."""
     try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "src"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return rev + ("+dirty" if dirty else "")
@@ -280,5 +282,7 @@ def machine(bench_dir: str) -> dict[str, object]:
 
 def describe_machine(m: dict[str, object]) -> str:
     ram = fmt_bytes(float(m["ram_bytes"]))  # type: ignore[arg-type]
-    return (f"{m['cpu']}, {m['cores']} cores, {ram} RAM; {m['filesystem']}; "
-            f"Python {m['python']}; Linux {m['kernel']}; load {m['load_avg']}")
+    return (
+        f"{m['cpu']}, {m['cores']} cores, {ram} RAM; {m['filesystem']}; "
+        f"Python {m['python']}; Linux {m['kernel']}; load {m['load_avg']}"
+    )

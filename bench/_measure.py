@@ -19,8 +19,7 @@ from ._naive import Counter, naive_context, naive_inline_context
 Op = Callable[[], int]
 
 
-def agentlog_op(home: str, sid: str, *, readonly: bool, what: str = "context",
-                fs: CountingFs | None = None) -> Op:
+def agentlog_op(home: str, sid: str, *, readonly: bool, what: str = "context", fs: CountingFs | None = None) -> Op:
     """Open the session (as a reader, or as the writer resuming it), build
     ``context()`` (or the whole ``transcript()``), close. Returns the length."""
 
@@ -44,22 +43,25 @@ def inline_op(path: str, counter: Counter | None = None) -> Op:
     return lambda: len(naive_inline_context(path, counter))
 
 
-def interleaved(ops: dict[str, Op], rounds: int, before: Callable[[str], None] | None = None
-                ) -> dict[str, dict[str, Any]]:
+def interleaved(
+    ops: dict[str, Op], rounds: int, before: Callable[[str], None] | None = None
+) -> dict[str, dict[str, Any]]:
     """Run every op once per round, the order rotating, and keep each one's times."""
     names = list(ops)
     times: dict[str, list[float]] = {n: [] for n in names}
     lengths: dict[str, int] = {}
     for r in range(rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             if before is not None:
                 before(name)
             t0 = time.perf_counter()
             lengths[name] = ops[name]()
             times[name].append(time.perf_counter() - t0)
-    return {n: {"median_s": median(times[n]), "min_s": min(times[n]), "runs": rounds,
-                "result_len": lengths[n]} for n in names}
+    return {
+        n: {"median_s": median(times[n]), "min_s": min(times[n]), "runs": rounds, "result_len": lengths[n]}
+        for n in names
+    }
 
 
 def traced_peak(op: Op) -> int:
@@ -76,8 +78,9 @@ def traced_peak(op: Op) -> int:
 def rss_probe(args: list[str]) -> dict[str, Any]:
     """ru_maxrss growth of one op in a fresh interpreter (see bench._probe)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-m", "bench._probe", *args], cwd=root,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "bench._probe", *args], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -85,9 +88,14 @@ def counted_agentlog(home: str, sid: str, *, readonly: bool, what: str = "contex
     fs = CountingFs()
     agentlog_op(home, sid, readonly=readonly, what=what, fs=fs)()
     snap = fs.snapshot()
-    return {"bytes_read": snap["bytes_read"], "files_opened": snap["opens"],
-            "preads": snap["preads"], "writes": snap["writes"], "stats": snap["stats"],
-            "listdirs": snap["listdirs"]}
+    return {
+        "bytes_read": snap["bytes_read"],
+        "files_opened": snap["opens"],
+        "preads": snap["preads"],
+        "writes": snap["writes"],
+        "stats": snap["stats"],
+        "listdirs": snap["listdirs"],
+    }
 
 
 def counted_naive(op_factory: Callable[[Counter], Op]) -> dict[str, int]:

@@ -119,7 +119,8 @@ def naive_list(home: str, counter: Counter | None = None) -> list[dict[str, Any]
                     continue
                 count += 1
                 updated = max(updated, rec["timestamp"])
-        rows.append({"id": sid, "title": meta.get("title") or meta.get("name"),
-                     "updated_at": updated, "event_count": count})
+        rows.append(
+            {"id": sid, "title": meta.get("title") or meta.get("name"), "updated_at": updated, "event_count": count}
+        )
     rows.sort(key=lambda r: (r["updated_at"], r["id"]), reverse=True)
     return rows

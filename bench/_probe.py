@@ -61,11 +61,19 @@ def main(argv: list[str]) -> None:
     elapsed = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     hwm = _status("VmHWM")
-    print(json.dumps({"maxrss_before_kb": before, "maxrss_after_kb": after,
-                      "maxrss_delta_bytes": (after - before) * 1024,
-                      "rss_before_bytes": rss_before,
-                      "peak_rss_delta_bytes": hwm - rss_before if reset else None,
-                      "seconds": elapsed, "result_len": n}))
+    print(
+        json.dumps(
+            {
+                "maxrss_before_kb": before,
+                "maxrss_after_kb": after,
+                "maxrss_delta_bytes": (after - before) * 1024,
+                "rss_before_bytes": rss_before,
+                "peak_rss_delta_bytes": hwm - rss_before if reset else None,
+                "seconds": elapsed,
+                "result_len": n,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -21,17 +21,27 @@ from ._common import CountingFs, median, pct
 
 NAME = "append"
 
-_SMALL_TEXT = ("Ran the test suite: 214 passed, 3 skipped. The flaky network test "
-               "is marked; next I will look at the parser edge case on line 88.")
+_SMALL_TEXT = (
+    "Ran the test suite: 214 passed, 3 skipped. The flaky network test "
+    "is marked; next I will look at the parser edge case on line 88."
+)
 _SMALL = {"content": _SMALL_TEXT, "model": "bench-model", "finish_reason": "stop"}
 
 
 def _line_like(record: Any) -> bytes:
     """Bytes the size of the chunk line agentlog writes for ``record``."""
-    return encode_line({"id": "0" * 36, "parent_id": "0" * 36, "branch_from": None,
-                        "kind": "message", "role": "assistant",
-                        "timestamp": "2026-01-01T00:00:00.000000000Z",
-                        "record": record, "digest": None})
+    return encode_line(
+        {
+            "id": "0" * 36,
+            "parent_id": "0" * 36,
+            "branch_from": None,
+            "kind": "message",
+            "role": "assistant",
+            "timestamp": "2026-01-01T00:00:00.000000000Z",
+            "record": record,
+            "digest": None,
+        }
+    )
 
 
 class _Raw:
@@ -53,8 +63,9 @@ class _Raw:
         os.unlink(self.path)
 
 
-def _paired(n: int, warmup: int, ours: Callable[[int], None],
-            raw: Callable[[int], None]) -> tuple[list[float], list[float]]:
+def _paired(
+    n: int, warmup: int, ours: Callable[[int], None], raw: Callable[[int], None]
+) -> tuple[list[float], list[float]]:
     a: list[float] = []
     b: list[float] = []
     clock = time.perf_counter
@@ -103,8 +114,9 @@ def _bench_full(home: str, n: int) -> dict[str, float]:
     raw = _Raw(_chunks_dir(store, sess.id))
     data = _line_like(_SMALL)
     try:
-        ours, base = _paired(n, 50, lambda i: sess.append("message", _SMALL, role="assistant"),
-                             lambda i: raw.write_sync(data))
+        ours, base = _paired(
+            n, 50, lambda i: sess.append("message", _SMALL, role="assistant"), lambda i: raw.write_sync(data)
+        )
     finally:
         raw.close()
         sess.close()
@@ -119,8 +131,9 @@ def _bench_off(home: str, n: int) -> dict[str, float]:
     raw = _Raw(_chunks_dir(store, sess.id))
     data = _line_like(_SMALL)
     try:
-        ours, base = _paired(n, 200, lambda i: sess.append("message", _SMALL, role="assistant"),
-                             lambda i: raw.write(data))
+        ours, base = _paired(
+            n, 200, lambda i: sess.append("message", _SMALL, role="assistant"), lambda i: raw.write(data)
+        )
     finally:
         raw.close()
         sess.close()
@@ -141,8 +154,7 @@ def _bench_many(home: str, n: int) -> dict[str, float]:
 
     try:
         ours, base10 = _paired(n, 10, lambda i: sess.append_many(batch), raw_ten_syncs)
-        ours1, base1 = _paired(n, 10, lambda i: sess.append_many(batch),
-                               lambda i: raw.write_sync(ten))
+        ours1, base1 = _paired(n, 10, lambda i: sess.append_many(batch), lambda i: raw.write_sync(ten))
     finally:
         raw.close()
         sess.close()
@@ -151,7 +163,7 @@ def _bench_many(home: str, n: int) -> dict[str, float]:
 
 def _blob_record(i: int, size: int, pool: bytes) -> dict[str, Any]:
     start = (i * 7919) % (len(pool) - size)
-    text = f"{i}:" + pool[start:start + size].decode()
+    text = f"{i}:" + pool[start : start + size].decode()
     return {"tool_call_id": f"call_{i}", "name": "bash", "content": text, "is_error": False}
 
 
@@ -164,6 +176,7 @@ def _bench_blob(home: str, n: int, size: int) -> dict[str, Any]:
     sess = store.create(name="bench-append-blob")
     sdir = os.path.join(store.home, "sessions", sess.id)
     raw = _Raw(os.path.join(sdir, "chunks"))
+
     def ours(i: int) -> None:
         rec = _blob_record(i, size, pool)
         sess.append("tool_result", rec, role="tool")
@@ -188,25 +201,29 @@ def _bench_blob(home: str, n: int, size: int) -> dict[str, Any]:
 
     try:
         before = fs.snapshot()
-        ours_t, raw_t = _paired(n, 5, ours,
-                                lambda i: raw.write_sync(_blob_record(i, size, pool)["content"].encode()))
+        ours_t, raw_t = _paired(n, 5, ours, lambda i: raw.write_sync(_blob_record(i, size, pool)["content"].encode()))
         after = fs.snapshot()
         ours_p, proto_t = _paired(n, 5, lambda i: ours(i + 10 * n), raw_protocol)
     finally:
         raw.close()
         sess.close()
         shutil.rmtree(rawdir, ignore_errors=True)
-    out: dict[str, Any] = {"vs_one_write_sync": _summary(ours_t, raw_t),
-                           "vs_same_protocol_by_hand": _summary(ours_p, proto_t)}
+    out: dict[str, Any] = {
+        "vs_one_write_sync": _summary(ours_t, raw_t),
+        "vs_same_protocol_by_hand": _summary(ours_p, proto_t),
+    }
     appended = n + 5
-    out["syncs_per_append"] = ((after["fsyncs"] + after["fdatasyncs"] + after["dir_fsyncs"])
-                               - (before["fsyncs"] + before["fdatasyncs"] + before["dir_fsyncs"])) / appended
+    out["syncs_per_append"] = (
+        (after["fsyncs"] + after["fdatasyncs"] + after["dir_fsyncs"])
+        - (before["fsyncs"] + before["fdatasyncs"] + before["dir_fsyncs"])
+    ) / appended
     out["payload_bytes"] = size
     return out
 
 
-def _throughput(store: Store, sid: str, fs: CountingFs, threads: int, per_thread: int,
-                shared: bool) -> dict[str, float]:
+def _throughput(
+    store: Store, sid: str, fs: CountingFs, threads: int, per_thread: int, shared: bool
+) -> dict[str, float]:
     """``threads`` appenders on one session; ``shared``: one Session object for all."""
     common = store.open(sid) if shared else None
     handles = [common] * threads if shared else [store.open(sid) for _ in range(threads)]
@@ -231,8 +248,7 @@ def _throughput(store: Store, sid: str, fs: CountingFs, threads: int, per_thread
         h.close()
     events = threads * per_thread
     syncs = (after["fdatasyncs"] - before["fdatasyncs"]) + (after["fsyncs"] - before["fsyncs"])
-    return {"events": events, "seconds": elapsed, "events_per_s": events / elapsed,
-            "syncs_per_event": syncs / events}
+    return {"events": events, "seconds": elapsed, "events_per_s": events / elapsed, "syncs_per_event": syncs / events}
 
 
 def _bench_group(home: str, per_thread: int, rounds: int) -> dict[str, Any]:
@@ -242,8 +258,12 @@ def _bench_group(home: str, per_thread: int, rounds: int) -> dict[str, Any]:
     sid = creator.id
     raw = _Raw(_chunks_dir(store, sid))
     data = _line_like(_SMALL)
-    results: dict[str, list[dict[str, float]]] = {"1 thread": [], "4 threads, a handle each": [],
-                                                  "4 threads, one shared Session": [], "raw": []}
+    results: dict[str, list[dict[str, float]]] = {
+        "1 thread": [],
+        "4 threads, a handle each": [],
+        "4 threads, one shared Session": [],
+        "raw": [],
+    }
     try:
         for _ in range(rounds):
             results["1 thread"].append(_throughput(store, sid, fs, 1, per_thread * 2, False))
@@ -253,16 +273,19 @@ def _bench_group(home: str, per_thread: int, rounds: int) -> dict[str, Any]:
             for _ in range(per_thread * 2):
                 raw.write_sync(data)
             el = time.perf_counter() - t0
-            results["raw"].append({"events": per_thread * 2, "seconds": el,
-                                   "events_per_s": per_thread * 2 / el, "syncs_per_event": 1.0})
+            results["raw"].append(
+                {"events": per_thread * 2, "seconds": el, "events_per_s": per_thread * 2 / el, "syncs_per_event": 1.0}
+            )
     finally:
         raw.close()
         creator.close()
     out: dict[str, Any] = {}
     for key, runs in results.items():
-        out[key] = {"events_per_s": median(r["events_per_s"] for r in runs),
-                    "syncs_per_event": median(r["syncs_per_event"] for r in runs),
-                    "runs": len(runs)}
+        out[key] = {
+            "events_per_s": median(r["events_per_s"] for r in runs),
+            "syncs_per_event": median(r["syncs_per_event"] for r in runs),
+            "runs": len(runs),
+        }
     single = out["1 thread"]["events_per_s"]
     for key in out:
         out[key]["vs_1_thread"] = out[key]["events_per_s"] / single
@@ -289,34 +312,34 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
 
 def report(res: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
     """(ratio rows, absolute rows) for the summary table."""
-    f, off, many, blob, gc = (res["full"], res["off"], res["append_many_10"],
-                              res["blob_100k"], res["group_commit"])
+    f, off, many, blob, gc = (res["full"], res["off"], res["append_many_10"], res["blob_100k"], res["group_commit"])
     ratios = [
         ("append full, median / raw write+fdatasync", f["ratio_median"], "<= 1.5"),
         ("append full, p90 / raw p90", f["ratio_p90"], None),
         ("append off, median / raw write", off["ratio_median"], None),
         ("append_many(10) / 10 raw write+fdatasync", many["vs_10_syncs"]["ratio_median"], None),
-        ("append_many(10) / 1 raw write+fdatasync, same bytes",
-         many["vs_1_sync_same_bytes"]["ratio_median"], None),
+        ("append_many(10) / 1 raw write+fdatasync, same bytes", many["vs_1_sync_same_bytes"]["ratio_median"], None),
         ("blob append 100 KB / raw write+fdatasync 100 KB", blob["vs_one_write_sync"]["ratio_median"], None),
-        ("blob append 100 KB / same 3-sync protocol by hand",
-         blob["vs_same_protocol_by_hand"]["ratio_median"], None),
+        ("blob append 100 KB / same 3-sync protocol by hand", blob["vs_same_protocol_by_hand"]["ratio_median"], None),
         ("4 threads (handle each) / 1 thread, events/s", gc["4 threads, a handle each"]["vs_1_thread"], None),
-        ("4 threads (shared Session) / 1 thread, events/s",
-         gc["4 threads, one shared Session"]["vs_1_thread"], None),
+        ("4 threads (shared Session) / 1 thread, events/s", gc["4 threads, one shared Session"]["vs_1_thread"], None),
     ]
     absolute = [
         ("append full median / p90", f"{f['ours_median_s'] * 1e6:.0f} / {f['ours_p90_s'] * 1e6:.0f} us"),
-        ("raw write+fdatasync median / p90",
-         f"{f['raw_median_s'] * 1e6:.0f} / {f['raw_p90_s'] * 1e6:.0f} us"),
-        ("append off median; raw write median",
-         f"{off['ours_median_s'] * 1e6:.1f} us; {off['raw_median_s'] * 1e6:.1f} us"),
+        ("raw write+fdatasync median / p90", f"{f['raw_median_s'] * 1e6:.0f} / {f['raw_p90_s'] * 1e6:.0f} us"),
+        (
+            "append off median; raw write median",
+            f"{off['ours_median_s'] * 1e6:.1f} us; {off['raw_median_s'] * 1e6:.1f} us",
+        ),
         ("append_many(10) median", f"{many['vs_10_syncs']['ours_median_s'] * 1e6:.0f} us"),
-        ("blob append 100 KB median; syncs per append",
-         f"{blob['vs_one_write_sync']['ours_median_s'] * 1e3:.2f} ms; {blob['syncs_per_append']:.2f}"),
+        (
+            "blob append 100 KB median; syncs per append",
+            f"{blob['vs_one_write_sync']['ours_median_s'] * 1e3:.2f} ms; {blob['syncs_per_append']:.2f}",
+        ),
     ]
     for key in ("1 thread", "4 threads, a handle each", "4 threads, one shared Session", "raw"):
         row = gc[key]
-        absolute.append((f"group commit: {key}",
-                         f"{row['events_per_s']:.0f} events/s, {row['syncs_per_event']:.2f} syncs/event"))
+        absolute.append(
+            (f"group commit: {key}", f"{row['events_per_s']:.0f} events/s, {row['syncs_per_event']:.2f} syncs/event")
+        )
     return ratios, absolute

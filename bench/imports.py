@@ -161,9 +161,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     for r in range(rounds):
         _write(src, turns + r * grow_turns, grow_turns, last)
         grown.append(
-            interleaved({"grow": lambda: run_import(reference, importer, [src]).events}, 1)["grow"][
-                "median_s"
-            ]
+            interleaved({"grow": lambda: run_import(reference, importer, [src]).events}, 1)["grow"]["median_s"]
         )
     grown.sort()
     # --follow keeps each session open with its maps, and each file's lines
@@ -176,9 +174,9 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
     for r in range(rounds):
         _write(src, base + r * grow_turns, grow_turns, last)
         followed.append(
-            interleaved(
-                {"grow": lambda: run_import(reference, importer, [src], keep=keep, tails=tails).events}, 1
-            )["grow"]["median_s"]
+            interleaved({"grow": lambda: run_import(reference, importer, [src], keep=keep, tails=tails).events}, 1)[
+                "grow"
+            ]["median_s"]
         )
     for b in keep.values():
         b.close()

@@ -36,8 +36,12 @@ def measure(url: str, events: int) -> list[float]:
     store = Store(url)
     store.create(session_id="listen").close()
     reader = store.open("listen", readonly=True)
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, url, "listen", str(events)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, url, "listen", str(events)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert writer.stdout is not None and writer.stdin is not None
     assert writer.stdout.readline().strip() == "ready"
     writer.stdin.write("go\n")
@@ -66,8 +70,17 @@ def main() -> int:
         stores.append(f"{os.environ['AGENTLOG_TEST_PG']}{sep}schema=listen_{int(time.time())}")
     for url in stores:
         d = measure(url, args.events)
-        print(json.dumps({"store": url.split("?")[0], "events": len(d), "p50_ms": round(pct(d, 0.5) * 1e3, 2),
-                          "p99_ms": round(pct(d, 0.99) * 1e3, 2), "max_ms": round(d[-1] * 1e3, 2)}))
+        print(
+            json.dumps(
+                {
+                    "store": url.split("?")[0],
+                    "events": len(d),
+                    "p50_ms": round(pct(d, 0.5) * 1e3, 2),
+                    "p99_ms": round(pct(d, 0.99) * 1e3, 2),
+                    "max_ms": round(d[-1] * 1e3, 2),
+                }
+            )
+        )
     return 0
 
 

@@ -48,10 +48,13 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
         "listed": t["agentlog"]["result_len"],
         "times": t,
         "ratio": t["agentlog"]["median_s"] / t["naive"]["median_s"],
-        "agentlog_io": {"files_opened": ours_os.opens, "stat_calls": ours_os.stats,
-                        "fs_layer_opens": snap["opens"], "bytes_read": snap["bytes_read"]},
-        "naive_io": {"files_opened": naive_os.opens, "stat_calls": naive_os.stats,
-                     "bytes_read": counter.bytes_read},
+        "agentlog_io": {
+            "files_opened": ours_os.opens,
+            "stat_calls": ours_os.stats,
+            "fs_layer_opens": snap["opens"],
+            "bytes_read": snap["bytes_read"],
+        },
+        "naive_io": {"files_opened": naive_os.opens, "stat_calls": naive_os.stats, "bytes_read": counter.bytes_read},
     }
 
 
@@ -59,11 +62,15 @@ def report(res: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
     n = res["sessions"]
     ratios = [(f"list {n:,} sessions: agentlog / parse-everything", res["ratio"], None)]
     a, b = res["agentlog_io"], res["naive_io"]
-    absolute = [(f"list {n:,} sessions ({res['events']:,} events)",
-                 f"agentlog {fmt_s(res['times']['agentlog']['median_s'])} "
-                 f"(per session: {a['files_opened'] / n:.2f} files opened, {a['stat_calls'] / n:.2f} stats, "
-                 f"{a['bytes_read'] / n:.0f} B read); "
-                 f"naive {fmt_s(res['times']['naive']['median_s'])} "
-                 f"({b['files_opened'] / n:.2f} files, {b['stat_calls'] / n:.2f} stats, "
-                 f"{b['bytes_read'] / n:.0f} B)")]
+    absolute = [
+        (
+            f"list {n:,} sessions ({res['events']:,} events)",
+            f"agentlog {fmt_s(res['times']['agentlog']['median_s'])} "
+            f"(per session: {a['files_opened'] / n:.2f} files opened, {a['stat_calls'] / n:.2f} stats, "
+            f"{a['bytes_read'] / n:.0f} B read); "
+            f"naive {fmt_s(res['times']['naive']['median_s'])} "
+            f"({b['files_opened'] / n:.2f} files, {b['stat_calls'] / n:.2f} stats, "
+            f"{b['bytes_read'] / n:.0f} B)",
+        )
+    ]
     return ratios, absolute

@@ -48,8 +48,13 @@ def run(url: str, agents: int, seconds: float) -> dict[str, float]:
     procs = []
     for i in range(agents):
         follow = f"agent-{(i + 1) % agents}" if i % 5 == 0 else "-"
-        procs.append(subprocess.Popen([sys.executable, "-c", AGENT, url, f"agent-{i}", follow, str(seconds),
-                                       str(start)], stdout=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", AGENT, url, f"agent-{i}", follow, str(seconds), str(start)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        )
     latencies: list[float] = []
     followed = 0
     for p in procs:
@@ -58,17 +63,26 @@ def run(url: str, agents: int, seconds: float) -> dict[str, float]:
         latencies += doc["latencies"]
         followed += doc["seen"] > 0
     latencies.sort()
-    return {"appends": len(latencies), "per_s": len(latencies) / seconds, "p50_ms": pct(latencies, 0.50) * 1e3,
-            "p99_ms": pct(latencies, 0.99) * 1e3, "followers_that_saw_events": followed}
+    return {
+        "appends": len(latencies),
+        "per_s": len(latencies) / seconds,
+        "p50_ms": pct(latencies, 0.50) * 1e3,
+        "p99_ms": pct(latencies, 0.99) * 1e3,
+        "followers_that_saw_events": followed,
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__)
     parser.add_argument("--agents", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--store", action="append", default=[],
-                        help="a store URL (repeatable); default: a fresh file store, and PostgreSQL from "
-                             "$AGENTLOG_TEST_PG in a fresh schema")
+    parser.add_argument(
+        "--store",
+        action="append",
+        default=[],
+        help="a store URL (repeatable); default: a fresh file store, and PostgreSQL from "
+        "$AGENTLOG_TEST_PG in a fresh schema",
+    )
     args = parser.parse_args()
     stores = list(args.store)
     if not stores:
@@ -80,9 +94,12 @@ def main() -> int:
     print(f"{args.agents} agent processes x {args.seconds:.0f} s, full durability")
     for url in stores:
         result = run(url, args.agents, args.seconds)
-        print(f"{url.split('?')[0]:<50} {result['per_s']:8.0f} appends/s  p50 {result['p50_ms']:7.2f} ms  "
-              f"p99 {result['p99_ms']:7.2f} ms  ({result['appends']} appends; "
-              f"{result['followers_that_saw_events']} followers saw live events)", flush=True)
+        print(
+            f"{url.split('?')[0]:<50} {result['per_s']:8.0f} appends/s  p50 {result['p50_ms']:7.2f} ms  "
+            f"p99 {result['p99_ms']:7.2f} ms  ({result['appends']} appends; "
+            f"{result['followers_that_saw_events']} followers saw live events)",
+            flush=True,
+        )
     return 0
 
 

@@ -51,11 +51,15 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
             "times": t,
             "ratio_reader": t["agentlog reader"]["median_s"] / t["naive"]["median_s"],
             "ratio_writer": t["agentlog writer"]["median_s"] / t["naive"]["median_s"],
-            "io": {"agentlog reader": counted_agentlog(home, sid, readonly=True),
-                   "agentlog writer": counted_agentlog(home, sid, readonly=False),
-                   "naive": counted_naive(lambda c, sdir=sdir: naive_op(sdir, c))},
-            "tracemalloc_peak": {"agentlog reader": traced_peak(ops["agentlog reader"]),
-                                 "naive": traced_peak(ops["naive"])},
+            "io": {
+                "agentlog reader": counted_agentlog(home, sid, readonly=True),
+                "agentlog writer": counted_agentlog(home, sid, readonly=False),
+                "naive": counted_naive(lambda c, sdir=sdir: naive_op(sdir, c)),
+            },
+            "tracemalloc_peak": {
+                "agentlog reader": traced_peak(ops["agentlog reader"]),
+                "naive": traced_peak(ops["naive"]),
+            },
         }
         out["sizes"][str(n)] = row
     return out
@@ -69,11 +73,14 @@ def report(res: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
         ratios.append((f"open+context, {int(n):,} events: writer / naive", row["ratio_writer"], target))
     for n, row in res["sizes"].items():
         t, io, mem = row["times"], row["io"], row["tracemalloc_peak"]
-        absolute.append((
-            f"{int(n):,} events ({row['branches']} branches, context {row['context_len']})",
-            f"reader {fmt_s(t['agentlog reader']['median_s'])}, "
-            f"writer {fmt_s(t['agentlog writer']['median_s'])}, "
-            f"naive {fmt_s(t['naive']['median_s'])}; read {fmt_bytes(io['agentlog reader']['bytes_read'])} "
-            f"vs {fmt_bytes(io['naive']['bytes_read'])}; heap {fmt_bytes(mem['agentlog reader'])} "
-            f"vs {fmt_bytes(mem['naive'])}"))
+        absolute.append(
+            (
+                f"{int(n):,} events ({row['branches']} branches, context {row['context_len']})",
+                f"reader {fmt_s(t['agentlog reader']['median_s'])}, "
+                f"writer {fmt_s(t['agentlog writer']['median_s'])}, "
+                f"naive {fmt_s(t['naive']['median_s'])}; read {fmt_bytes(io['agentlog reader']['bytes_read'])} "
+                f"vs {fmt_bytes(io['naive']['bytes_read'])}; heap {fmt_bytes(mem['agentlog reader'])} "
+                f"vs {fmt_bytes(mem['naive'])}",
+            )
+        )
     return ratios, absolute

@@ -29,8 +29,14 @@ def _export(rev: str, into: str) -> str:
 
 def _ratios(src: str, parts: list[str], bench_dir: str) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, ROOT])}
-    out = subprocess.run([sys.executable, "-m", "bench", "--quick", "--dir", bench_dir, *parts],
-                         check=True, capture_output=True, text=True, env=env, cwd=ROOT).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--dir", bench_dir, *parts],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    ).stdout
     section = out.split("RATIOS", 1)[1].split("ABSOLUTE", 1)[0]
     return {m.group(1).strip(): float(m.group(2)) for line in section.splitlines() if (m := _ROW.match(line))}
 

@@ -57,7 +57,8 @@ def _pg_store(tmp: Path, **options: object) -> Store:
 
 def _pg_blobs(store: Store, session_id: str) -> int:
     row = store.backend.query(  # type: ignore[attr-defined]  # the one peek
-        "SELECT count(DISTINCT digest) FROM events WHERE session_id = %s", (session_id,), one=True)
+        "SELECT count(DISTINCT digest) FROM events WHERE session_id = %s", (session_id,), one=True
+    )
     return int(row[0])
 
 
@@ -78,8 +79,10 @@ def drop_pg_schemas() -> None:
 
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         for schema in _pg_schemas:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s",
-                         (f"agentlog:{schema}%",))
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s",
+                (f"agentlog:{schema}%",),
+            )
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     _pg_schemas.clear()
 
@@ -87,8 +90,10 @@ def drop_pg_schemas() -> None:
 def pytest_report_header(config: pytest.Config) -> str:
     if PG_DSN:
         return f"postgresql: every backend test also runs on {PG_DSN} (a fresh schema per test)"
-    return ("postgresql: NOT TESTED - set AGENTLOG_TEST_PG=postgresql://user@host/db to run every "
-            "backend test on PostgreSQL too (make test and CI set it)")
+    return (
+        "postgresql: NOT TESTED - set AGENTLOG_TEST_PG=postgresql://user@host/db to run every "
+        "backend test on PostgreSQL too (make test and CI set it)"
+    )
 
 
 @pytest.fixture(params=sorted(BACKENDS))

@@ -147,8 +147,11 @@ def spawn(role: str, *args: Any) -> subprocess.Popen:
     """Start this file as a child in ``role``; talk to it by lines."""
     return subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), role, *map(str, args)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, bufsize=1,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
     )
 
 
@@ -159,7 +162,7 @@ def expect_line(proc: subprocess.Popen, prefix: str) -> str:
         proc.kill()
         _, err = proc.communicate()
         raise AssertionError(f"expected {prefix!r} from child, got {line!r}; stderr:\n{err}")
-    return line[len(prefix):].strip()
+    return line[len(prefix) :].strip()
 
 
 def _writer(home: str, session_id: str, seed: str, threads: str) -> None:
@@ -174,8 +177,7 @@ def _writer(home: str, session_id: str, seed: str, threads: str) -> None:
     store = Store(home, blob_threshold=BLOB_THRESHOLD, chunk_size=64 * 1024)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RecoveryWarning)
-        session = store.open(session_id) if store.exists(session_id) else \
-            store.create(session_id=session_id)
+        session = store.open(session_id) if store.exists(session_id) else store.create(session_id=session_id)
     out = threading.Lock()
     print("ready", flush=True)
 
@@ -188,17 +190,19 @@ def _writer(home: str, session_id: str, seed: str, threads: str) -> None:
             if choice < 0.5:
                 events = [session.append("message", {"w": worker, "n": n}, role="user")]
             elif choice < 0.7:
-                events = [session.append("tool_result", {"w": worker, "n": n,
-                                                         "out": "b" * r.randint(1100, 9000)},
-                                         role="tool")]
+                events = [
+                    session.append(
+                        "tool_result", {"w": worker, "n": n, "out": "b" * r.randint(1100, 9000)}, role="tool"
+                    )
+                ]
             else:
                 # The role spells the member's place, so a checker can see a
                 # half batch from the index alone.
                 size = r.randint(2, 5)
                 events = session.append_many(
-                    ("message", {"w": worker, "n": n, "big": "x" * (3000 if i == 1 else 1)},
-                     f"batch.{size}.{i}")
-                    for i in range(size))
+                    ("message", {"w": worker, "n": n, "big": "x" * (3000 if i == 1 else 1)}, f"batch.{size}.{i}")
+                    for i in range(size)
+                )
             with out:
                 sys.stdout.write("".join(f"ack {e.id}\n" for e in events))
                 sys.stdout.flush()
@@ -218,8 +222,7 @@ def _holder(home: str, session_id: str) -> None:
     for line in sys.stdin:
         words = line.split()
         if words and words[0] == "append":
-            ids = [session.append("message", {"i": i}, role="user").id
-                   for i in range(int(words[1]))]
+            ids = [session.append("message", {"i": i}, role="user").id for i in range(int(words[1]))]
             print("ids " + " ".join(ids), flush=True)
         elif words and words[0] == "exit":
             break

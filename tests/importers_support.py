@@ -18,11 +18,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "import"
 CLAUDE_FILES = sorted(p.name for p in FIXTURES.glob("claude-code_*.jsonl"))
 CODEX_FILES = sorted(p.name for p in FIXTURES.glob("codex_*.jsonl"))
 PI_FILES = sorted(p.name for p in FIXTURES.glob("pi_*.jsonl"))
-ALL_FILES = (
-    [("claude", f) for f in CLAUDE_FILES]
-    + [("codex", f) for f in CODEX_FILES]
-    + [("pi", f) for f in PI_FILES]
-)
+ALL_FILES = [("claude", f) for f in CLAUDE_FILES] + [("codex", f) for f in CODEX_FILES] + [("pi", f) for f in PI_FILES]
 
 
 def copy_fixture(name: str, dest: Path) -> Path:

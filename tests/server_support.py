@@ -47,10 +47,7 @@ def build_demo(store: Store) -> dict[str, Any]:
         ids["session"] = s.id
         first = s.append(
             "message",
-            {
-                "content": "EARLY-QUESTION: why does the parser drop the last "
-                "line of input? " + "context " * 120
-            },
+            {"content": "EARLY-QUESTION: why does the parser drop the last line of input? " + "context " * 120},
             role="user",
         )
         ids["first"] = first.id

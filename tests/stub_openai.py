@@ -79,9 +79,7 @@ def chunk(
         "object": "chat.completion.chunk",
         "created": 1700000000,
         "model": model,
-        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason}]
-        if choices
-        else [],
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason}] if choices else [],
     }
     if usage is not None:
         out["usage"] = usage
@@ -91,8 +89,7 @@ def chunk(
 def usage_chunk(prompt: int, completion: int, **extra: Any) -> dict[str, Any]:
     """The final chunk ``stream_options.include_usage`` asks for: no choices."""
     return chunk(
-        usage={"prompt_tokens": prompt, "completion_tokens": completion,
-               "total_tokens": prompt + completion, **extra},
+        usage={"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion, **extra},
         choices=False,
     )
 
@@ -140,9 +137,9 @@ class StubOpenAI:
                 except ValueError:
                     body = raw
                 with stub._lock:
-                    stub.requests.append(Request(
-                        "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
-                    ))
+                    stub.requests.append(
+                        Request("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    )
                     reply = stub.replies.popleft() if stub.replies else None
                 self.close_connection = True
                 if reply is None:
@@ -155,9 +152,7 @@ class StubOpenAI:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         # A short poll interval keeps shutdown() (and so each test) quick.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self._thread.start()
         return self
 

@@ -53,10 +53,15 @@ def calc_tools(log: list | None = None) -> list[Tool]:
     def fail() -> str:
         raise RuntimeError("disk on fire")
 
-    return [Tool("add", add, "Add two numbers",
-                 {"type": "object", "properties": {"a": {"type": "integer"},
-                                                   "b": {"type": "integer"}}}),
-            Tool("fail", fail)]
+    return [
+        Tool(
+            "add",
+            add,
+            "Add two numbers",
+            {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
+        ),
+        Tool("fail", fail),
+    ]
 
 
 # --- 1. the user's words are durable before generation --------------------------------
@@ -85,8 +90,12 @@ def _block(home: str, workdir: str) -> None:
 
 def test_the_user_message_is_durable_before_generation(tmp_path):
     home = tmp_path / "home"
-    child = subprocess.Popen([sys.executable, str(SELF), "block", str(home), str(tmp_path)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, str(SELF), "block", str(home), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         sid = child.stdout.readline().split()[1]
         line = child.stdout.readline()
@@ -99,7 +108,8 @@ def test_the_user_message_is_durable_before_generation(tmp_path):
     with store.continue_session(str(tmp_path)) as s:
         assert s.id == sid
         assert [(e.kind, e.role, e.record) for e in s.path()] == [
-            ("message", "user", {"content": "Please remember these words."})]
+            ("message", "user", {"content": "Please remember these words."})
+        ]
     chunks = b"".join(p.read_bytes() for p in (home / "sessions" / sid / "chunks").iterdir())
     assert b"must never reach" not in chunks and b"partial" not in chunks
 
@@ -109,24 +119,35 @@ def test_the_user_message_is_durable_before_generation(tmp_path):
 
 def test_a_turn_writes_settled_messages_tool_batches_and_state(store):
     with store.create() as s:
-        model = ScriptedModel([ToolUse("add", {"a": 1, "b": 2}),
-                               Turn(text="two more", tool_calls=[ToolUse("add", {"a": 3, "b": 4}),
-                                                                 ToolUse("add", {"a": 5, "b": 6})]),
-                               "The sums are 3, 7 and 11."])
+        model = ScriptedModel(
+            [
+                ToolUse("add", {"a": 1, "b": 2}),
+                Turn(text="two more", tool_calls=[ToolUse("add", {"a": 3, "b": 4}), ToolUse("add", {"a": 5, "b": 6})]),
+                "The sums are 3, 7 and 11.",
+            ]
+        )
         result = Agent(s, model, tools=calc_tools(), system="Be exact.").run("Add things.")
         assert (result.text, result.stopped) == ("The sums are 3, 7 and 11.", "done")
         assert kinds(s) == [
             "message/user",
-            "message/assistant", "tool_call/assistant", "state/system",
-            "tool_result/tool", "state/system",
-            "message/assistant", "tool_call/assistant", "tool_call/assistant", "state/system",
-            "tool_result/tool", "tool_result/tool", "state/system",
-            "message/assistant", "state/system",
+            "message/assistant",
+            "tool_call/assistant",
+            "state/system",
+            "tool_result/tool",
+            "state/system",
+            "message/assistant",
+            "tool_call/assistant",
+            "tool_call/assistant",
+            "state/system",
+            "tool_result/tool",
+            "tool_result/tool",
+            "state/system",
+            "message/assistant",
+            "state/system",
         ]
         assert [e.id for e in result.events] == [e.id for e in s.path()]
         results = [e.record for e in s.path() if e.kind == "tool_result"]
-        assert [(r["content"], r["is_error"]) for r in results] == [("3", False), ("7", False),
-                                                                    ("11", False)]
+        assert [(r["content"], r["is_error"]) for r in results] == [("3", False), ("7", False), ("11", False)]
         first = s.path()[1].record
         assert first["usage"]["input_tokens"] > 0 and first["model"] == "scripted"
         assert first["finish_reason"] == "tool_calls"
@@ -144,6 +165,7 @@ def test_each_write_is_durable_before_the_next_step(tmp_path):
     store = Store(tmp_path / "home")
     seen = {}
     with store.create() as s:
+
         def on_disk() -> list[str]:
             with store.open(s.id, readonly=True) as reader:
                 return [e.kind for e in reader.path()]
@@ -165,10 +187,16 @@ def test_deltas_go_to_the_hub_never_to_disk(store):
     hub = LiveHub()
     with store.create() as s:
         sub = hub.subscribe(s.id)
-        model = ScriptedModel([Turn(text="thinking aloud in many words",
-                                    reasoning="secret chain of thought",
-                                    tool_calls=[ToolUse("add", {"a": 1, "b": 1})]),
-                               "two"])
+        model = ScriptedModel(
+            [
+                Turn(
+                    text="thinking aloud in many words",
+                    reasoning="secret chain of thought",
+                    tool_calls=[ToolUse("add", {"a": 1, "b": 1})],
+                ),
+                "two",
+            ]
+        )
         Agent(s, model, tools=calc_tools(), hub=hub).run("1+1?")
         items = []
         while (item := sub.poll(0)) is not None:
@@ -189,19 +217,26 @@ def test_deltas_go_to_the_hub_never_to_disk(store):
 def test_tool_call_limit_comes_from_the_options_and_the_count_from_the_checkpoint(store):
     log = []
     with store.create() as s:
-        Agent(s, ScriptedModel([ToolUse("add", {"a": 1, "b": 1}), "2"]),
-              tools=calc_tools(log)).run("one call")
+        Agent(s, ScriptedModel([ToolUse("add", {"a": 1, "b": 1}), "2"]), tools=calc_tools(log)).run("one call")
         assert s.state().tool_calls == 1
     with store.open(s.id) as s:  # a restart: the count is restored, the limit is new
-        agent = Agent(s, ScriptedModel([ToolUse("add", {"a": 2, "b": 2}), "refused"]),
-                      tools=calc_tools(log), limits=Limits(max_tool_calls=1))
+        agent = Agent(
+            s,
+            ScriptedModel([ToolUse("add", {"a": 2, "b": 2}), "refused"]),
+            tools=calc_tools(log),
+            limits=Limits(max_tool_calls=1),
+        )
         assert agent.state.tool_calls == 1
         agent.run("another")
         refused = [e for e in s.path() if e.kind == "tool_result"][-1].record
         assert refused["is_error"] and "limit of 1" in refused["content"]
         assert log == [("add", 1, 1)] and s.state().tool_calls == 1
-        Agent(s, ScriptedModel([ToolUse("add", {"a": 3, "b": 3}), "6"]), tools=calc_tools(log),
-              limits=Limits(max_tool_calls=5)).run("raised limit")
+        Agent(
+            s,
+            ScriptedModel([ToolUse("add", {"a": 3, "b": 3}), "6"]),
+            tools=calc_tools(log),
+            limits=Limits(max_tool_calls=5),
+        ).run("raised limit")
         assert log[-1] == ("add", 3, 3) and s.state().tool_calls == 2
 
 
@@ -235,10 +270,12 @@ def test_max_iterations_per_turn(store):
 
 def test_tool_failures_are_results_for_the_model(store):
     with store.create() as s:
-        model = ScriptedModel([
-            Turn(tool_calls=[ToolUse("fail"), ToolUse("nope"), ToolUse("add", "{not json")]),
-            "I saw three errors.",
-        ])
+        model = ScriptedModel(
+            [
+                Turn(tool_calls=[ToolUse("fail"), ToolUse("nope"), ToolUse("add", "{not json")]),
+                "I saw three errors.",
+            ]
+        )
         result = Agent(s, model, tools=calc_tools()).run("break things")
         assert result.text == "I saw three errors."
         errors = [e.record for e in s.path() if e.kind == "tool_result"]
@@ -256,8 +293,7 @@ def test_a_model_failure_mid_stream_loses_only_the_response(store):
         sub = hub.subscribe(s.id)
         before = s.state()
         with pytest.raises(ModelError):
-            Agent(s, ScriptedModel([Turn(text="half of an answer", fail_after=2)]),
-                  hub=hub).run("question")
+            Agent(s, ScriptedModel([Turn(text="half of an answer", fail_after=2)]), hub=hub).run("question")
         assert kinds(s) == ["message/user"]
         assert s.state() == before
         assert any(isinstance(i, Delta) for i in iter(lambda: sub.poll(0), None))
@@ -269,11 +305,22 @@ def test_the_checkpoint_follows_the_branch_the_agent_continues(store):
     """docs/agent.md: after a branch the state is the branch point's, so the
     counts on the new branch agree with its own messages."""
     with store.create() as s:
-        agent = Agent(s, ScriptedModel([ToolUse("add", {"a": 1, "b": 1}), "2",
-                                        ToolUse("add", {"a": 2, "b": 2}), "4",
-                                        ToolUse("add", {"a": 3, "b": 3}), "6",
-                                        ToolUse("add", {"a": 4, "b": 4}), "8"]),
-                      tools=calc_tools())
+        agent = Agent(
+            s,
+            ScriptedModel(
+                [
+                    ToolUse("add", {"a": 1, "b": 1}),
+                    "2",
+                    ToolUse("add", {"a": 2, "b": 2}),
+                    "4",
+                    ToolUse("add", {"a": 3, "b": 3}),
+                    "6",
+                    ToolUse("add", {"a": 4, "b": 4}),
+                    "8",
+                ]
+            ),
+            tools=calc_tools(),
+        )
         agent.run("first")
         branch_point = s.head
         agent.run("second")
@@ -292,9 +339,13 @@ def test_interrupted_tool_calls_are_answered_on_resume(store):
     answers them as interrupted, so the provider accepts it."""
     with store.create() as s:
         s.append("message", {"content": "build it"}, role="user")
-        s.save_turn([("message", {"content": None}, "assistant"),
-                     ("tool_call", {"id": "c9", "name": "slow", "arguments": "{}"}, "assistant")],
-                    Checkpoint())
+        s.save_turn(
+            [
+                ("message", {"content": None}, "assistant"),
+                ("tool_call", {"id": "c9", "name": "slow", "arguments": "{}"}, "assistant"),
+            ],
+            Checkpoint(),
+        )
         model = ScriptedModel(["The build was interrupted; retrying later."])
         Agent(s, model).run("what happened?")
         sent = model.requests[0][0]
@@ -307,8 +358,13 @@ def test_interrupted_tool_calls_are_answered_on_resume(store):
 def tool_call_events():
     return [
         chunk({"role": "assistant", "content": "Let me add."}),
-        chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                               "function": {"name": "add", "arguments": ""}}]}),
+        chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "id": "call_1", "type": "function", "function": {"name": "add", "arguments": ""}}
+                ]
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"a": 2, '}}]}),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"b": 40}'}}]}),
         chunk({}, "tool_calls"),
@@ -319,8 +375,9 @@ def tool_call_events():
 def test_stub_server_streams_to_two_subscribers_and_persists_only_settled_events(tmp_path):
     store = Store(tmp_path / "home")
     hub = LiveHub()
-    with StubOpenAI([Stream(tool_call_events()),
-                     Stream(text_events("The ", "answer ", "is ", "42.", usage=(40, 4)))]) as stub:
+    with StubOpenAI(
+        [Stream(tool_call_events()), Stream(text_events("The ", "answer ", "is ", "42.", usage=(40, 4)))]
+    ) as stub:
         model = OpenAICompatModel(stub.url, model="stub-model", timeout=5.0, context_window=100_000)
         with store.create() as s:
             subs = [hub.subscribe(s.id), hub.subscribe(s.id)]
@@ -336,11 +393,17 @@ def test_stub_server_streams_to_two_subscribers_and_persists_only_settled_events
     assert any(d.tool_call_delta is not None for d in deltas)
     assert [e.id for e in events] == [e.id for e in path]
     assert [f"{e.kind}/{e.role}" for e in path] == [
-        "message/user", "message/assistant", "tool_call/assistant", "state/system",
-        "tool_result/tool", "state/system", "message/assistant", "state/system"]
+        "message/user",
+        "message/assistant",
+        "tool_call/assistant",
+        "state/system",
+        "tool_result/tool",
+        "state/system",
+        "message/assistant",
+        "state/system",
+    ]
     call = path[2].record
-    assert (call["id"], call["name"], json.loads(call["arguments"])) == ("call_1", "add",
-                                                                         {"a": 2, "b": 40})
+    assert (call["id"], call["name"], json.loads(call["arguments"])) == ("call_1", "add", {"a": 2, "b": 40})
     assert path[4].record["content"] == "42"
     assert path[1].record["usage"]["total_tokens"] == 29
     # The second request carried the tool result back, paired with its call.

@@ -18,13 +18,18 @@ from agentlog.summarize import empty_structured
 def history(s):
     q = s.append("message", {"content": "Make the build faster."}, role="user")
     a = s.append("message", {"content": "I will try caching in build.py first."}, role="assistant")
-    call = s.append_many([("message", {"content": None}, "assistant"),
-                          ("tool_call", {"id": "c1", "name": "edit_file",
-                                         "arguments": '{"path": "build.py"}'}, "assistant")])
-    result = s.append("tool_result", {"tool_call_id": "c1", "name": "edit_file",
-                                      "content": "x" * 3000, "is_error": False}, role="tool")
-    done = s.append("message", {"content": "Caching added to build.py; it did not help."},
-                    role="assistant")
+    call = s.append_many(
+        [
+            ("message", {"content": None}, "assistant"),
+            ("tool_call", {"id": "c1", "name": "edit_file", "arguments": '{"path": "build.py"}'}, "assistant"),
+        ]
+    )
+    result = s.append(
+        "tool_result",
+        {"tool_call_id": "c1", "name": "edit_file", "content": "x" * 3000, "is_error": False},
+        role="tool",
+    )
+    done = s.append("message", {"content": "Caching added to build.py; it did not help."}, role="assistant")
     return q, a, call, result, done
 
 
@@ -72,6 +77,7 @@ def test_summary_covers_only_what_is_not_shared(store):
             def summarize(self, events, previous):
                 seen.extend(events)
                 from agentlog.summarize import Summary
+
                 return Summary("tried caching", empty_structured())
 
         s.summarize_branch(Spy())
@@ -94,7 +100,7 @@ def test_nothing_to_summarize_writes_nothing(store):
 def test_selecting_forward_abandons_nothing(store):
     """Selecting an event ahead of HEAD (after a checkout back) leaves nothing behind."""
     with store.create() as s:
-        q, a, *_ , done = history(s)
+        q, a, *_, done = history(s)
         s.checkout(a.id)
         s.select(done.id)
         assert s.summarize_branch() is None

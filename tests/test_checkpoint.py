@@ -34,15 +34,16 @@ SELF = Path(__file__).resolve()
 
 
 def test_checkpoint_record_round_trip():
-    cp = Checkpoint(scratchpad="notes", todos=[Todo("a", "done", 2), Todo("b")], tool_calls=7,
-                    usage=UsageTotals(100, 20, 0.25, 3))
+    cp = Checkpoint(
+        scratchpad="notes", todos=[Todo("a", "done", 2), Todo("b")], tool_calls=7, usage=UsageTotals(100, 20, 0.25, 3)
+    )
     record = cp.to_record()
-    assert record == {"scratchpad": "notes",
-                      "todos": [{"text": "a", "status": "done", "retries": 2},
-                                {"text": "b", "status": "pending", "retries": 0}],
-                      "tool_calls": 7,
-                      "usage": {"input_tokens": 100, "output_tokens": 20, "cost_usd": 0.25,
-                                "calls": 3}}
+    assert record == {
+        "scratchpad": "notes",
+        "todos": [{"text": "a", "status": "done", "retries": 2}, {"text": "b", "status": "pending", "retries": 0}],
+        "tool_calls": 7,
+        "usage": {"input_tokens": 100, "output_tokens": 20, "cost_usd": 0.25, "calls": 3},
+    }
     assert Checkpoint.from_record(json.loads(json.dumps(record))) == cp
     assert Checkpoint.from_record(None) == Checkpoint()
     assert Checkpoint.from_record({"usage": {"calls": "2"}}).usage.calls == 2
@@ -52,14 +53,20 @@ def test_save_turn_is_one_batch_with_the_state(file_store):
     with file_store.create() as s:
         assert s.state() == Checkpoint()
         cp = Checkpoint(scratchpad="plan", tool_calls=1)
-        events = s.save_turn([("message", {"content": "hi"}, "assistant"),
-                              ("tool_call", {"id": "c", "name": "t", "arguments": "{}"}, "assistant")],
-                             cp)
+        events = s.save_turn(
+            [
+                ("message", {"content": "hi"}, "assistant"),
+                ("tool_call", {"id": "c", "name": "t", "arguments": "{}"}, "assistant"),
+            ],
+            cp,
+        )
         assert [e.kind for e in events] == ["message", "tool_call", "state"]
         assert s.state() == cp
         cp.tool_calls = 2
-        s.save_turn([("tool_result", {"tool_call_id": "c", "name": "t", "content": "ok",
-                                      "is_error": False}, "tool")], cp.to_record())
+        s.save_turn(
+            [("tool_result", {"tool_call_id": "c", "name": "t", "content": "ok", "is_error": False}, "tool")],
+            cp.to_record(),
+        )
         assert s.state().tool_calls == 2
     lines = (Path(file_store.home) / "sessions" / s.id / "chunks" / "000000.jsonl").read_bytes()
     first_batch = [json.loads(line) for line in lines.splitlines()[:3]]
@@ -83,20 +90,32 @@ def _dump(home: str, session_id: str) -> None:
     store = Store(home)
     with store.open(session_id) as session:
         agent = Agent(session, ScriptedModel([]))
-        print(json.dumps({"messages": session.to_chat_messages(system="sys"),
-                          "state": session.state().to_record(),
-                          "agent_state": agent.state.to_record(),
-                          "head": session.head}))
+        print(
+            json.dumps(
+                {
+                    "messages": session.to_chat_messages(system="sys"),
+                    "state": session.state().to_record(),
+                    "agent_state": agent.state.to_record(),
+                    "head": session.head,
+                }
+            )
+        )
 
 
 def test_a_resumed_session_restores_messages_and_state_in_a_new_process(tmp_path):
     store = Store(tmp_path / "home", blob_threshold=1024)
     files = {"a.txt": "alpha " * 400}
     with store.create() as s:
-        model = ScriptedModel([ToolUse("read", {"path": "a.txt"}),
-                               Turn(text="Two reads.", tool_calls=[ToolUse("read", {"path": "a.txt"}),
-                                                                   ToolUse("read", {"path": "b"})]),
-                               "Done: a.txt holds alpha."], price_per_token=(1e-6, 2e-6))
+        model = ScriptedModel(
+            [
+                ToolUse("read", {"path": "a.txt"}),
+                Turn(
+                    text="Two reads.", tool_calls=[ToolUse("read", {"path": "a.txt"}), ToolUse("read", {"path": "b"})]
+                ),
+                "Done: a.txt holds alpha.",
+            ],
+            price_per_token=(1e-6, 2e-6),
+        )
         agent = Agent(s, model, tools=[Tool("read", lambda path: files[path])])
 
         def plan(text: str) -> str:
@@ -108,26 +127,26 @@ def test_a_resumed_session_restores_messages_and_state_in_a_new_process(tmp_path
         agent.run("Read a.txt.")
         agent.model = ScriptedModel([ToolUse("plan", {"text": "write tests"}), "Planned."])
         agent.run("Plan the work.")
-        expected = {"messages": s.to_chat_messages(system="sys"),
-                    "state": agent.state.to_record(), "head": s.head}
+        expected = {"messages": s.to_chat_messages(system="sys"), "state": agent.state.to_record(), "head": s.head}
         expected["agent_state"] = expected["state"]
     assert expected["state"]["tool_calls"] == 4
-    assert expected["state"]["todos"] == [{"text": "write tests", "status": "in_progress",
-                                           "retries": 1}]
+    assert expected["state"]["todos"] == [{"text": "write tests", "status": "in_progress", "retries": 1}]
     assert expected["state"]["usage"]["calls"] == 5 and expected["state"]["usage"]["cost_usd"] > 0
-    assert any(m["role"] == "tool" and "unknown" not in str(m["content"]) and
-               len(m["content"]) > 1024 for m in expected["messages"])  # a blob came back
+    assert any(
+        m["role"] == "tool" and "unknown" not in str(m["content"]) and len(m["content"]) > 1024
+        for m in expected["messages"]
+    )  # a blob came back
 
-    out = subprocess.run([sys.executable, str(SELF), "dump", str(store.home), s.id],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, str(SELF), "dump", str(store.home), s.id], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == json.loads(json.dumps(expected))
 
 
 # --- crashes between any two writes of a turn ------------------------------------------------
 
-_EFFECTS = ("truncate", "fsync", "fdatasync", "rename", "mkdir", "unlink", "rmtree", "link",
-            "fsync_dir", "write")
+_EFFECTS = ("truncate", "fsync", "fdatasync", "rename", "mkdir", "unlink", "rmtree", "link", "fsync_dir", "write")
 
 
 class KillAt(OsFs):
@@ -149,9 +168,11 @@ class KillAt(OsFs):
 
 
 for _name in _EFFECTS:
+
     def _wrap(self, *args, _name=_name, **kwargs):
         self._effect()
         return getattr(OsFs, _name)(self, *args, **kwargs)
+
     setattr(KillAt, _name, _wrap)
 
 
@@ -162,10 +183,11 @@ def _agent_turns(home: str, session_id: str, fs: OsFs, turns: int, ready_fd: int
     session = store.open(session_id)
     script = []
     for k in range(turns):
-        script += [ToolUse("note", {"text": f"n{k}"}),
-                   Turn(text="two at once", tool_calls=[ToolUse("note", {"text": "x"}),
-                                                        ToolUse("add", {"a": k, "b": 1})]),
-                   f"Turn {k} finished. " + "words " * 50]
+        script += [
+            ToolUse("note", {"text": f"n{k}"}),
+            Turn(text="two at once", tool_calls=[ToolUse("note", {"text": "x"}), ToolUse("add", {"a": k, "b": 1})]),
+            f"Turn {k} finished. " + "words " * 50,
+        ]
     model = ScriptedModel(script, context_window=6000, price_per_token=(1e-6, 1e-6))
     agent = Agent(session, model, tools=[Tool("add", lambda a, b: str(a + b))])
 
@@ -184,8 +206,7 @@ def _agent_turns(home: str, session_id: str, fs: OsFs, turns: int, ready_fd: int
     session.close()
 
 
-def _run_child(home: str, session_id: str, *, kill_at: int | None, turns: int,
-               kill_after: float | None = None) -> int:
+def _run_child(home: str, session_id: str, *, kill_at: int | None, turns: int, kill_after: float | None = None) -> int:
     """Fork a real child process running agent turns; it is SIGKILLed at its
     ``kill_at``-th write, or by us ``kill_after`` seconds after it is ready."""
     read_fd, write_fd = os.pipe()
@@ -256,8 +277,7 @@ def _check_path(store: Store, session_id: str) -> dict[str, int]:
         if len(session):
             check_messages(session.to_chat_messages(system="s"))
         compactions = sum(e.kind == "compaction" for e in session.path())
-    return {"assistants": assistants, "results": results, "states": states, "calls": calls,
-            "compactions": compactions}
+    return {"assistants": assistants, "results": results, "states": states, "calls": calls, "compactions": compactions}
 
 
 def test_a_crash_between_any_two_writes_never_splits_messages_from_state(tmp_path):
@@ -293,9 +313,13 @@ def test_a_torn_turn_batch_is_dropped_whole(file_store):
     the messages go together or not at all."""
     with file_store.create() as s:
         s.save_turn([("message", {"content": "q"}, "user")], Checkpoint(tool_calls=0))
-        s.save_turn([("message", {"content": "a"}, "assistant"),
-                     ("tool_call", {"id": "c", "name": "t", "arguments": "{}"}, "assistant")],
-                    Checkpoint(tool_calls=0, usage=UsageTotals(calls=1)))
+        s.save_turn(
+            [
+                ("message", {"content": "a"}, "assistant"),
+                ("tool_call", {"id": "c", "name": "t", "arguments": "{}"}, "assistant"),
+            ],
+            Checkpoint(tool_calls=0, usage=UsageTotals(calls=1)),
+        )
         sid = s.id
     chunk = Path(file_store.home) / "sessions" / sid / "chunks" / "000000.jsonl"
     data = chunk.read_bytes()

@@ -31,8 +31,11 @@ def cli_home(tmp_path):
 def cli_store(request, tmp_path):
     """The store on each backend: a home directory, or a URL given with --store
     (``memory:NAME`` is shared by the in-process invocations of one test)."""
-    return {"file": tmp_path / "home", "memory": f"memory:cli-{uuid.uuid4().hex}",
-            "sqlite": f"sqlite://{tmp_path}/agentlog.db"}[request.param]
+    return {
+        "file": tmp_path / "home",
+        "memory": f"memory:cli-{uuid.uuid4().hex}",
+        "sqlite": f"sqlite://{tmp_path}/agentlog.db",
+    }[request.param]
 
 
 @pytest.fixture(params=["file", "sqlite"])
@@ -87,13 +90,14 @@ def chat(home, n=3):
 
 # --- new, append, log -------------------------------------------------------------
 def test_new_prints_an_id_that_ls_lists(cli_store, tmp_path):
-    meta = ok_json(cli_store, "new", "--name", "demo", "--working-dir", str(tmp_path),
-                   "--model", "m-1", "--id", "demo-1")
-    assert (meta["id"], meta["name"], meta["working_dir"], meta["model"]) == (
-        "demo-1", "demo", str(tmp_path), "m-1")
+    meta = ok_json(
+        cli_store, "new", "--name", "demo", "--working-dir", str(tmp_path), "--model", "m-1", "--id", "demo-1"
+    )
+    assert (meta["id"], meta["name"], meta["working_dir"], meta["model"]) == ("demo-1", "demo", str(tmp_path), "m-1")
     rows = ok_json(cli_store, "ls")
     assert [(r["id"], r["title"], r["working_dir"], r["event_count"]) for r in rows] == [
-        ("demo-1", "demo", str(tmp_path), 0)]
+        ("demo-1", "demo", str(tmp_path), 0)
+    ]
 
 
 def test_new_defaults_working_dir_to_cwd(cli_store, tmp_path, monkeypatch):
@@ -105,8 +109,7 @@ def test_new_defaults_working_dir_to_cwd(cli_store, tmp_path, monkeypatch):
 def test_append_then_log_json_is_the_active_path(cli_store):
     sid = new_session(cli_store)
     first = append(cli_store, sid, "message", {"content": "hi"}, "user")
-    second = ok(cli_store, "append", sid, "message", "-", "--role", "assistant",
-                input='{"content": "hello"}').strip()
+    second = ok(cli_store, "append", sid, "message", "-", "--role", "assistant", input='{"content": "hello"}').strip()
     third = ok(cli_store, "append", sid, "custom", input='{"n": 3}').strip()
     events = ok_json(cli_store, "log", sid)
     assert [e["id"] for e in events] == [first, second, third]
@@ -131,8 +134,7 @@ def test_append_json_describes_the_stored_event(cli_store):
 def test_log_human_lines_show_short_id_kind_role_and_preview(cli_store):
     sid = new_session(cli_store)
     append(cli_store, sid, "message", {"content": "first line\nsecond [bold]line[/bold]"}, "user")
-    call = append(cli_store, sid, "tool_call", {"id": "c1", "name": "bash", "arguments": '{"cmd":"ls"}'},
-                  "assistant")
+    call = append(cli_store, sid, "tool_call", {"id": "c1", "name": "bash", "arguments": '{"cmd":"ls"}'}, "assistant")
     lines = ok(cli_store, "log", sid).splitlines()
     assert len(lines) == 2
     short, *_ = lines[1].split()
@@ -249,7 +251,10 @@ def test_tree_text_shows_branches_and_head(cli_store):
     (head_line,) = [ln for ln in lines if "◀ HEAD" in ln]
     assert "try approach B" in head_line
     assert [ln.strip(" │├└─") for ln in lines if "branch " in ln and "/2" in ln] == [
-        "branch 1/2", "branch 2/2  (active)"]
+        "branch 1/2",
+        "branch 2/2  (active)",
+    ]
+
     # The run a -> b stays at one depth; only the branches indent.
     def depth(words):
         (line,) = [ln for ln in lines if words in ln]
@@ -271,8 +276,9 @@ def test_show_human_and_json(cli_store):
 # --- context -----------------------------------------------------------------------
 def test_context_starts_at_the_latest_compaction(cli_store):
     sid, ids = chat(cli_store, 4)
-    comp = append(cli_store, sid, "compaction",
-                  {"summary": "the user said four things", "first_kept_event_id": ids[3]}, "system")
+    comp = append(
+        cli_store, sid, "compaction", {"summary": "the user said four things", "first_kept_event_id": ids[3]}, "system"
+    )
     last = append(cli_store, sid, "message", {"content": "after"}, "user")
     events = ok_json(cli_store, "context", sid)
     assert [e["id"] for e in events] == [comp, ids[3], last]
@@ -345,16 +351,19 @@ def test_bare_command_prints_help_but_a_missing_command_is_a_usage_error(cli_sto
 
 
 # --- errors ----------------------------------------------------------------------------
-@pytest.mark.parametrize("args, code, words", [
-    (["log", "../x"], 1, "invalid session id"),
-    (["log", "missing"], 1, "no session 'missing'"),
-    (["show", "missing", "HEAD", "--json"], 1, "no session"),
-    (["frobnicate"], 2, "No such command"),
-    (["log"], 2, "Missing argument 'SESSION'"),
-    (["--durability", "sometimes", "ls"], 2, "--durability"),
-    (["new", "--id", "a/b"], 1, "invalid session id"),
-    (["ls", "--bogus"], 2, "No such option"),
-])
+@pytest.mark.parametrize(
+    "args, code, words",
+    [
+        (["log", "../x"], 1, "invalid session id"),
+        (["log", "missing"], 1, "no session 'missing'"),
+        (["show", "missing", "HEAD", "--json"], 1, "no session"),
+        (["frobnicate"], 2, "No such command"),
+        (["log"], 2, "Missing argument 'SESSION'"),
+        (["--durability", "sometimes", "ls"], 2, "--durability"),
+        (["new", "--id", "a/b"], 1, "invalid session id"),
+        (["ls", "--bogus"], 2, "No such option"),
+    ],
+)
 def test_errors_are_one_line(cli_store, args, code, words):
     assert words in one_line_error(run(cli_store, *args), code)
 
@@ -362,8 +371,7 @@ def test_errors_are_one_line(cli_store, args, code, words):
 def test_bad_records_are_one_line_errors(cli_store):
     sid = new_session(cli_store)
     assert "not valid JSON" in one_line_error(run(cli_store, "append", sid, "message", "{bad"))
-    assert "stdin is not valid JSON" in one_line_error(
-        run(cli_store, "append", sid, "message", input=""))
+    assert "stdin is not valid JSON" in one_line_error(run(cli_store, "append", sid, "message", input=""))
     assert "invalid event kind" in one_line_error(run(cli_store, "append", sid, "Bad Kind", "{}"))
     assert "delta" in one_line_error(run(cli_store, "append", sid, "message_delta", "{}"))
     assert ok_json(cli_store, "log", sid) == []
@@ -488,16 +496,18 @@ def agentlog(home, *args, input=None):
     assert AGENTLOG.exists(), f"{AGENTLOG} missing: install with `make` (pip install -e .)"
     env = {k: v for k, v in os.environ.items() if k not in ("AGENTLOG_HOME", "AGENTLOG_STORE")}
     option = "--store" if isinstance(home, str) else "--home"
-    return subprocess.run([str(AGENTLOG), option, str(home), *args], input=input,
-                          capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(
+        [str(AGENTLOG), option, str(home), *args], input=input, capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def test_entry_point_round_trip(cli_shared_store):
     created = agentlog(cli_shared_store, "new", "--name", "proc")
     assert created.returncode == 0, created.stderr
     sid = created.stdout.strip()
-    appended = agentlog(cli_shared_store, "append", sid[:12], "message", "--role", "user",
-                        input='{"content": "from a pipe"}')
+    appended = agentlog(
+        cli_shared_store, "append", sid[:12], "message", "--role", "user", input='{"content": "from a pipe"}'
+    )
     assert appended.returncode == 0, appended.stderr
     logged = agentlog(cli_shared_store, "log", sid, "--json")
     assert json.loads(logged.stdout)[0]["id"] == appended.stdout.strip()
@@ -515,8 +525,9 @@ def test_entry_point_errors_are_one_line(cli_store):
 
 @contextlib.contextmanager
 def writer_in_another_process(home, session_id):
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(home), session_id],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(home), session_id], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
         yield holder.pid
@@ -536,8 +547,7 @@ def test_locked_session_says_who_holds_it_and_reads_still_work(cli_shared_store)
         # A bad record is refused before the lease is even asked for.
         assert "not valid JSON" in one_line_error(run(cli_shared_store, "append", sid, "custom", "{"))
         # Readers take no lease: they work while the other process writes.
-        for args in (["ls"], ["log", sid], ["tree", sid], ["show", sid, "HEAD"],
-                     ["context", sid], ["fsck", sid]):
+        for args in (["ls"], ["log", sid], ["tree", sid], ["show", sid, "HEAD"], ["context", sid], ["fsck", sid]):
             ok(cli_shared_store, *args)
     assert ok_json(cli_shared_store, "checkout", sid, ids[0])["head"] == ids[0]
 
@@ -558,9 +568,13 @@ def test_repair_refuses_a_session_being_written(cli_home):
 def test_closed_pipe_is_not_a_traceback(cli_home):
     store = Store(cli_home, durability="off")
     with store.create(session_id="long") as s:
-        s.append_many([("message", {"content": f"line {i} " + "z" * 200}, "user")
-                       for i in range(1500)])
-    proc = subprocess.run(f"'{AGENTLOG}' --home '{cli_home}' log long | head -n 1",
-                          shell=True, capture_output=True, text=True, timeout=120)
+        s.append_many([("message", {"content": f"line {i} " + "z" * 200}, "user") for i in range(1500)])
+    proc = subprocess.run(
+        f"'{AGENTLOG}' --home '{cli_home}' log long | head -n 1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.stdout.count("\n") == 1
     assert "Traceback" not in proc.stderr and "Error" not in proc.stderr

@@ -20,8 +20,8 @@ def page() -> str:
 @pytest.mark.parametrize("name", sorted(main.commands))
 def test_every_command_has_a_section(page, name):
     assert f"### `agentlog {name}`" in page, (
-        f"docs/cli.md has no section for `agentlog {name}`: "
-        "run python -m agentlog.cli._docgen")
+        f"docs/cli.md has no section for `agentlog {name}`: run python -m agentlog.cli._docgen"
+    )
     assert command_help(name) in page
 
 

@@ -51,9 +51,7 @@ def make(home, name="work", n=3, cwd="/tmp"):
     store = Store(home)
     with store.create(name=name, working_dir=cwd) as s:
         for i in range(n):
-            s.append(
-                "message", {"content": f"{name} message {i}"}, role="user" if i % 2 == 0 else "assistant"
-            )
+            s.append("message", {"content": f"{name} message {i}"}, role="user" if i % 2 == 0 else "assistant")
         s.append("tool_call", {"id": "c1", "name": "bash", "arguments": '{"cmd": "ls"}'}, role="assistant")
         s.append("tool_result", {"tool_call_id": "c1", "content": "a.py b.py"}, role="tool")
         s.append("state", {"scratchpad": "noise", "usage": {"input_tokens": 1}}, role="system")
@@ -316,9 +314,7 @@ def test_import_bundle_round_trip_and_idempotence(home, tmp_path):
 
 
 def test_import_missing_file(home, tmp_path):
-    assert "no such file" in error(
-        run(home, "import", "--from", "bundle", str(tmp_path / "missing.jsonl")), 2
-    )
+    assert "no such file" in error(run(home, "import", "--from", "bundle", str(tmp_path / "missing.jsonl")), 2)
 
 
 # --- housekeeping ------------------------------------------------------------------------

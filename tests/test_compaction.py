@@ -32,18 +32,32 @@ def turn(s, n: int, *, calls: int = 1, big: bool = False, answer: bool = True):
     out = [s.append("message", {"content": f"Question {n}: please look at file{n}.py"}, role="user")]
     if calls:
         step = [("message", {"content": None}, "assistant")]
-        step += [("tool_call", {"id": f"c{n}_{k}", "name": "read_file",
-                                "arguments": f'{{"path": "file{n}.py"}}'}, "assistant")
-                 for k in range(calls)]
+        step += [
+            (
+                "tool_call",
+                {"id": f"c{n}_{k}", "name": "read_file", "arguments": f'{{"path": "file{n}.py"}}'},
+                "assistant",
+            )
+            for k in range(calls)
+        ]
         out += s.append_many(step)
-        out += s.append_many([
-            ("tool_result", {"tool_call_id": f"c{n}_{k}", "name": "read_file",
-                             "content": ("R" * 3000 if big else f"contents {n}.{k}"),
-                             "is_error": False}, "tool")
-            for k in range(calls)])
+        out += s.append_many(
+            [
+                (
+                    "tool_result",
+                    {
+                        "tool_call_id": f"c{n}_{k}",
+                        "name": "read_file",
+                        "content": ("R" * 3000 if big else f"contents {n}.{k}"),
+                        "is_error": False,
+                    },
+                    "tool",
+                )
+                for k in range(calls)
+            ]
+        )
     if answer:
-        out.append(s.append("message", {"content": f"Answer {n}: file{n}.py is fine."},
-                            role="assistant"))
+        out.append(s.append("message", {"content": f"Answer {n}: file{n}.py is fine."}, role="assistant"))
     return out
 
 
@@ -64,7 +78,7 @@ def test_context_is_summary_plus_kept_plus_later_and_transcript_keeps_all(store)
         assert s.transcript() == [*before, c]  # nothing dropped, nothing rewritten
         kept_from = c.record["first_kept_event_id"]
         ids = [e.id for e in before]
-        kept = before[ids.index(kept_from):]
+        kept = before[ids.index(kept_from) :]
         assert 0 < len(kept) < len(before)
         assert kept[0].kind == "message" and kept[0].role in ("user", "assistant")
         assert [e.id for e in s.context()] == [c.id, *(e.id for e in kept)]
@@ -106,8 +120,14 @@ def test_compaction_record_fields(store):
             turn(s, n)
         c = s.compact(keep_tokens=40)
         rec = c.record
-        assert set(rec) >= {"summary", "structured", "first_kept_event_id", "tokens_before",
-                            "tokens_after", "previous_compaction_id"}
+        assert set(rec) >= {
+            "summary",
+            "structured",
+            "first_kept_event_id",
+            "tokens_before",
+            "tokens_after",
+            "previous_compaction_id",
+        }
         assert isinstance(rec["summary"], str) and rec["summary"].strip()
         assert set(rec["structured"]) == set(empty_structured())
         assert "file0.py" in rec["structured"]["files"]["read"]
@@ -167,8 +187,7 @@ def test_context_reads_no_payload_it_does_not_need(tmp_path):
         summarized = {e.digest for e in s.transcript() if e.digest} - in_context
         fs.clear()
         s.to_chat_messages()
-        opened = {"sha256:" + os.path.basename(p) for p in fs.opened
-                  if f"{os.sep}blobs{os.sep}" in p}
+        opened = {"sha256:" + os.path.basename(p) for p in fs.opened if f"{os.sep}blobs{os.sep}" in p}
     assert summarized and in_context
     assert opened == in_context
 
@@ -178,8 +197,7 @@ def test_context_reads_no_payload_it_does_not_need(tmp_path):
 
 def test_repeated_compactions_update_the_previous_summary(store):
     with store.create() as s:
-        s.append("message", {"content": "Goal: port the parser to Rust. Never touch the CLI."},
-                 role="user")
+        s.append("message", {"content": "Goal: port the parser to Rust. Never touch the CLI."}, role="user")
         for n in range(3):
             turn(s, n)
         first = s.compact(keep_tokens=30)
@@ -207,9 +225,10 @@ class Boom:
         raise self.exc
 
 
-@pytest.mark.parametrize("exc", [RuntimeError("model unreachable"),
-                                 SummarizerError("bad JSON from the model"),
-                                 AgentlogError("anything of ours")])
+@pytest.mark.parametrize(
+    "exc",
+    [RuntimeError("model unreachable"), SummarizerError("bad JSON from the model"), AgentlogError("anything of ours")],
+)
 def test_a_failing_summarizer_writes_nothing_and_retry_works(tmp_path, exc):
     store = Store(tmp_path / "home")
     with store.create() as s:
@@ -275,8 +294,7 @@ class UsageModel:
 
     def stream(self, messages, tools=None):
         total = self.totals.pop(0)
-        yield Completion(content="Noted. Next I will keep going.",
-                         usage=Usage(total - 10, 10, total), model=self.name)
+        yield Completion(content="Noted. Next I will keep going.", usage=Usage(total - 10, 10, total), model=self.name)
 
 
 def test_the_agent_loop_compacts_when_reported_usage_reaches_the_threshold(store):
@@ -303,18 +321,26 @@ def _conversation_step(s, rng: random.Random, n: int) -> None:
         calls = rng.randint(1, 3)
         ids = [f"call_{n}_{step}_{k}" for k in range(calls)]
         text = "thinking " * rng.randint(0, 30) or None
-        s.append_many([("message", {"content": text}, "assistant")]
-                      + [("tool_call", {"id": i, "name": "t", "arguments": "{}"}, "assistant")
-                         for i in ids])
+        s.append_many(
+            [("message", {"content": text}, "assistant")]
+            + [("tool_call", {"id": i, "name": "t", "arguments": "{}"}, "assistant") for i in ids]
+        )
         if rng.random() < 0.3:
             s.append("state", {"tool_calls": n}, role="system")
         if rng.random() < 0.1:
             return  # a crash while tools ran: calls left without results
         order = ids[:]
         rng.shuffle(order)
-        s.append_many([("tool_result", {"tool_call_id": i, "name": "t", "is_error": False,
-                                        "content": "r" * rng.choice([5, 200, 3000])}, "tool")
-                       for i in order])
+        s.append_many(
+            [
+                (
+                    "tool_result",
+                    {"tool_call_id": i, "name": "t", "is_error": False, "content": "r" * rng.choice([5, 200, 3000])},
+                    "tool",
+                )
+                for i in order
+            ]
+        )
     if rng.random() < 0.8:
         s.append("message", {"content": "done " * rng.randint(1, 50)}, role="assistant")
     if rng.random() < 0.2:
@@ -398,10 +424,10 @@ OPS = st.lists(
         st.tuples(st.just("branch"), st.integers(0, 10_000)),
         st.tuples(st.just("select-compact"), st.integers(0, 10_000)),
     ),
-    min_size=1, max_size=8,
+    min_size=1,
+    max_size=8,
 )
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS

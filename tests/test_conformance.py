@@ -49,11 +49,11 @@ BAD_SESSION_IDS = [
     "abc\n",
     " abc",
     "a.b",
-    "\u0455ession",     # Cyrillic dze, looks like an 's'
-    "\uff53ession",     # fullwidth s
-    "abc\u200b",        # zero-width space
+    "\u0455ession",  # Cyrillic dze, looks like an 's'
+    "\uff53ession",  # fullwidth s
+    "abc\u200b",  # zero-width space
     "caf\u00e9",
-    "\u0663",           # Arabic-Indic digit three
+    "\u0663",  # Arabic-Indic digit three
     None,
     5,
     b"abc",
@@ -63,8 +63,8 @@ BAD_EVENT_IDS = [
     "",
     "x",
     "not-a-uuid",
-    "01a22671-e349-7983-9687-e4e8df4c43a",      # one digit short
-    "01A22671-E349-7983-9687-E4E8DF4C43AB",     # uppercase
+    "01a22671-e349-7983-9687-e4e8df4c43a",  # one digit short
+    "01A22671-E349-7983-9687-E4E8DF4C43AB",  # uppercase
     "01a22671e3497983 9687e4e8df4c43ab",
     "01a22671-e349-7983-9687-e4e8df4c43ab\n",
     "../../etc/passwd",
@@ -72,9 +72,9 @@ BAD_EVENT_IDS = [
     42,
 ]
 
-BAD_KINDS = ["", "Message", "1abc", "_x", "a" * 33, "has space", "kind/x", "\u043a\u0438\u043d\u0434",
-             None, 3]
+BAD_KINDS = ["", "Message", "1abc", "_x", "a" * 33, "has space", "kind/x", "\u043a\u0438\u043d\u0434", None, 3]
 BAD_ROLES = ["", "User", "a" * 33, "a b", 5]
+
 
 def _nested(depth: int) -> Any:
     value: Any = {"deep": True}
@@ -87,15 +87,22 @@ def _nested(depth: int) -> Any:
 ROUND_TRIP = {
     "message": {"content": "hello", "usage": {"input_tokens": 3, "output_tokens": 5}},
     "nested": {"a": [1, {"b": [None, True, False, 1.5, -0.0, {"c": {"d": []}}]}], "e": {}},
-    "unicode": {"text": "h\u00e9llo \u2014 \u65e5\u672c\u8a9e \U0001f389 \u2028\u2029 \u0000 "
-                        "\u0645\u0631\u062d\u0628\u0627",
-                "\u043a\u043b\u044e\u0447": "\u0437\u043d\u0430\u0447\u0435\u043d\u0438\u0435",
-                "emoji\U0001f389": 1},
+    "unicode": {
+        "text": "h\u00e9llo \u2014 \u65e5\u672c\u8a9e \U0001f389 \u2028\u2029 \u0000 \u0645\u0631\u062d\u0628\u0627",
+        "\u043a\u043b\u044e\u0447": "\u0437\u043d\u0430\u0447\u0435\u043d\u0438\u0435",
+        "emoji\U0001f389": 1,
+    },
     "large_ints": {"i63": 2**63 - 1, "neg": -(2**63), "u64": 2**64 - 1, "zero": 0},
     "floats": {"pi": 3.141592653589793, "tiny": 5e-324, "huge": 1.7976931348623157e308},
     "escapes": {"s": "\"\\\n\t\r\b\f/ '"},
-    "framing_lookalikes": {"crc": "deadbeef", "id": "x", "txn": [0, 2], "op": "checkout",
-                           "record": {"crc": 1}, "tail": ',"crc":"00000000"}'},
+    "framing_lookalikes": {
+        "crc": "deadbeef",
+        "id": "x",
+        "txn": [0, 2],
+        "op": "checkout",
+        "record": {"crc": 1},
+        "tail": ',"crc":"00000000"}',
+    },
     "string": "just a string",
     "int": 42,
     "list": [1, "two", 3.0, None],
@@ -126,8 +133,7 @@ class TestConformance:
 
     @staticmethod
     def chain(session, n: int, start: int = 0) -> list[Event]:
-        return [session.append("message", {"content": f"m{i}"}, role="user")
-                for i in range(start, start + n)]
+        return [session.append("message", {"content": f"m{i}"}, role="user") for i in range(start, start + n)]
 
     # === lifecycle ==============================================================
     def test_create_returns_an_empty_writable_session(self, store):
@@ -150,8 +156,7 @@ class TestConformance:
             store.create(session_id=session.id)
 
     def test_create_records_metadata(self, store):
-        with store.create(session_id="meta", name="n", working_dir=".", model="m",
-                          ticket={"id": 7}) as s:
+        with store.create(session_id="meta", name="n", working_dir=".", model="m", ticket={"id": 7}) as s:
             meta = s.meta
         assert meta["name"] == "n"
         assert meta["model"] == "m"
@@ -237,21 +242,21 @@ class TestConformance:
             parse_timestamp(e.timestamp)
 
     def test_append_returns_what_a_read_gives(self, session):
-        e = session.append("tool_call", {"id": "c1", "name": "ls", "arguments": "{}"},
-                           role="assistant")
+        e = session.append("tool_call", {"id": "c1", "name": "ls", "arguments": "{}"}, role="assistant")
         got = session.event(e.id)
         assert got == e
         assert (got.kind, got.role) == ("tool_call", "assistant")
 
     def test_append_many_is_a_chain_from_head(self, session):
         first = session.append("message", {"content": "q"}, role="user")
-        batch = session.append_many([
-            NewEvent("message", {"content": "a"}, "assistant"),
-            ("tool_call", {"id": "1", "name": "x", "arguments": "{}"}, "assistant"),
-            {"kind": "tool_result", "record": {"tool_call_id": "1", "content": "ok"},
-             "role": "tool"},
-            ("state", {"todos": []}),
-        ])
+        batch = session.append_many(
+            [
+                NewEvent("message", {"content": "a"}, "assistant"),
+                ("tool_call", {"id": "1", "name": "x", "arguments": "{}"}, "assistant"),
+                {"kind": "tool_result", "record": {"tool_call_id": "1", "content": "ok"}, "role": "tool"},
+                ("state", {"todos": []}),
+            ]
+        )
         assert [e.kind for e in batch] == ["message", "tool_call", "tool_result", "state"]
         assert batch[0].parent_id == first.id
         for prev, cur in zip(batch, batch[1:], strict=False):
@@ -281,9 +286,17 @@ class TestConformance:
             session.append("message", {"content": "x"}, role=role)
         assert len(session) == 0
 
-    @pytest.mark.parametrize("record", [
-        {"x": object()}, {1: "int key"}, {"x": {1, 2}}, {"big": 2**64}, "\ud800",
-    ], ids=["object", "int_key", "set", "int_over_64_bits", "lone_surrogate"])
+    @pytest.mark.parametrize(
+        "record",
+        [
+            {"x": object()},
+            {1: "int key"},
+            {"x": {1, 2}},
+            {"big": 2**64},
+            "\ud800",
+        ],
+        ids=["object", "int_key", "set", "int_over_64_bits", "lone_surrogate"],
+    )
     def test_unserializable_record_raises_invalid_event(self, session, record):
         with pytest.raises(InvalidEvent):
             session.append("custom", record)
@@ -297,13 +310,16 @@ class TestConformance:
             session.append_many([("message", {"content": "ok"}), ("custom", {"x": object()})])
         assert len(session) == 0
 
-    @pytest.mark.parametrize("kind,record", [
-        ("delta", {"content": "tok"}),
-        ("content_delta", {"text": "tok"}),
-        ("response.delta", {"text": "tok"}),
-        ("message", {"object": "chat.completion.chunk", "choices": [{"delta": {"content": "t"}}]}),
-        ("message", {"type": "response.output_text.delta", "delta": "t"}),
-    ])
+    @pytest.mark.parametrize(
+        "kind,record",
+        [
+            ("delta", {"content": "tok"}),
+            ("content_delta", {"text": "tok"}),
+            ("response.delta", {"text": "tok"}),
+            ("message", {"object": "chat.completion.chunk", "choices": [{"delta": {"content": "t"}}]}),
+            ("message", {"type": "response.output_text.delta", "delta": "t"}),
+        ],
+    )
     def test_streamed_deltas_are_refused(self, session, kind, record):
         with pytest.raises(StreamedDeltaError):
             session.append(kind, record, role="assistant")
@@ -476,8 +492,7 @@ class TestConformance:
 
     def test_context_starts_at_the_latest_compaction(self, session):
         old = self.chain(session, 5)
-        comp = session.append("compaction", {"summary": "s1", "first_kept_event_id": old[3].id},
-                              role="system")
+        comp = session.append("compaction", {"summary": "s1", "first_kept_event_id": old[3].id}, role="system")
         after = self.chain(session, 2, start=10)
         ctx = [e.id for e in session.context()]
         assert ctx == [comp.id, old[3].id, old[4].id] + [e.id for e in after]
@@ -486,11 +501,9 @@ class TestConformance:
 
     def test_context_uses_only_the_latest_of_two_compactions(self, session):
         old = self.chain(session, 3)
-        session.append("compaction", {"summary": "s1", "first_kept_event_id": old[1].id},
-                       role="system")
+        session.append("compaction", {"summary": "s1", "first_kept_event_id": old[1].id}, role="system")
         mid = self.chain(session, 2, start=10)
-        comp2 = session.append("compaction", {"summary": "s2", "first_kept_event_id": None},
-                               role="system")
+        comp2 = session.append("compaction", {"summary": "s2", "first_kept_event_id": None}, role="system")
         tail = self.chain(session, 1, start=20)
         assert [e.id for e in session.context()] == [comp2.id, tail[0].id]
         assert mid[0].id not in [e.id for e in session.context()]
@@ -512,8 +525,7 @@ class TestConformance:
 
     def test_context_with_a_compaction_big_enough_for_a_blob(self, session):
         old = self.chain(session, 3)
-        comp = session.append("compaction", {"summary": "s" * 4000,
-                                             "first_kept_event_id": old[2].id}, role="system")
+        comp = session.append("compaction", {"summary": "s" * 4000, "first_kept_event_id": old[2].id}, role="system")
         ctx = session.context()
         assert [e.id for e in ctx] == [comp.id, old[2].id]
         resolved = session.context(resolve=True)
@@ -534,7 +546,7 @@ class TestConformance:
         assert session.context(resolve=True)[-1].record == record
 
     def test_blob_threshold_boundary(self, session):
-        at = "x" * (BLOB_THRESHOLD - 2)   # JSON text exactly at the threshold
+        at = "x" * (BLOB_THRESHOLD - 2)  # JSON text exactly at the threshold
         over = "x" * (BLOB_THRESHOLD - 1)
         e_at = session.append("custom", at)
         e_over = session.append("custom", over)
@@ -558,8 +570,9 @@ class TestConformance:
         assert session.resolve(session.event(e2.id)).record == big
 
     def test_blobs_inside_a_batch(self, session):
-        batch = session.append_many([("message", {"content": "small"}),
-                                     ("tool_result", {"content": "q" * 3000}, "tool")])
+        batch = session.append_many(
+            [("message", {"content": "small"}), ("tool_result", {"content": "q" * 3000}, "tool")]
+        )
         assert batch[0].digest is None and batch[1].digest
         assert session.resolve(session.event(batch[1].id)).record == {"content": "q" * 3000}
 
@@ -568,9 +581,14 @@ class TestConformance:
     def test_invalid_session_ids_are_refused_before_any_io(self, store, bad, tmp_path):
         """Invariant 8: ids are checked before a path is built from them."""
         before = tree(tmp_path)
-        calls = [lambda: store.open(bad), lambda: store.open(bad, readonly=True),
-                 lambda: store.exists(bad), lambda: store.delete(bad),
-                 lambda: store.meta(bad), lambda: store.info(bad)]
+        calls = [
+            lambda: store.open(bad),
+            lambda: store.open(bad, readonly=True),
+            lambda: store.exists(bad),
+            lambda: store.delete(bad),
+            lambda: store.meta(bad),
+            lambda: store.info(bad),
+        ]
         if bad is not None:  # None asks create() for a fresh id, fsck() for all
             calls += [lambda: store.create(session_id=bad), lambda: store.fsck(bad)]
         for call in calls:
@@ -618,10 +636,12 @@ class TestConformance:
         try:
             assert reader.readonly
             assert [e.id for e in reader.path()] == [a.id, b.id]
-            for write in (lambda: reader.append("message", {"content": "no"}),
-                          lambda: reader.append_many([("message", {"content": "no"})]),
-                          lambda: reader.checkout(a.id),
-                          lambda: reader.update_meta(title="no")):
+            for write in (
+                lambda: reader.append("message", {"content": "no"}),
+                lambda: reader.append_many([("message", {"content": "no"})]),
+                lambda: reader.checkout(a.id),
+                lambda: reader.update_meta(title="no"),
+            ):
                 with pytest.raises(ReadOnlySession):
                     write()
             assert reader.head == b.id and len(reader) == 2
@@ -644,10 +664,22 @@ class TestConformance:
         finally:
             reader.close()
 
-    @pytest.mark.parametrize("op", [
-        "append", "append_many", "select", "checkout", "event", "resolve", "path",
-        "context", "entries", "update_meta", "refresh",
-    ])
+    @pytest.mark.parametrize(
+        "op",
+        [
+            "append",
+            "append_many",
+            "select",
+            "checkout",
+            "event",
+            "resolve",
+            "path",
+            "context",
+            "entries",
+            "update_meta",
+            "refresh",
+        ],
+    )
     def test_closed_session_raises_session_closed(self, store, op):
         s = store.create(session_id="closing")
         a = s.append("message", {"content": "x"})
@@ -762,8 +794,7 @@ class TestConformance:
         before = [(x.id, x.parent_id, x.branch_from, x.kind, x.digest) for x in session.entries()]
         reopened = self.reopen(store, session)
         try:
-            after = [(x.id, x.parent_id, x.branch_from, x.kind, x.digest)
-                     for x in reopened.entries()]
+            after = [(x.id, x.parent_id, x.branch_from, x.kind, x.digest) for x in reopened.entries()]
             assert after == before
             assert reopened.head == batch[-1].id
             assert [e.id for e in reopened.path()] == [a.id, c.id, big.id] + [e.id for e in batch]

@@ -137,8 +137,9 @@ def test_breadcrumbs_are_shared_between_processes(file_store, dirs):
         "import sys; from agentlog import Store\n"
         "s = Store(sys.argv[1]).create(working_dir=sys.argv[2]); print(s.id); s.close()\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, file_store.home, str(a)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, file_store.home, str(a)], capture_output=True, text=True, check=True
+    )
     with file_store.continue_session(str(a)) as s:
         assert s.id == out.stdout.strip()
 

@@ -47,16 +47,26 @@ def test_cut_keeps_recent_turns_within_budget():
 
 def test_nothing_to_compact():
     events = [user(), assistant()]
-    assert choose_cut(events, 1000, cost) is None          # everything fits
-    assert choose_cut(events, 0, cost) is None             # the last turn is the whole context
+    assert choose_cut(events, 1000, cost) is None  # everything fits
+    assert choose_cut(events, 0, cost) is None  # the last turn is the whole context
     assert choose_cut([], 0, cost) is None
     summary = ev("compaction", "system", {"summary": "s" * 50})
     assert choose_cut([summary, user(), assistant()], 5, cost) is None  # only the old summary before
 
 
 def test_tool_groups_are_never_split():
-    events = [user(), assistant(), call("a"), call("b"), result("a"), assistant(), result("b", 100),
-              assistant(), user(), assistant()]
+    events = [
+        user(),
+        assistant(),
+        call("a"),
+        call("b"),
+        result("a"),
+        assistant(),
+        result("b", 100),
+        assistant(),
+        user(),
+        assistant(),
+    ]
     # the assistant message at 5 sits between call b and its result: not a cut
     assert valid_cuts(events) == [0, 1, 7, 8, 9]
     assert choose_cut(events, 25, cost, keep_last_turn=False) == 8
@@ -110,8 +120,11 @@ def _ok_cut(events, i):
         if e.kind == "tool_result" and j >= i and calls[e.record["tool_call_id"]] < i:
             return False
     prefix_sent = [e for e in events[:i] if e.kind != "state"]
-    return (events[i].kind == "message" and events[i].role in ("user", "assistant")
-            and not (prefix_sent and prefix_sent[-1].kind == "tool_call"))
+    return (
+        events[i].kind == "message"
+        and events[i].role in ("user", "assistant")
+        and not (prefix_sent and prefix_sent[-1].kind == "tool_call")
+    )
 
 
 @settings(max_examples=300, deadline=None)

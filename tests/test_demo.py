@@ -12,8 +12,9 @@ from agentlog import Store
 def test_demo_runs_and_leaves_a_clean_store(tmp_path):
     home = tmp_path / "demo-home"
     env = dict(os.environ, AGENTLOG_DEMO_HOME=str(home), COLUMNS="120")
-    out = subprocess.run([sys.executable, "-m", "agentlog.demo"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "agentlog.demo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
     assert "SIGKILL" in out.stdout
     # Step 2 shows the synthetic result it means to show, not '' (rich once
@@ -38,15 +39,21 @@ def test_demo_runs_and_leaves_a_clean_store(tmp_path):
         assert "slow_build" in calls and "slow_build" not in results
 
     # Running it again replaces its own store, and only its own.
-    again = subprocess.run([sys.executable, "-m", "agentlog.demo"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [sys.executable, "-m", "agentlog.demo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert again.returncode == 0, again.stderr[-4000:]
     assert len(Store(home).list()) == 2
     foreign = tmp_path / "not-a-demo"
     foreign.mkdir()
     (foreign / "precious.txt").write_text("keep me")
-    refused = subprocess.run([sys.executable, "-m", "agentlog.demo"], cwd=tmp_path,
-                             env=dict(env, AGENTLOG_DEMO_HOME=str(foreign)),
-                             capture_output=True, text=True, timeout=120)
+    refused = subprocess.run(
+        [sys.executable, "-m", "agentlog.demo"],
+        cwd=tmp_path,
+        env=dict(env, AGENTLOG_DEMO_HOME=str(foreign)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert refused.returncode != 0
     assert (foreign / "precious.txt").read_text() == "keep me"

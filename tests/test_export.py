@@ -246,8 +246,7 @@ def test_redaction_counts_every_secret(store, tmp_path):
             "tool_result",
             {
                 "tool_call_id": "c",
-                "content": f"token={SECRETS['GitHub Token']}\n"
-                "clone https://bob:hunter2pass@example.com/r.git",
+                "content": f"token={SECRETS['GitHub Token']}\nclone https://bob:hunter2pass@example.com/r.git",
             },
             role="tool",
         )

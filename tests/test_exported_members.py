@@ -97,8 +97,9 @@ def test_every_export_exists():
 
 def test_no_public_name_is_left_unexported():
     """Submodules aside, whatever ``agentlog`` offers without an underscore is in __all__."""
-    offered = {name for name, value in vars(agentlog).items()
-               if not name.startswith("_") and not inspect.ismodule(value)}
+    offered = {
+        name for name, value in vars(agentlog).items() if not name.startswith("_") and not inspect.ismodule(value)
+    }
     assert offered == set(agentlog.__all__)
 
 
@@ -106,15 +107,18 @@ def test_every_error_of_the_tree_is_exported():
     """One exception tree, all of it catchable from the top-level package."""
     for name in agentlog.errors.__all__:
         assert getattr(agentlog, name) is getattr(agentlog.errors, name), name
-    tree = {name for name, value in vars(agentlog.errors).items()
-            if inspect.isclass(value) and issubclass(value, (agentlog.AgentlogError, Warning))
-            and value.__module__ == "agentlog.errors"}
+    tree = {
+        name
+        for name, value in vars(agentlog.errors).items()
+        if inspect.isclass(value)
+        and issubclass(value, (agentlog.AgentlogError, Warning))
+        and value.__module__ == "agentlog.errors"
+    }
     assert tree <= set(agentlog.__all__)
 
 
 def test_exported_errors_share_one_root():
     for name in agentlog.__all__:
         value = getattr(agentlog, name)
-        if inspect.isclass(value) and issubclass(value, Exception) \
-                and not issubclass(value, Warning):
+        if inspect.isclass(value) and issubclass(value, Exception) and not issubclass(value, Warning):
             assert issubclass(value, agentlog.AgentlogError), name

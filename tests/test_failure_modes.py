@@ -48,8 +48,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::agentlog.RecoveryWarning")
 
 def build(store: Store, n: int = 5, **record) -> list:
     with store.create(session_id=SID) as s:
-        return [s.append("message", {"i": i, "pad": "p" * 40, **record}, role="user")
-                for i in range(n)]
+        return [s.append("message", {"i": i, "pad": "p" * 40, **record}, role="user") for i in range(n)]
 
 
 def drop_index_entries(store: Store, keep: int) -> None:
@@ -271,10 +270,10 @@ def test_damaged_session_json_is_reported(file_store):
 def _rewrite_index_line(store: Store, line: int, **changes) -> None:
     path = index_path(store, SID)
     data = bytearray(path.read_bytes())
-    entry = decode_index_entry(bytes(data[line * INDEX_WIDTH:(line + 1) * INDEX_WIDTH]))
+    entry = decode_index_entry(bytes(data[line * INDEX_WIDTH : (line + 1) * INDEX_WIDTH]))
     for key, value in changes.items():
         entry["location"][key] = value
-    data[line * INDEX_WIDTH:(line + 1) * INDEX_WIDTH] = encode_index_entry(entry)
+    data[line * INDEX_WIDTH : (line + 1) * INDEX_WIDTH] = encode_index_entry(entry)
     path.write_bytes(bytes(data))
 
 
@@ -358,8 +357,7 @@ def test_damaged_index_is_reported_by_fsck(file_store):
     build(file_store)
     index = index_path(file_store, SID)
     flip_byte(index, INDEX_WIDTH + 200)
-    assert any(p.path == str(index) and p.offset == INDEX_WIDTH
-               for p in errors_of(file_store.fsck(SID)))
+    assert any(p.path == str(index) and p.offset == INDEX_WIDTH for p in errors_of(file_store.fsck(SID)))
 
 
 def test_index_lagging_the_log_is_completed_from_the_tail(home):
@@ -417,8 +415,9 @@ def test_stale_head_after_a_checkout(file_store):
     assert head_path(file_store, SID).read_text().strip() == events[1].id
 
 
-@pytest.mark.parametrize("content", [b"", b"garbage\n", b"\xff\xfe" * 30, None],
-                         ids=["empty", "garbage", "binary", "missing"])
+@pytest.mark.parametrize(
+    "content", [b"", b"garbage\n", b"\xff\xfe" * 30, None], ids=["empty", "garbage", "binary", "missing"]
+)
 def test_unreadable_head_file_is_rewritten(file_store, content):
     events = build(file_store)
     head = head_path(file_store, SID)
@@ -518,8 +517,7 @@ def test_torn_tail_across_chunk_rotation(home):
         events = []
         for i in range(120):
             if i % 10 == 5:
-                events += s.append_many([("message", {"i": i, "j": j, "pad": "q" * 60})
-                                         for j in range(3)])
+                events += s.append_many([("message", {"i": i, "j": j, "pad": "q" * 60}) for j in range(3)])
             else:
                 events.append(s.append("message", {"i": i, "pad": "p" * 80}, role="user"))
     chunks = chunk_paths(store, SID)
@@ -576,7 +574,7 @@ def test_batch_cut_short_is_removed_whole(file_store, cut):
     batch_start = spans[3][0]
     if cut == "mid_line":  # the third member torn, the fourth never written
         truncate(chunk, spans[5][0] + spans[5][1] // 2)
-    else:                  # two whole members, then nothing
+    else:  # two whole members, then nothing
         truncate(chunk, spans[5][0])
     drop_index_entries(file_store, 3)
     with pytest.warns(RecoveryWarning, match="batch|torn"):

@@ -19,8 +19,9 @@ def branched(s):
     """root - a - b - c (HEAD), plus a branch a - x."""
     root = s.append("message", {"content": "root"}, role="user")
     a = s.append("message", {"content": "a"}, role="assistant")
-    b = s.append("tool_result", {"tool_call_id": "c1", "name": "cat", "content": "B" * 5000,
-                                 "is_error": False}, role="tool")
+    b = s.append(
+        "tool_result", {"tool_call_id": "c1", "name": "cat", "content": "B" * 5000, "is_error": False}, role="tool"
+    )
     c = s.append("message", {"content": "c"}, role="assistant")
     s.select(a.id)
     x = s.append("message", {"content": "x"}, role="user")
@@ -37,8 +38,9 @@ def test_fork_at_head_copies_the_path_only(store):
             assert len(f) == 4  # the branch to x stays behind
             assert x.id not in f
             assert f.head == c.id
-            assert [(e.parent_id, e.timestamp, e.kind, e.role) for e in f.path()] == \
-                   [(e.parent_id, e.timestamp, e.kind, e.role) for e in s.path()]
+            assert [(e.parent_id, e.timestamp, e.kind, e.role) for e in f.path()] == [
+                (e.parent_id, e.timestamp, e.kind, e.role) for e in s.path()
+            ]
             assert [f.resolve(e).record for e in f.path()] == [s.resolve(e).record for e in s.path()]
             meta = f.meta
             assert meta["forked_from"]["session"] == s.id

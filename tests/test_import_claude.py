@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import orjson
-from importers_support import copy_fixture, do_import, load, source_lines, write_lines
 
 from agentlog import Store
 from agentlog.importers import FORMATS, run_import
+from importers_support import copy_fixture, do_import, load, source_lines, write_lines
 
 pytest_plugins = ["importers_store"]  # its `store` fixture: file and memory stores
 
@@ -36,13 +36,7 @@ def test_real_v2_merges_split_replies_and_keeps_everything(store, tmp_path):
     message_ids = {o["message"]["id"] for o in lines if o["type"] == "assistant"}
     assert len(assistants) == len(message_ids)
     assert s.merged == sum(1 for o in lines if o["type"] == "assistant") - len(message_ids)
-    uses = [
-        b
-        for o in lines
-        if o["type"] == "assistant"
-        for b in o["message"]["content"]
-        if b["type"] == "tool_use"
-    ]
+    uses = [b for o in lines if o["type"] == "assistant" for b in o["message"]["content"] if b["type"] == "tool_use"]
     calls = [e for e in loaded.events if e.kind == "tool_call"]
     assert [(c.record["id"], c.record["name"], json.loads(c.record["arguments"])) for c in calls] == [
         (u["id"], u["name"], u["input"]) for u in uses
@@ -144,8 +138,7 @@ def test_resumes_and_forks_across_sessions_copy_the_shared_path(store, tmp_path)
     copied = [e for e in load(store, "claude-s3").events if "copied_from" in e.record["source"]]
     s1 = load(store, "claude-s1").by_id
     assert all(
-        e.record["source"]["copied_from"]["session"] == "claude-s1"
-        and e.record["source"]["copied_from"]["event"] in s1
+        e.record["source"]["copied_from"]["session"] == "claude-s1" and e.record["source"]["copied_from"]["event"] in s1
         for e in copied
     )
 
@@ -181,18 +174,14 @@ def test_summary_records_become_labels_or_custom_events(store, tmp_path):
     report = do_import(store, "claude", path)
     loaded = load(store, report.sessions[0].session_id)
     summaries = [o for o in lines if o["type"] == "summary"]
-    kept = [
-        e.record["original"] for e in loaded.events if e.kind == "custom" and e.record["type"] == "summary"
-    ]
+    kept = [e.record["original"] for e in loaded.events if e.kind == "custom" and e.record["type"] == "summary"]
     assert kept == summaries  # their leafUuids are in other files
     # lines without a time (the summaries come first) take the first time there is
     first_time = next(o["timestamp"] for o in lines if "timestamp" in o)
     assert loaded.events[0].timestamp[:19] == first_time[:19]
     # one that points into this session becomes a label on that event
     leaf = next(o["uuid"] for o in lines if o["type"] == "assistant")
-    grown = (
-        path.read_text() + json.dumps({"type": "summary", "summary": "Title here", "leafUuid": leaf}) + "\n"
-    )
+    grown = path.read_text() + json.dumps({"type": "summary", "summary": "Title here", "leafUuid": leaf}) + "\n"
     path.write_text(grown)
     do_import(store, "claude", path)
     loaded = load(store, report.sessions[0].session_id)

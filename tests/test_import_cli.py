@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from importers_support import copy_fixture, load, source_lines
 
 from agentlog import Store
 from agentlog.cli import main
 from agentlog.importers import FORMATS, follow
+from importers_support import copy_fixture, load, source_lines
 
 pytest_plugins = ["importers_store"]  # its `store` fixture: file and memory stores
 
@@ -61,16 +61,11 @@ def test_a_directory_without_session_files_is_one_line(tmp_path):
     copy_fixture(FORK, tmp_path / "src")
     result = run(tmp_path / "home", "import", "--from", "codex", str(tmp_path / "src"))
     assert result.exit_code == 1
-    assert (
-        result.stderr == f"agentlog: error: no codex session files (**/rollout-*.jsonl) "
-        f"under {tmp_path / 'src'}\n"
-    )
+    assert result.stderr == f"agentlog: error: no codex session files (**/rollout-*.jsonl) under {tmp_path / 'src'}\n"
 
 
 def test_missing_default_location_is_one_line(tmp_path):
-    result = run(
-        tmp_path / "home", "import", "--from", "claude", env={"CLAUDE_CONFIG_DIR": str(tmp_path / "none")}
-    )
+    result = run(tmp_path / "home", "import", "--from", "claude", env={"CLAUDE_CONFIG_DIR": str(tmp_path / "none")})
     assert result.exit_code == 1
     assert result.stderr.strip().count("\n") == 0
     assert "default location of claude sessions" in result.stderr
@@ -160,9 +155,7 @@ def test_follow_reads_only_what_was_appended(store, tmp_path, monkeypatch):
         with p.open("a") as f:
             f.write("".join(lines[6:]))
 
-    total = follow(
-        store, FORMATS["claude"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [append])
-    )
+    total = follow(store, FORMATS["claude"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [append]))
     assert len(parsed) == len(lines)  # each line parsed once, over two polls
     assert total.events == 19 and total.errors == []
 
@@ -174,9 +167,7 @@ def test_follow_reports_a_rewritten_file(store, tmp_path):
     def rewrite(p):
         p.write_text(original.replace("Reply 1", "Reply X") + original.splitlines(keepends=True)[0])
 
-    total = follow(
-        store, FORMATS["claude"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [rewrite])
-    )
+    total = follow(store, FORMATS["claude"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [rewrite]))
     assert total.events == 19
     # one error per session that holds lines of it; nothing more imported
     assert len(total.errors) == 3 and all("changed since session" in e for e in total.errors)
@@ -205,9 +196,7 @@ def test_follow_sees_a_renamed_title_slot(store, tmp_path):
         text = p.read_text().splitlines(keepends=True)
         p.write_text(slot("two") + "".join(text[1:]) + json.dumps(entry) + "\n")
 
-    total = follow(
-        store, FORMATS["pi"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [rename_and_append])
-    )
+    total = follow(store, FORMATS["pi"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [rename_and_append]))
     assert total.errors == [] and total.events == 3
     assert store.meta(f"pi-{sid}")["name"] == "two"
 
@@ -224,8 +213,6 @@ def test_follow_keeps_a_bounded_number_of_sessions_open(store, tmp_path, monkeyp
         with p.open("a") as f:
             f.write("".join(lines[8:]))
 
-    total = follow(
-        store, FORMATS["claude"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [append])
-    )
+    total = follow(store, FORMATS["claude"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [append]))
     assert total.events == 19 and total.errors == []
     assert [len(load(store, s).path()) for s in ("claude-s1", "claude-s2", "claude-s3")] == [5, 8, 6]

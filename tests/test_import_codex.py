@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from importers_support import copy_fixture, do_import, load, source_lines, write_lines
-
 from agentlog import Store
 from agentlog.importers import FORMATS, run_import
+from importers_support import copy_fixture, do_import, load, source_lines, write_lines
 
 pytest_plugins = ["importers_store"]  # its `store` fixture: file and memory stores
 
@@ -30,9 +29,7 @@ def _user_turn(i, text):
 
 
 def _answer(i, text):
-    return [
-        _item(i, {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
-    ]
+    return [_item(i, {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})]
 
 
 def _meta():
@@ -50,18 +47,13 @@ def test_real_rollout(store, tmp_path):
     calls = [p for p in items if p["type"] == "function_call"]
     outputs = [p for p in items if p["type"] == "function_call_output"]
     assert [
-        (e.record["id"], e.record["name"], e.record["arguments"])
-        for e in loaded.events
-        if e.kind == "tool_call"
+        (e.record["id"], e.record["name"], e.record["arguments"]) for e in loaded.events if e.kind == "tool_call"
     ] == [(c["call_id"], c["name"], c["arguments"]) for c in calls]
     assert [
         (e.record["tool_call_id"], e.record["content"], e.record["name"])
         for e in loaded.events
         if e.kind == "tool_result"
-    ] == [
-        (o["call_id"], o["output"], next(c["name"] for c in calls if c["call_id"] == o["call_id"]))
-        for o in outputs
-    ]
+    ] == [(o["call_id"], o["output"], next(c["name"] for c in calls if c["call_id"] == o["call_id"])) for o in outputs]
     # each reasoning item starts an assistant message; the reply after it is merged in
     reasoning = [e for e in loaded.events if e.kind == "message" and "reasoning" in e.record]
     assert len(reasoning) == sum(1 for p in items if p["type"] == "reasoning")

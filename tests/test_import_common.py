@@ -10,6 +10,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from agentlog import Store
+from agentlog.importers import FORMATS, SourceChanged, run_import
 from importers_support import (
     ALL_FILES,
     copy_fixture,
@@ -18,9 +21,6 @@ from importers_support import (
     snapshot,
     source_lines,
 )
-
-from agentlog import Store
-from agentlog.importers import FORMATS, SourceChanged, run_import
 
 pytest_plugins = ["importers_store"]  # its `store` fixture: file and memory stores
 
@@ -93,9 +93,7 @@ def test_ids_are_deterministic(tmp_path, fmt, name):
     do_import(one, fmt, path)
     do_import(two, fmt, path)
     a, b = snapshot(one), snapshot(two)
-    assert {k: [e["id"] for e in v[1]] for k, v in a.items()} == {
-        k: [e["id"] for e in v[1]] for k, v in b.items()
-    }
+    assert {k: [e["id"] for e in v[1]] for k, v in a.items()} == {k: [e["id"] for e in v[1]] for k, v in b.items()}
 
 
 @pytest.mark.parametrize(("fmt", "name"), ALL_FILES)
@@ -178,10 +176,7 @@ def test_malformed_lines_are_kept_and_reported(store, tmp_path, fmt, name):
     clean_copies = sum(
         1 for info in clean.list() for e in load(clean, info.id).events if "copied_from" in e.record["source"]
     )
-    assert (
-        report.events - copies
-        == sum(len(load(clean, info.id).events) for info in clean.list()) - clean_copies + 3
-    )
+    assert report.events - copies == sum(len(load(clean, info.id).events) for info in clean.list()) - clean_copies + 3
 
 
 @pytest.mark.parametrize(("fmt", "name"), ALL_FILES)

@@ -8,17 +8,15 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from importers_support import load
 
 from agentlog import Store
 from agentlog.importers import FORMATS, run_import
+from importers_support import load
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=6))
 VALUES = st.recursive(
     SCALARS,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
     max_leaves=8,
 )
 IDS = st.sampled_from(["a", "b", "c", "d", None, 7])

@@ -25,7 +25,8 @@ def _module_name(path: Path) -> str:
 def _is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(path: Path, name: str, modules: set[str]) -> set[str]:
@@ -44,7 +45,7 @@ def _imports(path: Path, name: str, modules: set[str]) -> set[str]:
                 base = child.module or ""
                 if child.level:
                     anchor = package.split(".")
-                    anchor = anchor[:len(anchor) - (child.level - 1)]
+                    anchor = anchor[: len(anchor) - (child.level - 1)]
                     base = ".".join(anchor + ([base] if base else []))
                 found.add(base)
                 found.update(f"{base}.{alias.name}" for alias in child.names)
@@ -81,7 +82,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state:
                 cycle = visit(nxt)
                 if cycle:
@@ -109,8 +110,16 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 def test_backends_never_import_the_layers_above_the_seam():
-    above = {"agentlog.session", "agentlog.store", "agentlog.timeline", "agentlog.compaction",
-             "agentlog.lifecycle", "agentlog.sync", "agentlog.cli", "agentlog.agent"}
+    above = {
+        "agentlog.session",
+        "agentlog.store",
+        "agentlog.timeline",
+        "agentlog.compaction",
+        "agentlog.lifecycle",
+        "agentlog.sync",
+        "agentlog.cli",
+        "agentlog.agent",
+    }
     for name, targets in import_graph().items():
         if name.startswith("agentlog.backends"):
             assert not {t for t in targets if any(t == a or t.startswith(a + ".") for a in above)}, name

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from importers_support import copy_fixture, do_import, load, source_lines, write_lines
-
 from agentlog import Store
 from agentlog.importers import FORMATS, run_import
+from importers_support import copy_fixture, do_import, load, source_lines, write_lines
 
 pytest_plugins = ["importers_store"]  # its `store` fixture: file and memory stores
 

@@ -102,9 +102,7 @@ async def script(service: Any, persistent: bool) -> list[Any]:
         GetSessionConfig(after_timestamp=t0 + 4),
         GetSessionConfig(num_recent_events=1, after_timestamp=t0 + 1),
     ):
-        seen.append(
-            view(await service.get_session(app_name="app", user_id="u1", session_id="s1", config=cfg))
-        )
+        seen.append(view(await service.get_session(app_name="app", user_id="u1", session_id="s1", config=cfg)))
     seen.append(view(await service.get_session(app_name="app", user_id="u2", session_id="s2")))
     seen.append(await service.get_session(app_name="app", user_id="u1", session_id="nope"))
     for user in ("u1", None, "nobody"):
@@ -157,9 +155,7 @@ def test_scoped_state_and_what_is_not_persisted(tmp_path: Any) -> None:
 
     async def go() -> None:
         s = await service.create_session(app_name="app", user_id="u", session_id="a")
-        await service.append_event(
-            s, text_event("agent", "x", time.time(), {"temp:t": 1, "user:u": 2, "app:a": 3})
-        )
+        await service.append_event(s, text_event("agent", "x", time.time(), {"temp:t": 1, "user:u": 2, "app:a": 3}))
         await service.append_event(s, text_event("agent", "partial", time.time(), {"k": 9}, partial=True))
         other = await service.create_session(app_name="app", user_id="u", session_id="b")
         assert other.state == {"user:u": 2, "app:a": 3}  # shared scopes reach the new session
@@ -242,10 +238,7 @@ def test_a_real_runner_keeps_the_same_history(store: Store) -> None:
         shape = [
             (
                 e.author,
-                [
-                    p.model_dump(mode="json", exclude_none=True)
-                    for p in (e.content.parts if e.content else [])
-                ],
+                [p.model_dump(mode="json", exclude_none=True) for p in (e.content.parts if e.content else [])],
             )
             for e in session.events
         ]

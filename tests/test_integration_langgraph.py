@@ -38,9 +38,7 @@ def test_official_conformance_suite(store: Store) -> None:
         saver.close()
 
     report = asyncio.run(validate(factory))
-    failures = {
-        name: [str(f)[:300] for f in (result.failures or [])] for name, result in report.results.items()
-    }
+    failures = {name: [str(f)[:300] for f in (result.failures or [])] for name, result in report.results.items()}
     for capability in BASE_CAPABILITIES:
         result = report.results[capability.value]
         assert result.detected and result.passed, (capability.value, failures[capability.value])
@@ -73,8 +71,7 @@ def build_graph(checkpointer: Any) -> Any:
 def history(graph: Any, thread: str) -> list[tuple[Any, ...]]:
     config = {"configurable": {"thread_id": thread}}
     return [
-        (s.values, s.next, s.metadata.get("step"), s.metadata.get("source"))
-        for s in graph.get_state_history(config)
+        (s.values, s.next, s.metadata.get("step"), s.metadata.get("source")) for s in graph.get_state_history(config)
     ]
 
 
@@ -121,9 +118,7 @@ def test_reopen_reads_the_same_thread(tmp_path: Any) -> None:
     second = AgentlogSaver(Store(home))
     assert history(build_graph(second), "thread with spaces") == before
     assert second.session_id("thread with spaces").startswith("lg--h--")
-    assert [t.config["configurable"]["thread_id"] for t in second.list(None, limit=1)] == [
-        "thread with spaces"
-    ]
+    assert [t.config["configurable"]["thread_id"] for t in second.list(None, limit=1)] == ["thread with spaces"]
     second.close()
 
 

@@ -252,9 +252,7 @@ class ScriptedModel:
         class _Model(Model):
             async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kw: Any) -> Any:
                 outer.inputs.append(copy.deepcopy(input))
-                calls = sum(
-                    1 for i in input if isinstance(i, dict) and i.get("type") == "function_call_output"
-                )
+                calls = sum(1 for i in input if isinstance(i, dict) and i.get("type") == "function_call_output")
                 turn = sum(1 for i in input if isinstance(i, dict) and i.get("role") == "user")
                 if calls < turn:
                     output: list[Any] = [
@@ -299,9 +297,7 @@ def test_a_real_runner_sees_the_same_history(store: Store) -> None:
         agent = Agent(name="assistant", instructions="Be brief.", model=model.build(), tools=[weather])
         finals = []
         for question in ("weather in Paris?", "and tomorrow?"):
-            result = await Runner.run(
-                agent, question, session=session, run_config=RunConfig(tracing_disabled=True)
-            )
+            result = await Runner.run(agent, question, session=session, run_config=RunConfig(tracing_disabled=True))
             finals.append(result.final_output)
         return model.inputs, await session.get_items(), finals
 

@@ -133,8 +133,12 @@ def test_lazy_gate_on_the_memory_backend(tmp_path):
     s = store.create(lazy=True)
     s.append("message", {"content": "q"}, role="user")
     assert not store.exists(s.id)
-    s.append_many([("message", {"content": "a"}, "assistant"),
-                   ("tool_call", {"id": "c1", "name": "t", "arguments": "{}"}, "assistant")])
+    s.append_many(
+        [
+            ("message", {"content": "a"}, "assistant"),
+            ("tool_call", {"id": "c1", "name": "t", "arguments": "{}"}, "assistant"),
+        ]
+    )
     assert store.exists(s.id)
     assert [e.kind for e in s.path()] == ["message", "message", "tool_call"]
 
@@ -187,13 +191,16 @@ def test_metadata_changes_survive_reopen(file_store):
 
 def test_set_summary_from_fields(store):
     with store.create() as s:
-        text = s.set_summary(goal="Ship v1", completed=["parser", "CLI"],
-                             decisions="use orjson", remaining=["docs"])
+        text = s.set_summary(goal="Ship v1", completed=["parser", "CLI"], decisions="use orjson", remaining=["docs"])
         assert "Ship v1" in text and "parser; CLI" in text and "use orjson" in text and "docs" in text
         meta = s.meta
         assert meta["summary"] == text
-        assert meta["summary_structured"] == {"goal": "Ship v1", "completed": ["parser", "CLI"],
-                                              "decisions": ["use orjson"], "remaining": ["docs"]}
+        assert meta["summary_structured"] == {
+            "goal": "Ship v1",
+            "completed": ["parser", "CLI"],
+            "decisions": ["use orjson"],
+            "remaining": ["docs"],
+        }
         s.set_summary("plain words")
         assert (s.meta["summary"], s.meta["summary_structured"]) == ("plain words", None)
     assert store.info(s.id).summary == "plain words"
@@ -205,17 +212,20 @@ def test_ensure_summary_takes_the_last_six_messages_with_content(store):
             s.append("message", {"content": f"question {i}"}, role="user")
             s.append("message", {"content": None}, role="assistant")  # only tool calls
             s.append("tool_call", {"id": f"c{i}", "name": "t", "arguments": "{}"}, role="assistant")
-            s.append("tool_result", {"tool_call_id": f"c{i}", "name": "t", "content": "out",
-                                     "is_error": False}, role="tool")
-            s.append("message", {"content": [{"type": "text", "text": f"answer {i}"}]},
-                     role="assistant")
+            s.append(
+                "tool_result", {"tool_call_id": f"c{i}", "name": "t", "content": "out", "is_error": False}, role="tool"
+            )
+            s.append("message", {"content": [{"type": "text", "text": f"answer {i}"}]}, role="assistant")
         s.append("message", {"content": "   "}, role="user")  # no content worth a line
         s.append("message", {"content": "system words"}, role="system")
         text = s.ensure_summary()
         assert text.splitlines() == [
-            "user: question 5", "assistant: answer 5",
-            "user: question 6", "assistant: answer 6",
-            "user: question 7", "assistant: answer 7",
+            "user: question 5",
+            "assistant: answer 5",
+            "user: question 6",
+            "assistant: answer 6",
+            "user: question 7",
+            "assistant: answer 7",
         ]
         assert s.meta["summary"] == text
 

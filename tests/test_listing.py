@@ -45,8 +45,11 @@ def fill(store: Store, name: str, n: int, big: bool = False, **meta) -> str:
         for i in range(n):
             s.append("message", {"content": f"{name} {i}"}, role="user" if i % 2 == 0 else "assistant")
         if big:
-            s.append("tool_result", {"tool_call_id": "c", "name": "cat", "content": "z" * 200_000,
-                                     "is_error": False}, role="tool")
+            s.append(
+                "tool_result",
+                {"tool_call_id": "c", "name": "cat", "content": "z" * 200_000, "is_error": False},
+                role="tool",
+            )
         return s.id
 
 
@@ -61,8 +64,7 @@ def test_rows_carry_every_listed_field(tmp_path, file_store):
         s.set_status("done")
     (row,) = file_store.list()
     assert row.id == s.id
-    assert (row.title, row.name, row.model, row.summary, row.status) == (
-        "Title", "n", "m", "what happened", "done")
+    assert (row.title, row.name, row.model, row.summary, row.status) == ("Title", "n", "m", "what happened", "done")
     assert row.working_dir == str(work)
     assert row.event_count == 2
     assert not row.archived
@@ -110,8 +112,9 @@ def test_listing_opens_no_chunk_and_no_blob(tmp_path):
     assert all(r.event_count == 6 for r in rows)
     names = {os.path.basename(p) for p in fs.opened}
     assert names == {"session.json"}, fs.opened
-    assert not any(f"{os.sep}chunks{os.sep}" in p or f"{os.sep}blobs{os.sep}" in p
-                   or p.endswith("index.jsonl") for p in fs.opened)
+    assert not any(
+        f"{os.sep}chunks{os.sep}" in p or f"{os.sep}blobs{os.sep}" in p or p.endswith("index.jsonl") for p in fs.opened
+    )
 
 
 def test_listing_counts_match_the_sessions(file_store):

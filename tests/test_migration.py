@@ -27,25 +27,64 @@ A_ID = "01a02f3f-cb65-73b7-a632-1d948274475f"
 B_ID = "01a02f54-b76b-7808-a895-3069dcca66f6"
 C_ID = "01a02f55-0000-7000-8000-000000000001"
 
-META = {"kind": "meta", "role": "", "id": "0198f000-0000-7000-8000-000000000000",
-        "session_id": SID, "record": {
-            "last_used_model": "model-name", "session_name": "example",
-            "working_dir": "/workspace", "created_at": "2026-08-25T17:21:22Z",
-            "updated_at": "2026-08-25T17:25:00Z"}}
+META = {
+    "kind": "meta",
+    "role": "",
+    "id": "0198f000-0000-7000-8000-000000000000",
+    "session_id": SID,
+    "record": {
+        "last_used_model": "model-name",
+        "session_name": "example",
+        "working_dir": "/workspace",
+        "created_at": "2026-08-25T17:21:22Z",
+        "updated_at": "2026-08-25T17:25:00Z",
+    },
+}
 
 # The seed's own example: a root, an answer, and a branch from the root.
 WITH_IDS = [
     META,
-    {"id": ROOT_ID, "parent_id": NIL_ID, "branch_from": None, "kind": "message", "role": "user",
-     "record": {"content": "Try approach A."}, "timestamp": "2026-08-25T17:21:23.000000001Z"},
-    {"id": A_ID, "parent_id": ROOT_ID, "branch_from": None, "kind": "message",
-     "role": "assistant", "record": {"content": "Approach A has a problem."},
-     "timestamp": "2026-08-25T17:21:24Z"},
-    {"id": B_ID, "parent_id": ROOT_ID, "branch_from": ROOT_ID, "kind": "message", "role": "user",
-     "record": {"content": "Try approach B instead."}, "timestamp": "2026-08-25T17:22:00Z"},
-    {"id": C_ID, "parent_id": B_ID, "branch_from": None, "kind": "tool_result", "role": "tool",
-     "record": {"tool_call_id": "c1", "name": "cat", "content": "L" * (DEFAULT_BLOB_THRESHOLD * 2),
-                "is_error": False}, "timestamp": "2026-08-25T17:22:01Z"},
+    {
+        "id": ROOT_ID,
+        "parent_id": NIL_ID,
+        "branch_from": None,
+        "kind": "message",
+        "role": "user",
+        "record": {"content": "Try approach A."},
+        "timestamp": "2026-08-25T17:21:23.000000001Z",
+    },
+    {
+        "id": A_ID,
+        "parent_id": ROOT_ID,
+        "branch_from": None,
+        "kind": "message",
+        "role": "assistant",
+        "record": {"content": "Approach A has a problem."},
+        "timestamp": "2026-08-25T17:21:24Z",
+    },
+    {
+        "id": B_ID,
+        "parent_id": ROOT_ID,
+        "branch_from": ROOT_ID,
+        "kind": "message",
+        "role": "user",
+        "record": {"content": "Try approach B instead."},
+        "timestamp": "2026-08-25T17:22:00Z",
+    },
+    {
+        "id": C_ID,
+        "parent_id": B_ID,
+        "branch_from": None,
+        "kind": "tool_result",
+        "role": "tool",
+        "record": {
+            "tool_call_id": "c1",
+            "name": "cat",
+            "content": "L" * (DEFAULT_BLOB_THRESHOLD * 2),
+            "is_error": False,
+        },
+        "timestamp": "2026-08-25T17:22:01Z",
+    },
 ]
 
 # The very first format: no ids, no parents, no times.
@@ -61,8 +100,7 @@ def legacy_bytes(lines) -> bytes:
     return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
 
 
-def write_legacy(home: Path, lines, head: str | None = None, sid: str = SID,
-                 data: bytes | None = None) -> Path:
+def write_legacy(home: Path, lines, head: str | None = None, sid: str = SID, data: bytes | None = None) -> Path:
     directory = home / "sessions" / sid
     directory.mkdir(parents=True)
     (directory / "events.jsonl").write_bytes(legacy_bytes(lines) if data is None else data)
@@ -84,8 +122,10 @@ def snapshot(store: Store, sid: str = SID):
 
         return {
             "head": name(s.head),
-            "path": [(name(e.id), name(e.parent_id), name(e.branch_from), e.kind, e.role,
-                      e.timestamp, s.resolve(e).record) for e in s.path()],
+            "path": [
+                (name(e.id), name(e.parent_id), name(e.branch_from), e.kind, e.role, e.timestamp, s.resolve(e).record)
+                for e in s.path()
+            ],
             "entries": [(name(e.id), name(e.parent_id), name(e.branch_from)) for e in s.entries()],
         }
 
@@ -127,7 +167,10 @@ def test_legacy_session_without_ids_is_chained_in_file_order(tmp_path):
     with store.open(SID) as s:
         path = s.path()
         assert [e.record["content"] for e in path] == [
-            "...", "Build the feature.", "I will inspect the repository first."]
+            "...",
+            "Build the feature.",
+            "I will inspect the repository first.",
+        ]
         assert path[0].parent_id == NIL_ID
         assert all(b.parent_id == a.id for a, b in zip(path, path[1:], strict=False))
         assert [e.id for e in path] == sorted(e.id for e in path)
@@ -136,13 +179,19 @@ def test_legacy_session_without_ids_is_chained_in_file_order(tmp_path):
 
 
 def test_non_uuid_legacy_ids_are_replaced_and_links_remapped(tmp_path):
-    lines = [META,
-             {"id": "e1", "parent_id": NIL_ID, "kind": "message", "role": "user",
-              "record": {"content": "one"}},
-             {"id": "e2", "parent_id": "e1", "kind": "message", "role": "assistant",
-              "record": {"content": "two"}},
-             {"id": "e3", "parent_id": "e1", "branch_from": "e1", "kind": "message",
-              "role": "user", "record": {"content": "three"}}]
+    lines = [
+        META,
+        {"id": "e1", "parent_id": NIL_ID, "kind": "message", "role": "user", "record": {"content": "one"}},
+        {"id": "e2", "parent_id": "e1", "kind": "message", "role": "assistant", "record": {"content": "two"}},
+        {
+            "id": "e3",
+            "parent_id": "e1",
+            "branch_from": "e1",
+            "kind": "message",
+            "role": "user",
+            "record": {"content": "three"},
+        },
+    ]
     home = tmp_path / "home"
     write_legacy(home, lines, head="e2")  # not a UUID: HEAD falls back to the last event
     store = Store(home)
@@ -160,7 +209,12 @@ def test_a_legacy_session_is_listed_before_its_upgrade(tmp_path):
     store = Store(home)
     (row,) = store.list()
     assert (row.id, row.name, row.working_dir, row.model, row.event_count) == (
-        SID, "example", "/workspace", "model-name", 3)
+        SID,
+        "example",
+        "/workspace",
+        "model-name",
+        3,
+    )
     assert not (home / "sessions" / SID / "session.json").exists()  # listing changed nothing
 
 
@@ -176,8 +230,7 @@ def test_a_readonly_open_upgrades_too(tmp_path):
 def test_a_damaged_legacy_line_stops_the_upgrade_and_writes_nothing(tmp_path):
     home = tmp_path / "home"
     good = legacy_bytes(WITHOUT_IDS[:2])
-    data = good + b'{"kind": "message", "role": "user", "record": {"content": "x"\n' + \
-        legacy_bytes(WITHOUT_IDS[2:])
+    data = good + b'{"kind": "message", "role": "user", "record": {"content": "x"\n' + legacy_bytes(WITHOUT_IDS[2:])
     directory = write_legacy(home, [], data=data)
     before = sorted(p.name for p in directory.iterdir())
     store = Store(home)
@@ -241,11 +294,12 @@ class FailAt(OsFs):
 
 
 def _add_effects(cls):
-    for name in ("truncate", "fsync", "fdatasync", "rename", "mkdir", "unlink", "rmtree",
-                 "link", "fsync_dir"):
+    for name in ("truncate", "fsync", "fdatasync", "rename", "mkdir", "unlink", "rmtree", "link", "fsync_dir"):
+
         def wrap(self, *args, _name=name, **kwargs):
             self._effect(_name)
             return getattr(OsFs, _name)(self, *args, **kwargs)
+
         setattr(cls, name, wrap)
     return cls
 
@@ -253,8 +307,7 @@ def _add_effects(cls):
 _add_effects(FailAt)
 
 
-@pytest.mark.parametrize("lines,head", [(WITH_IDS, A_ID), (WITHOUT_IDS, None)],
-                         ids=["with-ids", "without-ids"])
+@pytest.mark.parametrize("lines,head", [(WITH_IDS, A_ID), (WITHOUT_IDS, None)], ids=["with-ids", "without-ids"])
 def test_an_upgrade_interrupted_at_every_effect_completes_on_the_next_open(tmp_path, lines, head):
     reference_home = tmp_path / "reference"
     write_legacy(reference_home, lines, head=head)
@@ -318,8 +371,7 @@ def test_an_older_session_json_gets_defaults(tmp_path):
     path.write_text(json.dumps({"id": "old", "name": "from v0", "custom_field": 7}))
 
     (row,) = store.list()
-    assert (row.id, row.title, row.status, row.archived, row.summary) == (
-        "old", "from v0", "active", False, None)
+    assert (row.id, row.title, row.status, row.archived, row.summary) == ("old", "from v0", "active", False, None)
     with store.open("old") as s:
         meta = s.meta_with_defaults
         assert set(DEFAULT_META) <= set(meta)

@@ -87,7 +87,8 @@ def test_turn_with_text_reasoning_and_two_calls():
     assert deltas[0].reasoning  # reasoning streams before the answer
     assert done.reasoning == "Need both files."
     assert [(c.id, c.parsed_arguments()) for c in done.tool_calls] == [
-        ("call_1_0", {"p": "a"}), ("mine", {"p": "b"}),
+        ("call_1_0", {"p": "a"}),
+        ("mine", {"p": "b"}),
     ]
     assert done.raw["choices"][0]["message"]["reasoning_content"] == "Need both files."
 
@@ -154,9 +155,7 @@ def test_strict_model_refuses_what_a_provider_would():
     with pytest.raises(ModelError, match="call_1_0 have no result"):
         model.stream(unanswered)
     assert model.remaining == 1  # a refused request does not use up a turn
-    answered = unanswered + [
-        {"role": "tool", "tool_call_id": "call_1_0", "content": "a.txt"}
-    ]
+    answered = unanswered + [{"role": "tool", "tool_call_id": "call_1_0", "content": "a.txt"}]
     assert complete(model, answered).content == "done"
 
 
@@ -178,15 +177,21 @@ CALL = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": 
         ([{"role": "robot", "content": "x"}], "has role 'robot'"),
         ([{"role": "user"}], r"messages\[0\] \(user\) has no content"),
         ([{"role": "user", "content": 5}], "content is a int"),
-        ([{"role": "assistant", "content": None, "tool_calls": [CALL]},
-          {"role": "user", "content": "?"}], r"messages\[1\] \(user\) comes before the results"),
+        (
+            [{"role": "assistant", "content": None, "tool_calls": [CALL]}, {"role": "user", "content": "?"}],
+            r"messages\[1\] \(user\) comes before the results",
+        ),
         ([{"role": "tool", "tool_call_id": "zz", "content": "x"}], "'zz', which is not pending"),
-        ([{"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}],
-         r"tool_calls\[0\] needs id"),
+        ([{"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}], r"tool_calls\[0\] needs id"),
         ([{"role": "assistant", "content": None, "tool_calls": [CALL, CALL]}], "repeats tool call id"),
-        ([{"role": "assistant", "content": None, "tool_calls": [CALL]},
-          {"role": "tool", "tool_call_id": "c1", "content": "x"},
-          {"role": "tool", "tool_call_id": "c1", "content": "x"}], "not pending"),
+        (
+            [
+                {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                {"role": "tool", "tool_call_id": "c1", "content": "x"},
+                {"role": "tool", "tool_call_id": "c1", "content": "x"},
+            ],
+            "not pending",
+        ),
     ],
 )
 def test_check_messages_refuses(messages, fragment):
@@ -195,13 +200,15 @@ def test_check_messages_refuses(messages, fragment):
 
 
 def test_check_messages_accepts_a_full_exchange():
-    check_messages([
-        {"role": "system", "content": "sys"},
-        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-        {"role": "assistant", "content": None, "tool_calls": [CALL]},
-        {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
-        {"role": "assistant", "content": "There is a.txt."},
-    ])
+    check_messages(
+        [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {"role": "assistant", "content": None, "tool_calls": [CALL]},
+            {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+            {"role": "assistant", "content": "There is a.txt."},
+        ]
+    )
 
 
 # --- Completion helpers -------------------------------------------------------------
@@ -218,8 +225,7 @@ def test_to_records_follows_the_record_conventions():
     assert message["finish_reason"] == "tool_calls"
     assert message["provider"]["object"] == "chat.completion"
     assert "reasoning" not in message  # absent, not null, when the model had none
-    assert records[1] == ("tool_call", {"id": "call_1_0", "name": "ls", "arguments": '{"d": "/"}'},
-                          "assistant")
+    assert records[1] == ("tool_call", {"id": "call_1_0", "name": "ls", "arguments": '{"d": "/"}'}, "assistant")
     assert "provider" not in done.to_records(raw=False)[0][1]
 
 
@@ -240,8 +246,7 @@ def test_to_message_is_what_the_next_request_needs():
     assert tool_turn.to_message() == {
         "role": "assistant",
         "content": None,
-        "tool_calls": [{"id": "call_1_0", "type": "function",
-                        "function": {"name": "ls", "arguments": "{}"}}],
+        "tool_calls": [{"id": "call_1_0", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
     }
     text_turn = complete(ScriptedModel([""]), USER)
     assert text_turn.to_message() == {"role": "assistant", "content": ""}

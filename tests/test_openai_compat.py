@@ -34,14 +34,16 @@ MESSAGES = [
     {"role": "system", "content": "Be brief."},
     {"role": "user", "content": "Say hello."},
 ]
-TOOLS = [{
-    "type": "function",
-    "function": {
-        "name": "read_file",
-        "description": "Read a file",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
-    },
-}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    }
+]
 
 
 def model_for(stub: StubOpenAI, **kw) -> OpenAICompatModel:
@@ -105,11 +107,26 @@ def tool_events() -> list:
     """Two calls, ids and names first, arguments in pieces, interleaved by index."""
     return [
         chunk({"role": "assistant", "content": "Reading both."}),
-        chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
-                               "function": {"name": "read_file", "arguments": ""}}]}),
+        chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": ""}}
+                ]
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"pa'}}]}),
-        chunk({"tool_calls": [{"index": 1, "id": "call_b", "type": "function",
-                               "function": {"name": "read_file", "arguments": '{"path"'}}]}),
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 1,
+                        "id": "call_b",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path"'},
+                    }
+                ]
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'th": "a.txt"}'}}]}),
         chunk({"tool_calls": [{"index": 1, "function": {"arguments": ': "b.txt"}'}}]}),
         chunk({}, "tool_calls"),
@@ -144,7 +161,9 @@ def test_settled_turn_becomes_durable_records():
         stored = [(e.kind, e.role, e.record) for e in session.transcript()]
 
     assert [(e.kind, e.role) for e in events] == [
-        ("message", "assistant"), ("tool_call", "assistant"), ("tool_call", "assistant"),
+        ("message", "assistant"),
+        ("tool_call", "assistant"),
+        ("tool_call", "assistant"),
     ]
     message = stored[0][2]
     assert message["content"] == "Reading both."
@@ -213,8 +232,10 @@ def test_framing_variants(chunked, newline):
 
 def test_multiline_data_event_is_joined():
     # SSE allows one event's data over several "data:" lines, joined by "\n".
-    event = ('data: {"id": "c", "model": "m",\n'
-             'data: "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}\n\n')
+    event = (
+        'data: {"id": "c", "model": "m",\n'
+        'data: "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}\n\n'
+    )
     with StubOpenAI([Stream([event])]) as stub:
         _, done = drain(model_for(stub))
     assert done.content == "ok"
@@ -241,18 +262,20 @@ def test_non_streaming_json_completion_is_accepted():
         "id": "chatcmpl-json",
         "object": "chat.completion",
         "model": "json-model",
-        "choices": [{
-            "index": 0,
-            "message": {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
-                    {"type": "function", "function": {"name": "pwd", "arguments": "{}"}},
-                ],
-            },
-            "finish_reason": "tool_calls",
-        }],
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+                        {"type": "function", "function": {"name": "pwd", "arguments": "{}"}},
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
         "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13},
     }
     with StubOpenAI([Json(body)]) as stub:
@@ -266,8 +289,7 @@ def test_non_streaming_json_completion_is_accepted():
 
 
 def test_non_streaming_text_yields_one_delta():
-    body = {"model": "m", "choices": [{"message": {"role": "assistant", "content": "hi"},
-                                       "finish_reason": "stop"}]}
+    body = {"model": "m", "choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}
     with StubOpenAI([Json(body)]) as stub:
         deltas, done = drain(model_for(stub))
     assert deltas == [Delta(text="hi")]
@@ -278,12 +300,17 @@ def test_non_streaming_text_yields_one_delta():
 @pytest.mark.parametrize(
     "reply, status, fragment",
     [
-        (Json({"error": {"message": "Incorrect API key", "type": "invalid_request_error"}}, 401),
-         401, "HTTP 401 from 127.0.0.1:"),
-        (Json({"error": {"message": "Rate limit\nreached", "code": "rate_limit"}}, 429),
-         429, "Rate limit reached (rate_limit)"),
-        (Json("<html>\n<body>Bad Gateway</body>\n</html>", 502, "text/html"),
-         502, "HTTP 502"),
+        (
+            Json({"error": {"message": "Incorrect API key", "type": "invalid_request_error"}}, 401),
+            401,
+            "HTTP 401 from 127.0.0.1:",
+        ),
+        (
+            Json({"error": {"message": "Rate limit\nreached", "code": "rate_limit"}}, 429),
+            429,
+            "Rate limit reached (rate_limit)",
+        ),
+        (Json("<html>\n<body>Bad Gateway</body>\n</html>", 502, "text/html"), 502, "HTTP 502"),
         (Json({"detail": "not found"}, 404), 404, "not found"),
     ],
 )

@@ -37,8 +37,10 @@ def schema() -> Iterator[str]:
     name = f"t_{uuid.uuid4().hex[:16]}"
     yield name
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s",
-                     (f"agentlog:{name}%",))
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s",
+            (f"agentlog:{name}%",),
+        )
         conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
@@ -125,8 +127,15 @@ def test_two_writer_processes_exactly_one_wins_every_round(schema, mode):
     store.create(session_id="race").close()
     rounds = int(os.environ.get("AGENTLOG_PG_RACE_ROUNDS", "6"))
     for r in range(rounds):
-        procs = [subprocess.Popen([sys.executable, "-c", WRITER, store_url, "race", "wait", f"{r}-{i}"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for i in range(2)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER, store_url, "race", "wait", f"{r}-{i}"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(2)
+        ]
         for p in procs:
             assert p.stdout.readline().strip() == "ready"
         for p in procs:  # both race for the lease at once
@@ -151,8 +160,12 @@ def test_adk_style_interleaving_cannot_happen(schema):
     store = Store(store_url)
     with store.create(session_id="shared") as first:
         first.append("message", {"content": "instance one"}, role="user")
-        proc = subprocess.run([sys.executable, "-c", WRITER, store_url, "shared", "now", "two"],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-c", WRITER, store_url, "shared", "now", "two"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.stdout.startswith("locked"), proc.stderr
         first.append("message", {"content": "instance one again"}, role="assistant")
         assert [e.record["content"] for e in first.path()] == ["instance one", "instance one again"]
@@ -163,8 +176,10 @@ def test_a_killed_connection_loses_the_lease_and_the_next_writer_takes_over(sche
     store = Store(url(schema))
     writer = store.create(session_id="s")
     kept = writer.append("message", {"content": "acknowledged"}, role="user")
-    sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-        f"agentlog:{schema}:writer:s")
+    sql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        f"agentlog:{schema}:writer:s",
+    )
     with pytest.raises(LeaseLost):
         writer.append("message", {"content": "after the kill"}, role="user")
     with pytest.raises(LeaseLost):  # it stays lost: no silent reconnect
@@ -186,14 +201,18 @@ def test_row_lease_expires_and_the_old_writer_cannot_commit(schema):
     store = Store(store_url)
     writer = store.create(session_id="s")
     writer.append("custom", {"n": 1})
-    refused = subprocess.run([sys.executable, "-c", WRITER, store_url, "s", "now", "too-early"],
-                             capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [sys.executable, "-c", WRITER, store_url, "s", "now", "too-early"], capture_output=True, text=True, timeout=60
+    )
     assert refused.stdout.startswith("locked"), refused.stderr  # a live row lease holds
-    sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-        f"agentlog:{schema}:writer:s")
+    sql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        f"agentlog:{schema}:writer:s",
+    )
     time.sleep(1.5)  # the TTL passes with no renewal
-    proc = subprocess.run([sys.executable, "-c", WRITER, store_url, "s", "now", "successor"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", WRITER, store_url, "s", "now", "successor"], capture_output=True, text=True, timeout=60
+    )
     assert proc.stdout.startswith("won"), proc.stderr
     with pytest.raises(LeaseLost):
         writer.append("custom", {"n": 2})
@@ -222,9 +241,14 @@ def test_terminating_the_writer_mid_commit_keeps_batches_whole(schema):
     for r in range(rounds):
         session = Store(store_url).open("s")
         delay = rng.uniform(0.0, 0.05)
-        killer = threading.Timer(delay, sql, args=(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-            f"agentlog:{schema}:writer:s"))
+        killer = threading.Timer(
+            delay,
+            sql,
+            args=(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                f"agentlog:{schema}:writer:s",
+            ),
+        )
         killer.start()
         try:
             batch = session.append_many([("custom", {"round": r, "i": i}) for i in range(8)])
@@ -295,8 +319,9 @@ def test_copy_files_to_postgres_and_back_is_exact_and_idempotent(schema, tmp_pat
     copy_sessions(pg, back)
     for store in (pg, back):
         with store.open("a", readonly=True) as c, files.open("a", readonly=True) as o:
-            assert [(e.id, e.parent_id, e.branch_from, e.timestamp) for e in c.entries()] == \
-                   [(e.id, e.parent_id, e.branch_from, e.timestamp) for e in o.entries()]
+            assert [(e.id, e.parent_id, e.branch_from, e.timestamp) for e in c.entries()] == [
+                (e.id, e.parent_id, e.branch_from, e.timestamp) for e in o.entries()
+            ]
             assert c.head == o.head and c.meta == o.meta
             assert [c.resolve(e).record for e in c.path()] == [o.resolve(e).record for e in o.path()]
     with files.open("a") as s:
@@ -323,7 +348,7 @@ def test_search_uses_postgres_full_text_index_across_branches_compactions_and_bl
         s.compact(keep_tokens=1)
     hits = store.search("flamingo")
     assert [h.event_id for h in hits] == [first.id]
-    assert hits[0].snippet[hits[0].highlights[0][0]:hits[0].highlights[0][1]] == "flamingo"
+    assert hits[0].snippet[hits[0].highlights[0][0] : hits[0].highlights[0][1]] == "flamingo"
     assert "content" not in hits[0].snippet  # record text, not its JSON
     assert [h.kind for h in store.search("pelicans")] == ["message"]  # an abandoned branch
     assert [h.kind for h in store.search("zebra")] == ["tool_result"]  # inside a blob

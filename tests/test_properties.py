@@ -28,27 +28,43 @@ from hypothesis.stateful import (
 from agentlog import NIL_ID, Store
 
 settings.register_profile(
-    "agentlog-quick", max_examples=15, stateful_step_count=25, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow])
+    "agentlog-quick",
+    max_examples=15,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.register_profile(
-    "agentlog-exhaustive", max_examples=400, stateful_step_count=80, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow])
+    "agentlog-exhaustive",
+    max_examples=400,
+    stateful_step_count=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 PROFILE = settings.get_profile(
-    "agentlog-exhaustive" if os.environ.get("AGENTLOG_EXHAUSTIVE") == "1" else "agentlog-quick")
+    "agentlog-exhaustive" if os.environ.get("AGENTLOG_EXHAUSTIVE") == "1" else "agentlog-quick"
+)
 
 THRESHOLD = 256  # small, so blobs come often
 
-scalars = (st.none() | st.booleans()
-           | st.integers(min_value=-(2**63), max_value=2**64 - 1)
-           | st.floats(allow_nan=False, allow_infinity=False)
-           | st.text(st.characters(codec="utf-8"), max_size=20))
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(codec="utf-8"), max_size=20)
+)
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(st.characters(codec="utf-8"), max_size=8), inner, max_size=4),
-    max_leaves=12)
-records = json_values | st.builds(lambda s, n: {"content": s * n},
-                                  st.text(min_size=1, max_size=4), st.integers(80, 400))
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(st.characters(codec="utf-8"), max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+records = json_values | st.builds(
+    lambda s, n: {"content": s * n}, st.text(min_size=1, max_size=4), st.integers(80, 400)
+)
 kinds = st.sampled_from(["message", "tool_call", "tool_result", "state", "custom", "x.y-z"])
 
 

@@ -39,8 +39,7 @@ def call(cid, name="read_file", args='{"path": "a.py"}'):
 
 
 def result(cid, content="ok", name="read_file", is_error=False):
-    return ev("tool_result", "tool", {"tool_call_id": cid, "name": name, "content": content,
-                                      "is_error": is_error})
+    return ev("tool_result", "tool", {"tool_call_id": cid, "name": name, "content": content, "is_error": is_error})
 
 
 def events_from(drafts):
@@ -76,10 +75,10 @@ def test_chat_view_maps_every_kind():
     assert msgs[3] == {"role": "user", "content": "hi"}
     # usage and reasoning stay in the record: the API would refuse them
     assert msgs[4] == {
-        "role": "assistant", "content": "looking",
+        "role": "assistant",
+        "content": "looking",
         "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}},
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}},
             {"id": "c2", "type": "function", "function": {"name": "grep", "arguments": '{"q": 1}'}},
         ],
     }
@@ -92,9 +91,13 @@ def test_chat_view_maps_every_kind():
 
 def test_tool_call_without_assistant_message_gets_one_with_no_content():
     msgs = to_chat_messages([user("go"), call("c1"), result("c1")])
-    assert msgs[1] == {"role": "assistant", "content": None,
-                       "tool_calls": [{"id": "c1", "type": "function",
-                                       "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}]}
+    assert msgs[1] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
+        ],
+    }
 
 
 def test_calls_after_results_start_a_new_assistant_message():
@@ -105,13 +108,17 @@ def test_calls_after_results_start_a_new_assistant_message():
 
 def test_orphan_result_is_dropped_and_interrupted_call_gets_synthetic_result():
     events = [
-        result("ghost"),                       # its call was cut away
-        user("go"), assistant("try"), call("c1"), call("c2"),
+        result("ghost"),  # its call was cut away
+        user("go"),
+        assistant("try"),
+        call("c1"),
+        call("c2"),
         result("c1"),
-        user("stop, do something else"),       # c2 never answered: interrupted
-        result("c2", "late"),                  # too late: c2 was closed
-        result("c1", "again"),                 # a duplicate
-        assistant("ok"), call("c3"),           # the context ends mid-turn
+        user("stop, do something else"),  # c2 never answered: interrupted
+        result("c2", "late"),  # too late: c2 was closed
+        result("c1", "again"),  # a duplicate
+        assistant("ok"),
+        call("c3"),  # the context ends mid-turn
     ]
     msgs = to_chat_messages(events)
     assert [m["role"] for m in msgs] == ["user", "assistant", "tool", "tool", "user", "assistant", "tool"]
@@ -141,19 +148,34 @@ def test_unloaded_or_malformed_events_are_refused():
 def test_responses_view():
     events = [
         user("hi"),
-        ev("message", "user", {"content": [
-            {"type": "text", "text": "see"},
-            {"type": "image_url", "image_url": {"url": "data:x", "detail": "low"}}]}),
-        assistant(None), call("c1", "f", "{}"), result("c1", [{"type": "text", "text": "r1"}]),
-        assistant("thinking"), call("c2", "g", "{}"),
+        ev(
+            "message",
+            "user",
+            {
+                "content": [
+                    {"type": "text", "text": "see"},
+                    {"type": "image_url", "image_url": {"url": "data:x", "detail": "low"}},
+                ]
+            },
+        ),
+        assistant(None),
+        call("c1", "f", "{}"),
+        result("c1", [{"type": "text", "text": "r1"}]),
+        assistant("thinking"),
+        call("c2", "g", "{}"),
     ]
     items = to_responses_input(events, system="sys")
     assert items == [
         {"type": "message", "role": "system", "content": "sys"},
         {"type": "message", "role": "user", "content": "hi"},
-        {"type": "message", "role": "user", "content": [
-            {"type": "input_text", "text": "see"},
-            {"type": "input_image", "image_url": "data:x", "detail": "low"}]},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "see"},
+                {"type": "input_image", "image_url": "data:x", "detail": "low"},
+            ],
+        },
         {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c1", "output": "r1"},
         {"type": "message", "role": "assistant", "content": "thinking"},
@@ -212,7 +234,7 @@ def test_views_pair_every_call_with_one_result(raw):
 
 # --- the inverse -------------------------------------------------------------------------
 
-_text = st.text(alphabet="abc xyz\n{}\"é", max_size=12)
+_text = st.text(alphabet='abc xyz\n{}"é', max_size=12)
 _name = st.from_regex(r"[a-z_]{1,8}", fullmatch=True)
 
 
@@ -225,8 +247,12 @@ def chat_lists(draw):
     for _ in range(draw(st.integers(0, 6))):
         kind = draw(st.sampled_from(["user", "assistant", "tools", "developer"]))
         if kind in ("user", "developer"):
-            msg = {"role": kind, "content": draw(st.one_of(
-                _text, st.lists(st.builds(lambda t: {"type": "text", "text": t}, _text), max_size=2)))}
+            msg = {
+                "role": kind,
+                "content": draw(
+                    st.one_of(_text, st.lists(st.builds(lambda t: {"type": "text", "text": t}, _text), max_size=2))
+                ),
+            }
             if draw(st.booleans()):
                 msg["name"] = draw(_name)
             msgs.append(msg)
@@ -236,11 +262,14 @@ def chat_lists(draw):
             calls = []
             for _ in range(draw(st.integers(1, 3))):
                 n += 1
-                calls.append({"id": f"call_{n}", "type": "function",
-                              "function": {"name": draw(_name),
-                                           "arguments": json.dumps({"x": draw(_text)})}})
-            msgs.append({"role": "assistant", "content": draw(st.one_of(st.none(), _text)),
-                         "tool_calls": calls})
+                calls.append(
+                    {
+                        "id": f"call_{n}",
+                        "type": "function",
+                        "function": {"name": draw(_name), "arguments": json.dumps({"x": draw(_text)})},
+                    }
+                )
+            msgs.append({"role": "assistant", "content": draw(st.one_of(st.none(), _text)), "tool_calls": calls})
             for c in draw(st.permutations(calls)):
                 msgs.append({"role": "tool", "tool_call_id": c["id"], "content": draw(_text)})
     return msgs
@@ -261,8 +290,13 @@ def test_drafts_follow_the_record_conventions():
     msgs = [
         {"role": "system", "content": "sys"},
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": None, "refusal": None, "reasoning": "r",
-         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "refusal": None,
+            "reasoning": "r",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "found"},
         {"role": "system", "content": "a mid-conversation note"},
     ]
@@ -272,8 +306,7 @@ def test_drafts_follow_the_record_conventions():
         ("message", {"content": "hi"}, "user"),
         ("message", {"content": None, "refusal": None, "reasoning": "r"}, "assistant"),
         ("tool_call", {"id": "c1", "name": "grep", "arguments": "{}"}, "assistant"),
-        ("tool_result", {"tool_call_id": "c1", "name": "grep", "content": "found", "is_error": False},
-         "tool"),
+        ("tool_result", {"tool_call_id": "c1", "name": "grep", "content": "found", "is_error": False}, "tool"),
         ("message", {"content": "a mid-conversation note"}, "system"),
     ]
 
@@ -286,28 +319,42 @@ def test_drafts_from_model_dump_objects_and_several_system_messages():
         def model_dump(self):
             return dict(self.kw)
 
-    drafts, system = chat_messages_to_drafts([
-        Msg(role="system", content="one"), {"role": "system", "content": [{"type": "text", "text": "two"}]},
-        Msg(role="assistant", content="x", audio=None, function_call=None, annotations=[]),
-    ])
+    drafts, system = chat_messages_to_drafts(
+        [
+            Msg(role="system", content="one"),
+            {"role": "system", "content": [{"type": "text", "text": "two"}]},
+            Msg(role="assistant", content="x", audio=None, function_call=None, annotations=[]),
+        ]
+    )
     assert system == "one\n\ntwo"
     # extra fields are kept in the record, and dropped from the canonical view when empty
-    assert drafts == [("message", {"content": "x", "audio": None, "function_call": None,
-                                   "annotations": []}, "assistant")]
+    assert drafts == [
+        ("message", {"content": "x", "audio": None, "function_call": None, "annotations": []}, "assistant")
+    ]
     assert events_to_chat_messages(events_from(drafts)) == [{"role": "assistant", "content": "x"}]
 
 
 def test_non_string_arguments_become_json_text():
-    drafts, _ = chat_messages_to_drafts([{"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}])
+    drafts, _ = chat_messages_to_drafts(
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}],
+            }
+        ]
+    )
     assert json.loads(drafts[1][1]["arguments"]) == {"a": 1}
 
 
-@pytest.mark.parametrize("bad", [
-    42,
-    {"role": "function", "content": "x", "name": "f"},
-    {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "custom", "custom": {}}]},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        42,
+        {"role": "function", "content": "x", "name": "f"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "custom", "custom": {}}]},
+    ],
+)
 def test_unstorable_chat_messages_are_refused(bad):
     with pytest.raises(InvalidEvent):
         chat_messages_to_drafts([bad])
@@ -320,9 +367,13 @@ def test_through_a_real_file_session_with_a_blob(tmp_path):
     msgs = [
         {"role": "system", "content": "sys"},
         {"role": "user", "content": "read it"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "read_file", "arguments": '{"path": "big"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "big"}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "x" * 5000},  # over the blob threshold
         {"role": "assistant", "content": "it is big"},
     ]
@@ -343,8 +394,16 @@ def test_through_a_real_file_session_with_a_blob(tmp_path):
 
 def test_tool_names_carry_across_piecewise_conversion():
     names: dict[str, str] = {}
-    chat_messages_to_drafts([{"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{}"}}]}], names)
+    chat_messages_to_drafts(
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{}"}}],
+            }
+        ],
+        names,
+    )
     drafts, _ = chat_messages_to_drafts([{"role": "tool", "tool_call_id": "c1", "content": "r"}], names)
     assert drafts[0][1]["name"] == "grep"
     alone, _ = chat_messages_to_drafts([{"role": "tool", "tool_call_id": "c1", "content": "r"}])

@@ -26,9 +26,7 @@ from agentlog.records import RECORD_TYPES
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "records.md"
 TYPE_WORDS = ("str", "int", "float", "bool", "null", "list", "object")
-TYPED_DICTS = {
-    name: getattr(records, name) for name in records.__all__ if is_typeddict(getattr(records, name))
-}
+TYPED_DICTS = {name: getattr(records, name) for name in records.__all__ if is_typeddict(getattr(records, name))}
 
 
 # --- reading the page ------------------------------------------------------------------
@@ -124,9 +122,7 @@ def doc_problems(text: str) -> list[str]:
                 problems.append(f"{name}.{key}: doc says required {required_cell!r}, type says {required}")
             want, have = type_words(hints[key]), doc_words(type_cell)
             if want != have:
-                problems.append(
-                    f"{name}.{key}: doc type {type_cell!r} names {sorted(have)}, type says {sorted(want)}"
-                )
+                problems.append(f"{name}.{key}: doc type {type_cell!r} names {sorted(have)}, type says {sorted(want)}")
     for target, anchor in re.findall(r"\[`(\w+)`\]\(#([\w-]+)\)", text):
         if anchors.get(anchor) != target:
             problems.append(f"link to {target} goes to #{anchor}, the section of {anchors.get(anchor)}")
@@ -214,9 +210,7 @@ def shape_problems(value: Any, annotation: Any, where: str) -> list[str]:
         if not isinstance(value, list):
             return [f"{where}: {type(value).__name__}, not a list"]
         return [
-            p
-            for i, item in enumerate(value)
-            for p in shape_problems(item, get_args(annotation)[0], f"{where}[{i}]")
+            p for i, item in enumerate(value) for p in shape_problems(item, get_args(annotation)[0], f"{where}[{i}]")
         ]
     if origin is dict or annotation is dict:
         return [] if isinstance(value, Mapping) else [f"{where}: {type(value).__name__}, not an object"]

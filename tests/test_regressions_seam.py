@@ -41,8 +41,7 @@ def test_regression_lazy_gate_race_loses_no_acknowledged_append(store, monkeypat
 
     def user() -> None:
         try:
-            results.append(session.append("message", {"content": "typed while the reply streamed"},
-                                          role="user"))
+            results.append(session.append("message", {"content": "typed while the reply streamed"}, role="user"))
         except Exception as exc:  # the test reports it below
             errors.append(exc)
 
@@ -58,8 +57,9 @@ def test_regression_lazy_gate_race_loses_no_acknowledged_append(store, monkeypat
     assert {results[0].id, reply.id} <= stored
 
 
-@pytest.mark.parametrize("bad", ["../escape", "/etc/passwd", "a/b", "..", ".hidden", "", "x.tmp",
-                                 "nul\x00byte", "-option", "x" * 200])
+@pytest.mark.parametrize(
+    "bad", ["../escape", "/etc/passwd", "a/b", "..", ".hidden", "", "x.tmp", "nul\x00byte", "-option", "x" * 200]
+)
 def test_regression_sidecar_names_are_validated_at_the_seam(store, tmp_path, bad):
     """A sidecar name used to be joined into a path unchecked (``../escape``
     wrote beside the session). Every backend now gets only safe names."""

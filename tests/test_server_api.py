@@ -210,9 +210,7 @@ def test_checkout_fork_compact(client: Client, store: Store) -> None:
         f"{API}/sessions/{sid}/checkout", json={"event_id": ids["head"]}, headers={"If-Match": ids["head"]}
     )
     assert again.status_code == 409 and again.json()["error"]["head"] == ids["abandoned"]
-    missing = client.post(
-        f"{API}/sessions/{sid}/checkout", json={"event_id": "01900000-0000-7000-8000-000000000000"}
-    )
+    missing = client.post(f"{API}/sessions/{sid}/checkout", json={"event_id": "01900000-0000-7000-8000-000000000000"})
     assert missing.status_code == 404 and error_code(missing) == "event_not_found"
 
     forked = client.post(f"{API}/sessions/{sid}/fork", json={"at": ids["fork_point"], "name": "f"})

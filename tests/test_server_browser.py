@@ -128,12 +128,8 @@ def test_list_session_tree_history_and_live_append(page: Any, tmp_path: Any) -> 
         page.wait_for_function("document.getElementById('live-state').textContent === 'on'")
         page.evaluate("window.__notReloaded = true")
         with httpx.Client(base_url=url) as client:
-            client.post(
-                f"/api/v1/sessions/{sid}/live", json={"items": [{"type": "delta", "text": "TYPING-LIVE "}]}
-            )
-            page.wait_for_function(
-                "document.getElementById('live-delta').textContent.includes('TYPING-LIVE')"
-            )
+            client.post(f"/api/v1/sessions/{sid}/live", json={"items": [{"type": "delta", "text": "TYPING-LIVE "}]})
+            page.wait_for_function("document.getElementById('live-delta').textContent.includes('TYPING-LIVE')")
             posted = client.post(
                 f"/api/v1/sessions/{sid}/events",
                 json={

@@ -61,10 +61,7 @@ def test_token_missing_wrong_and_right(demo: tuple[Store, dict[str, Any]]) -> No
         assert response.headers["www-authenticate"].startswith("Bearer")
     assert call(app, "GET", url, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
     # Writes and the viewer's files are guarded too.
-    assert (
-        call(app, "POST", f"/api/v1/sessions/{ids['session']}/events", json={"kind": "message"}).status_code
-        == 401
-    )
+    assert call(app, "POST", f"/api/v1/sessions/{ids['session']}/events", json={"kind": "message"}).status_code == 401
     assert call(app, "GET", "/static/viewer.js").status_code == 401
     assert call(app, "GET", "/").status_code == 401
 
@@ -98,9 +95,7 @@ def test_tokens_are_compared_with_compare_digest(
     monkeypatch.setattr(security.hmac, "compare_digest", spy)
     app = create_app(store, token=TOKEN)
     assert call(app, "GET", "/api/v1/sessions", headers={"Authorization": "Bearer guess"}).status_code == 401
-    assert (
-        call(app, "GET", "/api/v1/sessions", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
-    )
+    assert call(app, "GET", "/api/v1/sessions", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
     assert (b"guess", TOKEN.encode()) in seen and (TOKEN.encode(), TOKEN.encode()) in seen
     assert all(isinstance(a, bytes) and isinstance(b, bytes) for a, b in seen)
 
@@ -120,17 +115,13 @@ def test_cors_is_closed(demo: tuple[Store, dict[str, Any]]) -> None:
     origin = {"Origin": "https://evil.example"}
     response = call(app, "GET", "/api/v1/sessions", headers=origin)
     assert "access-control-allow-origin" not in response.headers
-    preflight = call(
-        app, "OPTIONS", "/api/v1/sessions", headers={**origin, "Access-Control-Request-Method": "POST"}
-    )
+    preflight = call(app, "OPTIONS", "/api/v1/sessions", headers={**origin, "Access-Control-Request-Method": "POST"})
     assert preflight.status_code == 405
     assert "access-control-allow-origin" not in preflight.headers
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::", "example.com"])
-def test_serve_refuses_public_bind_without_token(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, host: str
-) -> None:
+def test_serve_refuses_public_bind_without_token(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, host: str) -> None:
     monkeypatch.delenv("AGENTLOG_TOKEN", raising=False)
     result = CliRunner().invoke(main, ["--home", str(tmp_path), "serve", "--host", host])
     assert result.exit_code == 1

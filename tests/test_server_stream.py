@@ -56,9 +56,7 @@ def test_reconnect_with_last_event_id_loses_nothing(store: Store) -> None:
         assert ready is not None and ready["event"] == "ready"
         thread = threading.Thread(target=write)
         thread.start()
-        part = settled_ids(
-            first.until(lambda m: m["event"] == "settled" and m["data"]["record"]["content"] == "n99")
-        )
+        part = settled_ids(first.until(lambda m: m["event"] == "settled" and m["data"]["record"]["content"] == "n99"))
         first.close()
         assert part == written[:100]
         time.sleep(0.2)  # the writer keeps committing while nobody listens
@@ -161,8 +159,7 @@ def test_slow_client_does_not_slow_the_writer(tmp_path: Any) -> None:
         stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a tiny window
         stalled.connect((host, int(port)))
         stalled.sendall(
-            f"GET {API}/sessions/{sid}/stream HTTP/1.1\r\nHost: localhost\r\n"
-            "Accept: text/event-stream\r\n\r\n".encode()
+            f"GET {API}/sessions/{sid}/stream HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n".encode()
         )
         fast = SSE(client, f"{API}/sessions/{sid}/stream?queue=100000")
         assert (fast.next() or {})["event"] == "ready"

@@ -36,13 +36,15 @@ def call(cid, name, **args):
 
 
 def result(cid, name, content, is_error=False):
-    return ev("tool_result", "tool",
-              {"tool_call_id": cid, "name": name, "content": content, "is_error": is_error})
+    return ev("tool_result", "tool", {"tool_call_id": cid, "name": name, "content": content, "is_error": is_error})
 
 
 CONVERSATION = [
-    msg("user", "Add a --json flag to `agentlog ls` in src/agentlog/cli/ls.py. "
-                "You must not change the text output. Never push to main."),
+    msg(
+        "user",
+        "Add a --json flag to `agentlog ls` in src/agentlog/cli/ls.py. "
+        "You must not change the text output. Never push to main.",
+    ),
     msg("assistant", "I will read the command first."),
     call("c1", "read_file", path="src/agentlog/cli/ls.py"),
     result("c1", "read_file", "def ls(): ..."),
@@ -51,11 +53,17 @@ CONVERSATION = [
     result("c2", "str_replace_based_edit_tool", "edited"),
     call("c3", "bash", command="cat tests/test_ls.py && pytest -q tests/test_ls.py > /tmp/out.log"),
     result("c3", "bash", "1 failed\nAssertionError", is_error=True),
-    msg("assistant", "Added the flag to the parser.\n- [x] parse --json\n- [ ] document it\n"
-                     "The test for session 0191d7a2-3c4e-7f00-8a1b-2c3d4e5f6a7b fails at commit 9f3e2ab. "
-                     "Next I will fix `format_row` and update https://example.com/docs/cli."),
-    ev("state", "system", {"todos": [{"text": "write tests", "status": "pending"},
-                                     {"text": "wire the flag", "status": "done"}]}),
+    msg(
+        "assistant",
+        "Added the flag to the parser.\n- [x] parse --json\n- [ ] document it\n"
+        "The test for session 0191d7a2-3c4e-7f00-8a1b-2c3d4e5f6a7b fails at commit 9f3e2ab. "
+        "Next I will fix `format_row` and update https://example.com/docs/cli.",
+    ),
+    ev(
+        "state",
+        "system",
+        {"todos": [{"text": "write tests", "status": "pending"}, {"text": "wire the flag", "status": "done"}]},
+    ),
 ]
 
 
@@ -68,17 +76,29 @@ def test_extractive_summary_of_a_fixed_conversation():
     assert s["progress"]["done"] == ["parse --json", "Added the flag to the parser.", "wire the flag"]
     assert s["progress"]["in_progress"] == ["document it"]
     assert s["progress"]["blocked"] == ["tool bash failed: 1 failed"]
-    assert s["files"] == {"read": ["tests/test_ls.py"],
-                          "modified": ["src/agentlog/cli/ls.py", "/tmp/out.log"]}
-    assert s["next_steps"] == ["Next I will fix `format_row` and update https://example.com/docs/cli.",
-                               "write tests"]
+    assert s["files"] == {"read": ["tests/test_ls.py"], "modified": ["src/agentlog/cli/ls.py", "/tmp/out.log"]}
+    assert s["next_steps"] == ["Next I will fix `format_row` and update https://example.com/docs/cli.", "write tests"]
     # first-seen order; `agentlog ls` has a space, so it is prose, not a name
-    assert s["identifiers"] == ["src/agentlog/cli/ls.py", "0191d7a2-3c4e-7f00-8a1b-2c3d4e5f6a7b",
-                                "9f3e2ab", "format_row", "https://example.com/docs/cli",
-                                "tests/test_ls.py", "/tmp/out.log"]
+    assert s["identifiers"] == [
+        "src/agentlog/cli/ls.py",
+        "0191d7a2-3c4e-7f00-8a1b-2c3d4e5f6a7b",
+        "9f3e2ab",
+        "format_row",
+        "https://example.com/docs/cli",
+        "tests/test_ls.py",
+        "/tmp/out.log",
+    ]
     # the text carries every section, and nothing varies between runs
-    for heading in ("## Goal", "## Constraints & preferences", "### Done", "### Blocked",
-                    "## Key decisions", "## Files", "## Next steps", "## Critical identifiers"):
+    for heading in (
+        "## Goal",
+        "## Constraints & preferences",
+        "### Done",
+        "### Blocked",
+        "## Key decisions",
+        "## Files",
+        "## Next steps",
+        "## Critical identifiers",
+    ):
         assert heading in summary.text
     assert ExtractiveSummarizer().summarize(list(CONVERSATION), None) == summary
     assert isinstance(ExtractiveSummarizer(), Summarizer)
@@ -120,10 +140,18 @@ def test_an_announced_new_goal_replaces_the_old_one():
 
 
 def test_merge_is_bounded_and_deduplicated():
-    prev = {**empty_structured(), "constraints": [f"must {i}" for i in range(20)],
-            "decisions": [f"chose {i}" for i in range(20)], "identifiers": ["a", "b"]}
-    cur = {**empty_structured(), "constraints": ["must new"], "decisions": ["chose new", "Chose 3."],
-           "identifiers": ["B", "b", "c"]}
+    prev = {
+        **empty_structured(),
+        "constraints": [f"must {i}" for i in range(20)],
+        "decisions": [f"chose {i}" for i in range(20)],
+        "identifiers": ["a", "b"],
+    }
+    cur = {
+        **empty_structured(),
+        "constraints": ["must new"],
+        "decisions": ["chose new", "Chose 3."],
+        "identifiers": ["B", "b", "c"],
+    }
     out = merge_structured(prev, cur, limit=20)
     assert out["constraints"] == prev["constraints"]  # the first constraints are kept
     assert out["decisions"] == [f"chose {i}" for i in range(1, 20)] + ["chose new"]  # the oldest go
@@ -131,8 +159,15 @@ def test_merge_is_bounded_and_deduplicated():
 
 
 def test_normalize_tolerates_a_sloppy_shape():
-    s = normalize_structured({"goal": "  g  ", "constraints": "one", "progress": {"done": ["x", None, ""]},
-                              "files": "nope", "next_steps": [1, 2]})
+    s = normalize_structured(
+        {
+            "goal": "  g  ",
+            "constraints": "one",
+            "progress": {"done": ["x", None, ""]},
+            "files": "nope",
+            "next_steps": [1, 2],
+        }
+    )
     assert s["goal"] == "g" and s["constraints"] == ["one"] and s["progress"]["done"] == ["x"]
     assert s["files"] == {"read": [], "modified": []} and s["next_steps"] == ["1", "2"]
     assert normalize_structured("garbage") == empty_structured()
@@ -141,9 +176,15 @@ def test_normalize_tolerates_a_sloppy_shape():
 
 # --- the model-backed summarizer -----------------------------------------------------------
 
-GOOD = {"goal": "ship it", "constraints": ["never push to main"],
-        "progress": {"done": ["a"], "in_progress": [], "blocked": []}, "decisions": ["use orjson"],
-        "files": {"read": ["x.py"], "modified": []}, "next_steps": ["b"], "identifiers": ["9f3e2ab"]}
+GOOD = {
+    "goal": "ship it",
+    "constraints": ["never push to main"],
+    "progress": {"done": ["a"], "in_progress": [], "blocked": []},
+    "decisions": ["use orjson"],
+    "files": {"read": ["x.py"], "modified": []},
+    "next_steps": ["b"],
+    "identifiers": ["9f3e2ab"],
+}
 
 
 class CompleteModel:
@@ -167,11 +208,14 @@ class StreamModel:
         yield SimpleNamespace(content=self.answer)
 
 
-@pytest.mark.parametrize("answer", [
-    json.dumps(GOOD),
-    "Here you go:\n```json\n" + json.dumps(GOOD, indent=2) + "\n```\n",
-    "Sure! " + json.dumps(GOOD) + " Hope that helps.",
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        json.dumps(GOOD),
+        "Here you go:\n```json\n" + json.dumps(GOOD, indent=2) + "\n```\n",
+        "Sure! " + json.dumps(GOOD) + " Hope that helps.",
+    ],
+)
 def test_llm_summarizer_parses_json(answer):
     model = CompleteModel(answer)
     summary = LLMSummarizer(model).summarize(CONVERSATION, {"goal": "earlier goal"})
@@ -192,15 +236,18 @@ def test_llm_summarizer_cuts_long_tool_output_in_the_prompt():
     assert "z" * 101 not in model.seen[-1]["content"] and "4900 more characters" in model.seen[-1]["content"]
 
 
-@pytest.mark.parametrize("model", [
-    CompleteModel("I could not summarize that."),
-    CompleteModel("```json\n{\"goal\": \"x\",\n```"),
-    CompleteModel("[1, 2, 3]"),
-    CompleteModel(None),
-    CompleteModel(ModelError("503 from provider")),
-    CompleteModel(TimeoutError("read timed out")),
-    StreamModel(None),
-])
+@pytest.mark.parametrize(
+    "model",
+    [
+        CompleteModel("I could not summarize that."),
+        CompleteModel('```json\n{"goal": "x",\n```'),
+        CompleteModel("[1, 2, 3]"),
+        CompleteModel(None),
+        CompleteModel(ModelError("503 from provider")),
+        CompleteModel(TimeoutError("read timed out")),
+        StreamModel(None),
+    ],
+)
 def test_llm_summarizer_failures_raise_summarizer_error(model):
     with pytest.raises(SummarizerError):
         LLMSummarizer(model).summarize(CONVERSATION, None)
@@ -211,26 +258,37 @@ def test_parse_error_names_what_the_model_said():
         parse_summary_json("no idea")
 
 
-@pytest.mark.parametrize("name, args, read, modified", [
-    ("bash", {"command": "cat a.py b/c.txt 2>&1 | grep x > out.log; sed -i 's/x/y/' src/m.py"},
-     ["a.py", "b/c.txt"], ["out.log", "src/m.py"]),
-    ("bash", {"command": "echo hi >/dev/null; tee -a logs/run.txt < z; touch new.md"},
-     [], ["logs/run.txt", "new.md"]),
-    ("str_replace_based_edit_tool", {"command": "view", "path": "src/x.py"}, ["src/x.py"], []),
-    ("str_replace_based_edit_tool", {"command": "create", "path": "src/y.py"}, [], ["src/y.py"]),
-    ("edit_file", {"file_path": "z.rs"}, [], ["z.rs"]),
-    ("read_many", {"paths": ["p.py", 3, "q.py"]}, ["p.py", "q.py"], []),
-    ("web_search", {"query": "x"}, [], []),
-    ("bash", "not json", [], []),
-])
+@pytest.mark.parametrize(
+    "name, args, read, modified",
+    [
+        (
+            "bash",
+            {"command": "cat a.py b/c.txt 2>&1 | grep x > out.log; sed -i 's/x/y/' src/m.py"},
+            ["a.py", "b/c.txt"],
+            ["out.log", "src/m.py"],
+        ),
+        (
+            "bash",
+            {"command": "echo hi >/dev/null; tee -a logs/run.txt < z; touch new.md"},
+            [],
+            ["logs/run.txt", "new.md"],
+        ),
+        ("str_replace_based_edit_tool", {"command": "view", "path": "src/x.py"}, ["src/x.py"], []),
+        ("str_replace_based_edit_tool", {"command": "create", "path": "src/y.py"}, [], ["src/y.py"]),
+        ("edit_file", {"file_path": "z.rs"}, [], ["z.rs"]),
+        ("read_many", {"paths": ["p.py", 3, "q.py"]}, ["p.py", "q.py"], []),
+        ("web_search", {"query": "x"}, [], []),
+        ("bash", "not json", [], []),
+    ],
+)
 def test_files_from_tool_calls(name, args, read, modified):
     arguments = args if isinstance(args, str) else json.dumps(args)
-    s = ExtractiveSummarizer().summarize([ev("tool_call", "assistant", {"id": "c", "name": name,
-                                                                       "arguments": arguments})], None)
+    s = ExtractiveSummarizer().summarize(
+        [ev("tool_call", "assistant", {"id": "c", "name": name, "arguments": arguments})], None
+    )
     assert s.structured["files"] == {"read": read, "modified": modified}
 
 
 def test_a_checked_box_counts_once():
     s = ExtractiveSummarizer().summarize([msg("assistant", "- [x] fixed the parser\n- [ ] added docs")], None)
-    assert s.structured["progress"] == {"done": ["fixed the parser"], "in_progress": ["added docs"],
-                                        "blocked": []}
+    assert s.structured["progress"] == {"done": ["fixed the parser"], "in_progress": ["added docs"], "blocked": []}

@@ -18,9 +18,14 @@ from helpers import chunk_paths
 BASE = [
     {"role": "system", "content": "You are terse."},
     {"role": "user", "content": "List the files."},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
-        {"id": "call_2", "type": "function", "function": {"name": "pwd", "arguments": "{}"}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "pwd", "arguments": "{}"}},
+        ],
+    },
     {"role": "tool", "tool_call_id": "call_1", "content": "a.py\nb.py"},
     {"role": "tool", "tool_call_id": "call_2", "content": "/work"},
     {"role": "assistant", "content": "Two files: a.py and b.py."},
@@ -36,9 +41,14 @@ def test_first_sync_stores_everything_but_the_system_prompt(store):
     with store.create() as s:
         events = s.sync(BASE)
         assert [(e.kind, e.role) for e in events] == [
-            ("message", "user"), ("message", "assistant"), ("tool_call", "assistant"),
-            ("tool_call", "assistant"), ("tool_result", "tool"), ("tool_result", "tool"),
-            ("message", "assistant")]
+            ("message", "user"),
+            ("message", "assistant"),
+            ("tool_call", "assistant"),
+            ("tool_call", "assistant"),
+            ("tool_result", "tool"),
+            ("tool_result", "tool"),
+            ("message", "assistant"),
+        ]
         assert events[2].record == {"id": "call_1", "name": "ls", "arguments": "{}"}
         assert events[4].record["name"] == "ls"  # the result names its tool
         assert s.to_chat_messages(system="You are terse.") == BASE
@@ -48,8 +58,7 @@ def test_sync_appends_only_the_new_suffix(store):
     with store.create() as s:
         s.sync(BASE)
         count = len(s)
-        more = BASE + [{"role": "user", "content": "Thanks."},
-                       {"role": "assistant", "content": "You're welcome."}]
+        more = BASE + [{"role": "user", "content": "Thanks."}, {"role": "assistant", "content": "You're welcome."}]
         new = s.sync(more)
         assert [e.record["content"] for e in new] == ["Thanks.", "You're welcome."]
         assert len(s) == count + 2
@@ -108,8 +117,9 @@ def test_representation_details_are_not_a_mismatch(store):
 
 def test_extra_fields_are_kept_in_the_record(store):
     with store.create() as s:
-        (event,) = s.sync([{"role": "assistant", "content": "hi", "refusal": None,
-                            "reasoning_content": "because", "id": "msg_1"}])
+        (event,) = s.sync(
+            [{"role": "assistant", "content": "hi", "refusal": None, "reasoning_content": "because", "id": "msg_1"}]
+        )
         assert event.record["reasoning_content"] == "because"
         assert event.record["id"] == "msg_1"
 
@@ -118,8 +128,13 @@ def test_sync_after_compaction_starts_from_the_rendered_context(store):
     with store.create() as s:
         s.sync(BASE)
         for n in range(5):
-            s.sync(s.to_chat_messages() + [{"role": "user", "content": f"question {n} " * 20},
-                                          {"role": "assistant", "content": f"answer {n} " * 20}])
+            s.sync(
+                s.to_chat_messages()
+                + [
+                    {"role": "user", "content": f"question {n} " * 20},
+                    {"role": "assistant", "content": f"answer {n} " * 20},
+                ]
+            )
         c = s.compact(keep_tokens=80)
         assert c is not None
         with pytest.raises(ContextMismatch):  # the harness's old full list no longer matches
@@ -130,10 +145,15 @@ def test_sync_after_compaction_starts_from_the_rendered_context(store):
 
 
 def test_sync_of_a_large_tool_result_compares_the_resolved_payload(store):
-    big = [{"role": "user", "content": "cat it"},
-           {"role": "assistant", "content": None, "tool_calls": [
-               {"id": "c", "type": "function", "function": {"name": "cat", "arguments": "{}"}}]},
-           {"role": "tool", "tool_call_id": "c", "content": "z" * 5000}]
+    big = [
+        {"role": "user", "content": "cat it"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "cat", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c", "content": "z" * 5000},
+    ]
     with store.create() as s:
         events = s.sync(big)
         assert events[-1].digest is not None
@@ -151,8 +171,10 @@ def test_after_select_the_list_is_compared_with_the_selected_path(store):
     with store.create() as s:
         s.sync(BASE)
         branch_point = s.head
-        head_list = BASE + [{"role": "user", "content": "Now delete b.py."},
-                            {"role": "assistant", "content": "Deleted."}]
+        head_list = BASE + [
+            {"role": "user", "content": "Now delete b.py."},
+            {"role": "assistant", "content": "Deleted."},
+        ]
         s.sync(head_list)
         old_head = s.head
 
@@ -160,7 +182,8 @@ def test_after_select_the_list_is_compared_with_the_selected_path(store):
         (new,) = s.sync(BASE + [{"role": "user", "content": "Keep b.py; rename it."}])
         assert new.parent_id == branch_point and new.branch_from == branch_point
         assert s.to_chat_messages(system="You are terse.") == BASE + [
-            {"role": "user", "content": "Keep b.py; rename it."}]
+            {"role": "user", "content": "Keep b.py; rename it."}
+        ]
 
         # A list that still extends the old HEAD's path, synced after selecting
         # the branch point: never glued onto the shorter history.

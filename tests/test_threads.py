@@ -31,15 +31,19 @@ def _hammer(session) -> tuple[list[list], list[BaseException]]:
             start.wait()
             for i in range(PER_THREAD):
                 if i % 7 == 3:
-                    results[t].append(session.append_many(
-                        ("message", {"t": t, "i": i, "j": j}, "assistant") for j in range(3)))
+                    results[t].append(
+                        session.append_many(("message", {"t": t, "i": i, "j": j}, "assistant") for j in range(3))
+                    )
                 elif i % 11 == 5:
-                    results[t].append([session.append(
-                        "tool_result", {"t": t, "i": i, "out": "o" * (BLOB_THRESHOLD * 2)},
-                        role="tool")])
+                    results[t].append(
+                        [
+                            session.append(
+                                "tool_result", {"t": t, "i": i, "out": "o" * (BLOB_THRESHOLD * 2)}, role="tool"
+                            )
+                        ]
+                    )
                 else:
-                    results[t].append([session.append("message", {"t": t, "i": i},
-                                                      role="user")])
+                    results[t].append([session.append("message", {"t": t, "i": i}, role="user")])
         except BaseException as exc:  # surfaced by the test, not lost in a thread
             errors.append(exc)
 
@@ -67,8 +71,7 @@ def _check_one_chain(session, results) -> None:
         if stored.record is not None:
             assert stored.record == e.record
     for g in groups:  # a batch is contiguous: no other thread's event inside it
-        assert [position[e.id] for e in g] == list(range(position[g[0].id],
-                                                         position[g[0].id] + len(g)))
+        assert [position[e.id] for e in g] == list(range(position[g[0].id], position[g[0].id] + len(g)))
     for per_thread in results:  # each thread's appends in its order
         order = [position[g[0].id] for g in per_thread]
         assert order == sorted(order)
@@ -78,8 +81,11 @@ def _check_one_chain(session, results) -> None:
 
 @pytest.mark.parametrize("backend", ["files", "memory"])
 def test_concurrent_appends_form_one_chain(home, backend):
-    store = Store(home, blob_threshold=BLOB_THRESHOLD) if backend == "files" \
+    store = (
+        Store(home, blob_threshold=BLOB_THRESHOLD)
+        if backend == "files"
         else Store.memory(blob_threshold=BLOB_THRESHOLD)
+    )
     with store.create(session_id="t") as session:
         results, errors = _hammer(session)
         assert errors == []
@@ -100,7 +106,7 @@ def test_concurrent_appends_leave_whole_lines(file_store):
         data = chunk.read_bytes()
         assert data.endswith(b"\n")
         for offset, length in line_spans(chunk):
-            line = data[offset:offset + length]
+            line = data[offset : offset + length]
             assert line.startswith(b'{"id":"') and line.count(b"\n") == 1
             lines += 1
     assert lines == total
@@ -117,8 +123,7 @@ def test_two_handles_of_one_writer_from_two_threads(file_store):
             for i in range(40):
                 got[n].append(session.append("message", {"h": n, "i": i}))
 
-        workers = [threading.Thread(target=work, args=(n, s))
-                   for n, s in enumerate((first, second))]
+        workers = [threading.Thread(target=work, args=(n, s)) for n, s in enumerate((first, second))]
         for w in workers:
             w.start()
         for w in workers:

@@ -40,8 +40,10 @@ def _tiktoken_or_skip():
     try:
         import tiktoken
     except ImportError:
-        pytest.skip("SKIPPED LOUDLY: tiktoken is not installed (pip install 'agentlog[tokens]'), "
-                    "so the exact-count path is not tested here")
+        pytest.skip(
+            "SKIPPED LOUDLY: tiktoken is not installed (pip install 'agentlog[tokens]'), "
+            "so the exact-count path is not tested here"
+        )
     return tiktoken
 
 
@@ -55,22 +57,29 @@ def test_without_tiktoken_counts_are_the_estimate(no_tiktoken):
     assert count_tokens("x" * 41, model="gpt-4o") == 11
     messages = [
         {"role": "user", "content": "abcdefgh", "name": "bob"},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "c", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c",
-         "content": [{"type": "text", "text": "abcd"},
-                     {"type": "image_url", "image_url": {"url": "x" * 9999}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "read", "arguments": "{}"}}],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c",
+            "content": [{"type": "text", "text": "abcd"}, {"type": "image_url", "image_url": {"url": "x" * 9999}}],
+        },
     ]
     assert count_tokens(messages) == (MESSAGE_OVERHEAD + 2 + 1) + (MESSAGE_OVERHEAD + 1 + 1) + (
-        MESSAGE_OVERHEAD + 1 + 1 + PART_TOKENS)
+        MESSAGE_OVERHEAD + 1 + 1 + PART_TOKENS
+    )
 
 
 def test_tiktoken_path_uses_the_encoding(monkeypatch):
     """A byte-level encoding stands in for the downloaded one: the count
     must be the encoding's, not the estimate."""
     tiktoken = _tiktoken_or_skip()
-    byte_level = tiktoken.Encoding(name="bytes", pat_str=r"[\s\S]",
-                                   mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
+    byte_level = tiktoken.Encoding(
+        name="bytes", pat_str=r"[\s\S]", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}
+    )
     asked = []
     monkeypatch.setattr(tiktoken, "encoding_for_model", lambda m: asked.append(m) or byte_level)
     tokens._encoding.cache_clear()
@@ -108,8 +117,10 @@ def test_real_encoding_counts_known_text():
 def test_event_tokens_per_kind():
     est = lambda e: event_tokens(e, exact=False)  # noqa: E731
     assert est(ev("message", "user", {"content": "abcdefgh"})) == MESSAGE_OVERHEAD + 2
-    assert est(ev("tool_call", "assistant", {"id": "c", "name": "read", "arguments": "{\"p\":1}"})) == \
-        MESSAGE_OVERHEAD + 1 + 2
+    assert (
+        est(ev("tool_call", "assistant", {"id": "c", "name": "read", "arguments": '{"p":1}'}))
+        == MESSAGE_OVERHEAD + 1 + 2
+    )
     result = ev("tool_result", "tool", {"tool_call_id": "c", "content": "x" * 400})
     assert est(result) == MESSAGE_OVERHEAD + 100
     assert est(ev("compaction", "system", {"summary": "abcd"})) == MESSAGE_OVERHEAD + 1
@@ -120,12 +131,23 @@ def test_event_tokens_per_kind():
 
 
 def test_usage_tokens_reads_recorded_usage():
-    assert usage_tokens(ev("message", "assistant", {"content": "x", "usage": {
-        "input_tokens": 100, "output_tokens": 7, "total_tokens": 110}})) == Usage(100, 7, 110)
-    assert usage_tokens(ev("message", "assistant", {"content": "x", "usage": {
-        "prompt_tokens": 10, "completion_tokens": 2}})) == Usage(10, 2, 12)
-    for record in ({"content": "x"}, {"usage": None}, {"usage": {"input_tokens": True, "output_tokens": 1}},
-                   {"usage": {"input_tokens": -1, "output_tokens": 1}}, {"usage": {"input_tokens": 5}}):
+    assert usage_tokens(
+        ev(
+            "message",
+            "assistant",
+            {"content": "x", "usage": {"input_tokens": 100, "output_tokens": 7, "total_tokens": 110}},
+        )
+    ) == Usage(100, 7, 110)
+    assert usage_tokens(
+        ev("message", "assistant", {"content": "x", "usage": {"prompt_tokens": 10, "completion_tokens": 2}})
+    ) == Usage(10, 2, 12)
+    for record in (
+        {"content": "x"},
+        {"usage": None},
+        {"usage": {"input_tokens": True, "output_tokens": 1}},
+        {"usage": {"input_tokens": -1, "output_tokens": 1}},
+        {"usage": {"input_tokens": 5}},
+    ):
         assert usage_tokens(ev("message", "assistant", record)) is None
     assert usage_tokens(ev("message", "user", {"usage": {"input_tokens": 1, "output_tokens": 1}})) is None
 
@@ -141,8 +163,7 @@ def test_context_tokens_prefers_the_latest_usage():
 
 
 def test_context_tokens_ignores_usage_from_before_the_compaction():
-    kept = ev("message", "assistant",
-              {"content": "abcd", "usage": {"input_tokens": 99999, "output_tokens": 1}})
+    kept = ev("message", "assistant", {"content": "abcd", "usage": {"input_tokens": 99999, "output_tokens": 1}})
     compaction = ev("compaction", "system", {"summary": "x" * 40, "first_kept_event_id": kept.id})
     after = ev("message", "user", {"content": "abcd"})
     context = [compaction, kept, after]

@@ -55,8 +55,7 @@ def _copy_one(source: Session, target: Store, report: CopyReport) -> int:
             copied.close()
             raise CopyDiverged(f"session {source.id!r} differs on the target: not overwritten")
         done = len(have)
-        (report.extended if done < len(entries) or copied.head != source.head else report.unchanged).append(
-            source.id)
+        (report.extended if done < len(entries) or copied.head != source.head else report.unchanged).append(source.id)
     try:
         added = len(entries) - done
         while done < len(entries):
@@ -74,8 +73,12 @@ def _copy_one(source: Session, target: Store, report: CopyReport) -> int:
         copied.close()
 
 
-def copy_sessions(source: Store, target: Store, session_ids: Sequence[str] | None = None,
-                  progress: Callable[[str, int], None] | None = None) -> CopyReport:
+def copy_sessions(
+    source: Store,
+    target: Store,
+    session_ids: Sequence[str] | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> CopyReport:
     """Copy ``session_ids`` (default: every session) from ``source`` to
     ``target``; ``progress(session_id, events)`` is called after each."""
     ids: Iterable[str] = session_ids if session_ids else sorted(source.backend.session_ids())

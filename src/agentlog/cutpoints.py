@@ -43,12 +43,7 @@ def valid_cuts(events: Sequence[Event]) -> list[int]:
     cuts, depth = [], 0
     for i, event in enumerate(events):
         depth += blocked[i]
-        if (
-            depth == 0
-            and not ends_with_call[i]
-            and event.kind == "message"
-            and event.role in ("user", "assistant")
-        ):
+        if depth == 0 and not ends_with_call[i] and event.kind == "message" and event.role in ("user", "assistant"):
             cuts.append(i)
     return cuts
 

@@ -135,9 +135,7 @@ def main() -> int:
         result = agent.run(prompt)
         console.print(f"[green]user:[/] {prompt}\n[magenta]agent:[/] {result.text}")
     first_reply = next(
-        e
-        for e in session.path()
-        if e.kind == "message" and e.role == "assistant" and (e.record or {}).get("content")
+        e for e in session.path() if e.kind == "message" and e.role == "assistant" and (e.record or {}).get("content")
     )
     sid = session.id
     session.close()
@@ -150,14 +148,16 @@ def main() -> int:
     console.print("durable after the kill: " + ", ".join(f"{e.kind}/{e.role}" for e in tail))
     # The synthetic result sits right after the interrupted call, which is
     # not necessarily the last message (the turn's user prompt came first).
-    answered = [m for m in session.to_chat_messages()
-                if m.get("role") == "tool" and m.get("content") == INTERRUPTED]
+    answered = [m for m in session.to_chat_messages() if m.get("role") == "tool" and m.get("content") == INTERRUPTED]
     if not answered:
         raise SystemExit("demo: the interrupted call got no synthetic result in the context")
     # markup=False: rich would read "[interrupted: ...]" as a style tag and
     # print '' (the bug this line once had).
-    console.print(f"the interrupted call {answered[-1].get('tool_call_id')} is answered in the "
-                  f"context: {answered[-1]['content']!r}", markup=False)
+    console.print(
+        f"the interrupted call {answered[-1].get('tool_call_id')} is answered in the "
+        f"context: {answered[-1]['content']!r}",
+        markup=False,
+    )
 
     step("3. Branch from an earlier event, with a branch summary")
     session.select(first_reply.id)
@@ -185,9 +185,7 @@ def main() -> int:
 
     step("5. Fork")
     fork = session.fork(name="fix calc (fork)")
-    console.print(
-        f"fork {fork.id} holds {len(fork)} events, forked_from {fork.meta['forked_from']['session'][:13]}"
-    )
+    console.print(f"fork {fork.id} holds {len(fork)} events, forked_from {fork.meta['forked_from']['session'][:13]}")
     fork.close()
     session.close()
 

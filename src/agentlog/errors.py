@@ -258,15 +258,12 @@ class CopyDiverged(AgentlogError):
     """The target has a session of that id whose events differ from the source's."""
 
 
-
 class UnknownFormat(AgentlogError):
     """An export or import format agentlog does not have."""
 
 
-
 class RedactionUnavailable(AgentlogError):
     """``--redact`` was asked for but detect-secrets is not installed."""
-
 
 
 class BundleError(AgentlogError):
@@ -274,20 +271,16 @@ class BundleError(AgentlogError):
     in conflict with the session already in the store."""
 
 
-
 class SearchError(AgentlogError):
     """A search that cannot run: an empty or malformed query, or no index."""
-
 
 
 class SearchWarning(UserWarning):
     """A session the index could not read (damaged): searched without it."""
 
 
-
 class AmbiguousRef(AgentlogError):
     """A ref that names more than one session or event."""
-
 
 
 class BadRef(AgentlogError):

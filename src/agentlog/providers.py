@@ -54,8 +54,7 @@ __all__ = [
 INTERRUPTED = "[interrupted: this tool call did not complete, so it has no result]"
 COMPACTION_PREFIX = "The conversation so far was summarized:\n"
 BRANCH_PREFIX = (
-    "An earlier branch of this conversation was abandoned. "
-    "It tried the following (its changes may not apply here):\n"
+    "An earlier branch of this conversation was abandoned. It tried the following (its changes may not apply here):\n"
 )
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
@@ -235,15 +234,11 @@ def to_responses_input(events: Iterable[Event], system: Any = None) -> list[dict
         items.append({"type": "message", "role": "system", "content": system})
     for item in _neutral(_triples(events), repair=True):
         if isinstance(item, _Result):
-            items.append(
-                {"type": "function_call_output", "call_id": item.call_id, "output": _text_of(item.content)}
-            )
+            items.append({"type": "function_call_output", "call_id": item.call_id, "output": _text_of(item.content)})
             continue
         content = item.record.get("content")
         if not (item.calls and content in (None, "", [])):
-            items.append(
-                {"type": "message", "role": item.role, "content": _responses_content(item.role, content)}
-            )
+            items.append({"type": "message", "role": item.role, "content": _responses_content(item.role, content)})
         for call in item.calls:
             items.append(
                 {

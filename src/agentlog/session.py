@@ -126,9 +126,7 @@ class Session:
                     self._pending = selected  # the selection still stands for a retry
             raise
 
-    def import_events(
-        self, events: Sequence[Event], source: Session | SessionStorage | None = None
-    ) -> list[Event]:
+    def import_events(self, events: Sequence[Event], source: Session | SessionStorage | None = None) -> list[Event]:
         """Append events that already have ids, parents and times (importers,
         bundles, copies between stores), as one all-or-nothing batch.
 
@@ -351,9 +349,7 @@ class Session:
             self.update_meta(summary=text)
         return text
 
-    def fork(
-        self, at: str | None = None, *, name: str | None = None, session_id: str | None = None
-    ) -> Session:
+    def fork(self, at: str | None = None, *, name: str | None = None, session_id: str | None = None) -> Session:
         """A new session holding the path to ``at`` (default HEAD).
 
         Records ``forked_from`` in its metadata; blobs are shared (hard
@@ -401,9 +397,7 @@ class Session:
     def summarizer(self, value: Summarizer | None) -> None:
         self._summarizer = value
 
-    def compact(
-        self, summarizer: Summarizer | None = None, *, keep_tokens: int | None = None
-    ) -> Event | None:
+    def compact(self, summarizer: Summarizer | None = None, *, keep_tokens: int | None = None) -> Event | None:
         """Summarize older context into a ``compaction`` event (nothing deleted)."""
         return compact(
             self,
@@ -421,9 +415,7 @@ class Session:
         """After ``select()``, append a ``branch_summary`` of the abandoned branch."""
         return summarize_branch(self, summarizer=summarizer or self.summarizer)
 
-    def save_turn(
-        self, items: Iterable[NewEventLike], state: Checkpoint | dict[str, Any] | None = None
-    ) -> list[Event]:
+    def save_turn(self, items: Iterable[NewEventLike], state: Checkpoint | dict[str, Any] | None = None) -> list[Event]:
         """Append a turn's events and its checkpoint state in one atomic batch."""
         drafts = [as_new_event(item) for item in items]
         if state is not None:

@@ -85,11 +85,7 @@ class BrokenSession:
 def _canonical_time(value: Any) -> bool:
     """True for agentlog's own RFC 3339 form (nanoseconds, Z), 30 characters."""
     return (
-        isinstance(value, str)
-        and len(value) == 30
-        and value[19] == "."
-        and value.endswith("Z")
-        and value[:4].isdigit()
+        isinstance(value, str) and len(value) == 30 and value[19] == "." and value.endswith("Z") and value[:4].isdigit()
     )
 
 
@@ -254,9 +250,7 @@ class Store:
         timeline = WRITERS.acquire(
             self.url,
             session_id,
-            lambda: Timeline(
-                self.backend.open(session_id, readonly=False), blob_threshold=self.blob_threshold
-            ),
+            lambda: Timeline(self.backend.open(session_id, readonly=False), blob_threshold=self.blob_threshold),
         )
         session = Session(self, timeline)
         try:
@@ -301,9 +295,7 @@ class Store:
         return [
             row
             for row in self.list(archived=True)
-            if row.working_dir
-            and not os.path.isdir(row.working_dir)
-            and os.path.basename(row.working_dir) == name
+            if row.working_dir and not os.path.isdir(row.working_dir) and os.path.basename(row.working_dir) == name
         ]
 
     def reroot(self, session_id: str, working_dir: str) -> None:
@@ -349,9 +341,7 @@ class Store:
     # --- listing -----------------------------------------------------------------
     def info(self, session_id: str) -> SessionInfo:
         """One listing row, without reading any event payload."""
-        return _info(
-            session_id, self.backend.read_meta(check_session_id(session_id)), self.backend.stats(session_id)
-        )
+        return _info(session_id, self.backend.read_meta(check_session_id(session_id)), self.backend.stats(session_id))
 
     def list(self, *, archived: bool = False) -> builtins.list[SessionInfo]:
         """Sessions, most recently updated first; archived ones only if asked.

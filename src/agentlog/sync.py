@@ -45,6 +45,4 @@ def new_suffix(session: SessionView, messages: Sequence[Any]) -> list[NewEvent]:
                 f"({mine.get('role')} vs {theirs[0].get('role') if theirs else None}); "
                 "nothing was written"
             )
-    return [
-        NewEvent(kind, record, role) for drafts in per_message[len(saved) :] for kind, record, role in drafts
-    ]
+    return [NewEvent(kind, record, role) for drafts in per_message[len(saved) :] for kind, record, role in drafts]

@@ -215,13 +215,9 @@ class Timeline:
                 event_id = self._ids.next()
                 inline, digest = split_payload(payload, self.blob_threshold, blobs)
                 first = branch_from if i == 0 else None
-                staged.append(
-                    StagedEvent(event_id, current, draft.kind, draft.role, stamp, inline, digest, first)
-                )
+                staged.append(StagedEvent(event_id, current, draft.kind, draft.role, stamp, inline, digest, first))
                 events.append(
-                    Event(
-                        event_id, current, draft.kind, draft.role, stamp, orjson.loads(payload), digest, first
-                    )
+                    Event(event_id, current, draft.kind, draft.role, stamp, orjson.loads(payload), digest, first)
                 )
                 current = event_id
             commit = Commit(tuple(staged), current, self._tip, blobs)

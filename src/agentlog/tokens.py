@@ -133,9 +133,7 @@ def _message_tokens(message: Mapping[str, Any], model: str | None, exact: bool) 
     return total
 
 
-def count_tokens(
-    value: str | Iterable[Mapping[str, Any]], model: str | None = None, *, exact: bool = True
-) -> int:
+def count_tokens(value: str | Iterable[Mapping[str, Any]], model: str | None = None, *, exact: bool = True) -> int:
     """Tokens in a text, or in a list of chat messages (with overhead)."""
     if isinstance(value, str):
         return _text_tokens(value, model, exact)
@@ -155,9 +153,7 @@ def event_tokens(event: Event, model: str | None = None, *, exact: bool = True) 
     if not isinstance(rec, dict):
         return MESSAGE_OVERHEAD + (BLOB_TOKENS if not event.loaded else 0)
     if kind == "tool_call":
-        body = _content_tokens(rec.get("name"), model, exact) + _content_tokens(
-            rec.get("arguments"), model, exact
-        )
+        body = _content_tokens(rec.get("name"), model, exact) + _content_tokens(rec.get("arguments"), model, exact)
     elif kind in ("compaction", "branch_summary"):
         body = _content_tokens(rec.get("summary"), model, exact)
     else:

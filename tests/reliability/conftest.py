@@ -45,8 +45,7 @@ def pytest_terminal_summary(terminalreporter):
     for family, rows in sorted(_figures.items()):
         totals: dict[str, int] = {}
         for label, counts in sorted(rows.items()):
-            tr.write_line(f"{family:12} {label:28} " +
-                          ", ".join(f"{k}={v}" for k, v in counts.items()))
+            tr.write_line(f"{family:12} {label:28} " + ", ".join(f"{k}={v}" for k, v in counts.items()))
             for k, v in counts.items():
                 if isinstance(v, int):
                     totals[k] = totals.get(k, 0) + v

@@ -130,6 +130,7 @@ class RecordingFs(OsFs):
 
 # --- the model ------------------------------------------------------------------
 
+
 @dataclass
 class _File:
     durable: bytes = b""
@@ -164,7 +165,7 @@ def _apply_data(buf: bytearray, op: tuple, cut: int | None = None) -> None:
         data = data[:cut]
     if off > len(buf):
         buf.extend(b"\0" * (off - len(buf)))
-    buf[off:off + len(data)] = data
+    buf[off : off + len(data)] = data
 
 
 def tear_points(data: bytes, exhaustive: bool) -> list[int]:
@@ -322,8 +323,7 @@ class FsModel:
             # Inside a directory the store never reads (see CrashState.key)
             # one variant stands for all: no choices are offered there.
             d = self.inodes[ino]
-            n = chooser("dir", ino, list(range(len(d.pending) + 1))) if d.pending and not frozen \
-                else len(d.pending)
+            n = chooser("dir", ino, list(range(len(d.pending) + 1))) if d.pending and not frozen else len(d.pending)
             for name, child in sorted(self._dir_state(d, n).items()):
                 path = f"{prefix}{name}"
                 node = self.inodes[child]
@@ -346,7 +346,7 @@ class FsModel:
         """Every crash state at this prefix (a depth-first product)."""
         # Enumerate by re-walking with an odometer over the choices met so
         # far: the set of reachable objects depends on earlier choices.
-        trail: list[int] = []   # chosen option index per choice point, in walk order
+        trail: list[int] = []  # chosen option index per choice point, in walk order
         sizes: list[int] = []
         while True:
             pos = 0
@@ -356,7 +356,7 @@ class FsModel:
                 if options is None:
                     options = self.file_options(self.inodes[ino], exhaustive)
                 if pos == len(trail):
-                    trail.append(len(options) - 1)   # start from "all applied"
+                    trail.append(len(options) - 1)  # start from "all applied"
                     sizes.append(len(options))
                 sizes[pos] = len(options)
                 value = options[trail[pos]]
@@ -391,7 +391,7 @@ class FsModel:
 
 @dataclass
 class CrashState:
-    prefix: int                  # how many recorded operations were issued
+    prefix: int  # how many recorded operations were issued
     dirs: list[str]
     files: dict[str, bytes]
 

@@ -32,7 +32,7 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC
 class FaultyFs(OsFs):
     def __init__(self) -> None:
         self.count = 0
-        self.calls: list[tuple[str, bool]] = []   # (operation, is an effect)
+        self.calls: list[tuple[str, bool]] = []  # (operation, is an effect)
         self.fail_at: int | None = None
         self.errno = errno.EIO
         self.persistent = False

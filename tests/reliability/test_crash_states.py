@@ -31,8 +31,11 @@ from .workloads import WORKLOADS, Version, Violation, Workload, allowed_versions
 #: durable state"). Sized so the family runs in about a minute on 2 cores; the
 #: full-mode universe of each workload is in docs/reliability.md.
 SAMPLED = {
-    ("appends", "full"): 1100, ("blobs", "full"): 650, ("rotation", "full"): 2300,
-    ("checkout", "full"): 3300, ("sessions", "full"): 2800,
+    ("appends", "full"): 1100,
+    ("blobs", "full"): 650,
+    ("rotation", "full"): 2300,
+    ("checkout", "full"): 3300,
+    ("sessions", "full"): 2800,
 }
 #: Every other (workload, durability), ``off`` ones included.
 SAMPLED_DEFAULT = 300
@@ -67,20 +70,27 @@ def record(name: str, durability: str, root: str) -> Recording:
 
 def _signature(rec: Recording, k: int) -> tuple:
     """What the check depends on besides the bytes: the legal versions."""
-    return tuple((sid, allowed_versions(v, k)[0].end, len(allowed_versions(v, k)))
-                 for sid, v in sorted(rec.versions.items()))
+    return tuple(
+        (sid, allowed_versions(v, k)[0].end, len(allowed_versions(v, k))) for sid, v in sorted(rec.versions.items())
+    )
 
 
-def explore(rec: Recording, root: str, rng: random.Random, *, budget: int,
-            exhaustive: bool) -> dict:
+def explore(rec: Recording, root: str, rng: random.Random, *, budget: int, exhaustive: bool) -> dict:
     """Generate crash states prefix by prefix and check each distinct one."""
     model = FsModel()
     target = os.path.join(root, "state")
     seen_states: set[bytes] = set()
     seen_checks: set[tuple] = set()
     seen_parts: set[tuple] = set()
-    counts = {"prefixes": len(rec.ops) + 1, "states": 0, "checks": 0, "strict": 0,
-              "off_diverged": 0, "capped_prefixes": 0, "fixed": 0}
+    counts = {
+        "prefixes": len(rec.ops) + 1,
+        "states": 0,
+        "checks": 0,
+        "strict": 0,
+        "off_diverged": 0,
+        "capped_prefixes": 0,
+        "fixed": 0,
+    }
     if exhaustive:
         counts["covered"] = 0
 
@@ -101,8 +111,7 @@ def explore(rec: Recording, root: str, rng: random.Random, *, budget: int,
                 return False
             seen_parts.update(parts)
         materialize(state, target)
-        kwargs = dict(durability=rec.durability, chunk_size=rec.chunk_size,
-                      blob_threshold=rec.blob_threshold)
+        kwargs = dict(durability=rec.durability, chunk_size=rec.chunk_size, blob_threshold=rec.blob_threshold)
         counts["checks"] += 1
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -114,7 +123,8 @@ def explore(rec: Recording, root: str, rng: random.Random, *, budget: int,
                     raise AssertionError(
                         f"{rec.name}/{rec.durability}: crash after {k} of {len(rec.ops)} ops "
                         f"(last: {_show(rec.ops[k - 1]) if k else 'none'}):\n{exc}\n"
-                        f"state: {_show_state(state)}") from exc
+                        f"state: {_show_state(state)}"
+                    ) from exc
                 return True
             try:
                 check_recovered(target, rec.versions, k, **kwargs)
@@ -126,7 +136,8 @@ def explore(rec: Recording, root: str, rng: random.Random, *, budget: int,
                 except (Violation, AgentlogError) as exc:
                     raise AssertionError(
                         f"{rec.name}/off: repair fails after a crash after {k} ops:\n{exc!r}\n"
-                        f"state: {_show_state(state)}") from exc
+                        f"state: {_show_state(state)}"
+                    ) from exc
         return True
 
     power = rec.durability == "full"
@@ -183,12 +194,12 @@ def _parts(state, rec: Recording, k: int) -> set[tuple]:
         groups.setdefault(_owner(d), []).append((d, None))
     for path, data in state.files.items():
         groups.setdefault(_owner(path), []).append((path, data))
-    sigs = {sid: (allowed_versions(v, k)[0].end, len(allowed_versions(v, k)))
-            for sid, v in rec.versions.items()}
+    sigs = {sid: (allowed_versions(v, k)[0].end, len(allowed_versions(v, k))) for sid, v in rec.versions.items()}
     out = {("", _signature(rec, k))} if "" not in groups else set()
     for owner, items in groups.items():
-        sub = CrashState(state.prefix, [p for p, d in items if d is None],
-                         {p: d for p, d in items if d is not None}).key()
+        sub = CrashState(
+            state.prefix, [p for p, d in items if d is None], {p: d for p, d in items if d is not None}
+        ).key()
         out.add((owner, sub, sigs.get(owner) if owner else _signature(rec, k)))
     for sid in rec.versions:  # a session absent here is part of the picture too
         if sid not in groups:
@@ -203,8 +214,7 @@ def _owner(path: str) -> str:
     return ""
 
 
-def _draw(model: FsModel, rng: random.Random, want: int, where: tuple,
-          seen_checks: set) -> list:
+def _draw(model: FsModel, rng: random.Random, want: int, where: tuple, seen_checks: set) -> list:
     """Up to ``want`` states of this prefix not checked yet, drawn uniformly.
 
     Generating a state costs far less than checking one: walk the prefix's
@@ -249,8 +259,7 @@ def _show_state(state) -> str:
 def test_crash_states(name, durability, scratch):
     rec = record(name, durability, scratch)
     rng = random.Random(f"{SEED}-{name}-{durability}")
-    counts = explore(rec, scratch, rng, budget=SAMPLED.get((name, durability), SAMPLED_DEFAULT),
-                     exhaustive=EXHAUSTIVE)
+    counts = explore(rec, scratch, rng, budget=SAMPLED.get((name, durability), SAMPLED_DEFAULT), exhaustive=EXHAUSTIVE)
     record_figure("crash", f"{name}/{durability}", ops=len(rec.ops), **counts)
     assert counts["checks"] > len(rec.ops)
 

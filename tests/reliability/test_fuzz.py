@@ -65,13 +65,18 @@ def _alarm(signum, frame):
 
 # --- the base session --------------------------------------------------------------
 
+
 def _build(home: str) -> None:
     store = Store(home, **OPTIONS)
     with store.create(session_id=SID, name="fuzz") as s:
         first = [s.append("message", {"content": f"hello {i} " + "ab" * 30}, "user") for i in range(5)]
-        s.append_many([("message", {"content": "batch a"}, "assistant"),
-                       ("tool_call", {"id": "t1", "name": "ls", "arguments": "{}"}, "assistant"),
-                       ("tool_result", {"tool_call_id": "t1", "content": "ok"}, "tool")])
+        s.append_many(
+            [
+                ("message", {"content": "batch a"}, "assistant"),
+                ("tool_call", {"id": "t1", "name": "ls", "arguments": "{}"}, "assistant"),
+                ("tool_result", {"tool_call_id": "t1", "content": "ok"}, "tool"),
+            ]
+        )
         s.append("tool_result", {"tool_call_id": "t2", "content": "big " + "x" * 900}, "tool")
         s.checkout(first[2].id)
         s.append("message", {"content": "branch " + "é" * 40}, "user")
@@ -114,23 +119,24 @@ class Base:
         _build(self.dir)
         self.files = _tree(self.dir)
         sdir = f"sessions/{SID}/"
-        self.index = [decode_index_entry(self.files[sdir + "index.jsonl"][i:i + 512])
-                      for i in range(0, len(self.files[sdir + "index.jsonl"]), 512)]
+        self.index = [
+            decode_index_entry(self.files[sdir + "index.jsonl"][i : i + 512])
+            for i in range(0, len(self.files[sdir + "index.jsonl"]), 512)
+        ]
         store = Store(self.dir, **OPTIONS)
         self.records = {}
         with store.open(SID, readonly=True) as s:
             for e in self.index:
                 ev = s.event(e["id"])
                 self.records[e["id"]] = (s.resolve(ev).record, ev.digest)
-        self.targets = sorted(rel for rel in self.files
-                              if rel.startswith(sdir) and not rel.startswith("locks"))
+        self.targets = sorted(rel for rel in self.files if rel.startswith(sdir) and not rel.startswith("locks"))
         # Where each event's batch ends (a single event is its own batch).
         self.batch_end: dict[str, tuple[int, int]] = {}
         members: list[str] = []
         for e in self.index:
             loc = e["location"]
             chunk = self.files[f"{sdir}chunks/{loc['chunk']:06d}.jsonl"]
-            txn = decode_line(chunk[loc["offset"]:loc["offset"] + loc["length"]]).get("txn")
+            txn = decode_line(chunk[loc["offset"] : loc["offset"] + loc["length"]]).get("txn")
             members.append(e["id"])
             if txn is None or txn[0] == txn[1] - 1:
                 for m in members:
@@ -146,8 +152,7 @@ class Base:
         out = []
         for e in self.index:
             loc = e["location"]
-            end = self.batch_end[e["id"]] if whole_batches else \
-                (loc["chunk"], loc["offset"] + loc["length"])
+            end = self.batch_end[e["id"]] if whole_batches else (loc["chunk"], loc["offset"] + loc["length"])
             if end[0] < chunk or (end[0] == chunk and end[1] <= offset):
                 out.append(e["id"])
         return out
@@ -162,13 +167,31 @@ def base():
 
 # --- mutations ---------------------------------------------------------------------
 
+
 def _lines(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
 
-HOSTILE_VALUES = [None, -1, 2 ** 63, 10 ** 30, 1.5, "", "x" * 5000, [], {}, "../../../etc/passwd",
-                  "00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff",
-                  "sha256:" + "0" * 64, "sha256:../x", [0, 1], [5, 2], [0, 10 ** 12], "\u0000"]
+HOSTILE_VALUES = [
+    None,
+    -1,
+    2**63,
+    10**30,
+    1.5,
+    "",
+    "x" * 5000,
+    [],
+    {},
+    "../../../etc/passwd",
+    "00000000-0000-0000-0000-000000000000",
+    "ffffffff-ffff-ffff-ffff-ffffffffffff",
+    "sha256:" + "0" * 64,
+    "sha256:../x",
+    [0, 1],
+    [5, 2],
+    [0, 10**12],
+    "\u0000",
+]
 
 
 @st.composite
@@ -200,8 +223,7 @@ def mutation(draw, data: bytes, rel: str):
         at = draw(st.integers(0, n))
         return data[:at] + data[pos:end] + data[at:], kind
     if kind == "invalid_utf8":
-        junk = draw(st.sampled_from([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80",
-                                     b"\x80\x80\x80"]))
+        junk = draw(st.sampled_from([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\x80\x80\x80"]))
         end = min(n, pos + draw(st.integers(0, 4)))
         return data[:pos] + junk + data[end:], kind
     if kind == "huge_line":
@@ -225,8 +247,10 @@ def mutation(draw, data: bytes, rel: str):
     except ValueError:
         return data[:pos], "truncate"
     if kind == "huge_length" and index:
-        obj["location"] = dict(obj["location"], **{draw(st.sampled_from(["length", "offset", "chunk"])):
-                                                   draw(st.sampled_from([2 ** 40, 2 ** 62, 10 ** 20, -5]))})
+        obj["location"] = dict(
+            obj["location"],
+            **{draw(st.sampled_from(["length", "offset", "chunk"])): draw(st.sampled_from([2**40, 2**62, 10**20, -5]))},
+        )
     else:
         key = draw(st.sampled_from(sorted(obj) + ["txn", "op", "head"]))
         obj[key] = draw(st.sampled_from(HOSTILE_VALUES))
@@ -239,6 +263,7 @@ def mutation(draw, data: bytes, rel: str):
 
 
 # --- the check ---------------------------------------------------------------------
+
 
 def _same(base: Base, s, event_id: str, damaged_blob: str | None) -> None:
     ev = s.event(event_id)
@@ -257,8 +282,8 @@ def _quarantine_parts(path: str) -> list[tuple[int, bytes]]:
         nl = data.index(b"\n", pos)
         header = orjson.loads(data[pos:nl])
         start = nl + 1
-        parts.append((header["offset"], data[start:start + header["length"]]))
-        assert data[start + header["length"]:start + header["length"] + 1] == b"\n"
+        parts.append((header["offset"], data[start : start + header["length"]]))
+        assert data[start + header["length"] : start + header["length"] + 1] == b"\n"
         pos = start + header["length"] + 1
     return parts
 
@@ -297,26 +322,27 @@ def exercise(base: Base, home: str, rel: str, damage_at: int) -> str:
         return "read intact, fsck clean"
     # Repair: quarantine, rebuild; the prefix must come back whole.
     chunk_dir = os.path.join(home, "sessions", SID, "chunks")
-    damaged = {n: open(os.path.join(chunk_dir, n), "rb").read()
-               for n in os.listdir(chunk_dir) if n.endswith(".jsonl")}
-    old_quarantine = {n: len(_quarantine_parts(os.path.join(chunk_dir, n)))
-                      for n in os.listdir(chunk_dir) if n.endswith(".quarantine")}
+    damaged = {n: open(os.path.join(chunk_dir, n), "rb").read() for n in os.listdir(chunk_dir) if n.endswith(".jsonl")}
+    old_quarantine = {
+        n: len(_quarantine_parts(os.path.join(chunk_dir, n)))
+        for n in os.listdir(chunk_dir)
+        if n.endswith(".quarantine")
+    }
     store.repair(SID)
     for name, original in damaged.items():
         kept = open(os.path.join(chunk_dir, name), "rb").read()
         qpath = os.path.join(chunk_dir, name + ".quarantine")
-        moved = _quarantine_parts(qpath)[old_quarantine.get(name + ".quarantine", 0):] \
-            if os.path.exists(qpath) else []
+        moved = _quarantine_parts(qpath)[old_quarantine.get(name + ".quarantine", 0) :] if os.path.exists(qpath) else []
         # Put each quarantined piece back at its offset, kept bytes between.
         rebuilt, k = bytearray(), 0
         for offset, chunk in sorted(moved):
             gap = offset - len(rebuilt)
-            rebuilt += kept[k:k + gap]
+            rebuilt += kept[k : k + gap]
             k += gap
             rebuilt += chunk
         rebuilt += kept[k:]
-        assert bytes(rebuilt[:len(original)]) == original, f"repair lost bytes of {name}"
-        for line in bytes(rebuilt[len(original):]).splitlines(keepends=True):
+        assert bytes(rebuilt[: len(original)]) == original, f"repair lost bytes of {name}"
+        for line in bytes(rebuilt[len(original) :]).splitlines(keepends=True):
             # All repair may add is a checkout keeping HEAD on a whole path.
             assert decode_line(line).get("op") == "checkout", f"repair added {line[:80]!r}"
     with store.open(SID, readonly=True) as s:
@@ -334,8 +360,11 @@ def exercise(base: Base, home: str, rel: str, damage_at: int) -> str:
     # What repair cannot undo, because no byte of it is left to move: a
     # parent the damage cut away outright, a blob that is not there. fsck
     # keeps saying so. Anything else must be gone.
-    remaining = [str(p) for p in store.fsck(SID) if p.severity == "error"
-                 and "names a missing parent" not in p.message and " is missing (event" not in p.message]
+    remaining = [
+        str(p)
+        for p in store.fsck(SID)
+        if p.severity == "error" and "names a missing parent" not in p.message and " is missing (event" not in p.message
+    ]
     if damaged_blob is None:
         assert not remaining, f"fsck after repair: {remaining}"
     return "repaired" if read_ok or errors else "opened after repair"
@@ -349,8 +378,9 @@ def _run(base: Base, rel: str, data: bytes, root: str) -> str:
         original = base.files[rel]
         with open(path, "wb") as f:
             f.write(data)
-        damage_at = next((i for i, (a, b) in enumerate(zip(original, data, strict=False)) if a != b),
-                         min(len(original), len(data)))
+        damage_at = next(
+            (i for i, (a, b) in enumerate(zip(original, data, strict=False)) if a != b), min(len(original), len(data))
+        )
         old = signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
         try:
@@ -364,9 +394,14 @@ def _run(base: Base, rel: str, data: bytes, root: str) -> str:
         shutil.rmtree(home, ignore_errors=True)
 
 
-FUZZ_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                         derandomize=not EXHAUSTIVE, print_blob=True,
-                         suppress_health_check=list(HealthCheck))
+FUZZ_SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    derandomize=not EXHAUSTIVE,
+    print_blob=True,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 @pytest.mark.timeout(1800 if EXHAUSTIVE else 300)
@@ -396,6 +431,7 @@ def test_fuzz_stored_bytes(base, scratch):
 
 # --- repair, case by case ------------------------------------------------------------
 
+
 def _damaged_copy(base: Base, root: str, rel: str, data: bytes) -> str:
     home = tempfile.mkdtemp(dir=root)
     _write_tree(base.files, home)
@@ -411,7 +447,7 @@ def _reassemble(chunk_path: str) -> bytes:
     rebuilt, k = bytearray(), 0
     for offset, piece in sorted(_quarantine_parts(qpath) if os.path.exists(qpath) else []):
         gap = offset - len(rebuilt)
-        rebuilt += kept[k:k + gap]
+        rebuilt += kept[k : k + gap]
         k += gap
         rebuilt += piece
     return bytes(rebuilt + kept[k:])
@@ -435,8 +471,10 @@ def test_repair_moves_a_damaged_record_to_quarantine_and_says_why(base, scratch)
     path = os.path.join(home, rel)
     length = original.index(b"\n", second) + 1 - second
     moved = [a for a in actions if " bytes at " in a]
-    assert moved == [f"moved {length} bytes at {path}@{second} to {path}.quarantine: "
-                     f"checksum mismatch" + moved[0].split("checksum mismatch", 1)[1]]
+    assert moved == [
+        f"moved {length} bytes at {path}@{second} to {path}.quarantine: "
+        f"checksum mismatch" + moved[0].split("checksum mismatch", 1)[1]
+    ]
     assert _reassemble(path) == bytes(flipped)
     header = orjson.loads(open(path + ".quarantine", "rb").read().split(b"\n", 1)[0])
     assert (header["offset"], header["length"], header["from"]) == (second, length, "000000.jsonl")
@@ -450,8 +488,13 @@ def test_repair_moves_a_damaged_record_to_quarantine_and_says_why(base, scratch)
 
 
 def test_plain_fsck_never_changes_a_damaged_store(base, scratch):
-    targets = [f"sessions/{SID}/chunks/000000.jsonl", f"sessions/{SID}/index.jsonl",
-               f"sessions/{SID}/HEAD", f"sessions/{SID}/session.json", _last_chunk(base)]
+    targets = [
+        f"sessions/{SID}/chunks/000000.jsonl",
+        f"sessions/{SID}/index.jsonl",
+        f"sessions/{SID}/HEAD",
+        f"sessions/{SID}/session.json",
+        _last_chunk(base),
+    ]
     for rel in targets:
         data = base.files[rel]
         for damaged in (data[: len(data) // 2], data[:1] + b"\xff" + data[2:], data + b"{torn"):
@@ -527,8 +570,21 @@ def test_fuzz_atheris_coverage_guided(base, tmp_path):
     import sys
 
     runs = 4000
-    proc = subprocess.run([sys.executable, "-c", ATHERIS, base.dir, str(tmp_path), f"-runs={runs}",
-                           f"-seed={SEED}", "-max_len=512", "-timeout=20"],
-                          capture_output=True, text=True, timeout=1700)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            ATHERIS,
+            base.dir,
+            str(tmp_path),
+            f"-runs={runs}",
+            f"-seed={SEED}",
+            "-max_len=512",
+            "-timeout=20",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1700,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     record_figure("fuzz", "stored bytes (atheris)", cases=runs)

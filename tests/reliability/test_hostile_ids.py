@@ -23,24 +23,50 @@ from agentlog import Store
 from agentlog.errors import AgentlogError
 
 HOSTILE_SESSION_IDS = [
-    "../x", "../../etc/passwd", "/etc/passwd", "/tmp", "a/b", "a\\b", "..\\x",
-    "x\0y", "\0", "a" * 10240, "a" * 129, ".", "..", "", " ", "x ", "x\n", "\nx",
-    "ѕession",            # Cyrillic dze, looks like s
-    "ｓｅｓｓｉｏｎ",       # fullwidth
-    "s\u200bession",      # zero-width space
-    "sess\u0131on",       # dotless i
-    "café", "~", "~root", "$HOME", "%2e%2e", "..%2fx", "sessions", "locks/x",
-    None, 7, b"bytes", ["x"],
+    "../x",
+    "../../etc/passwd",
+    "/etc/passwd",
+    "/tmp",
+    "a/b",
+    "a\\b",
+    "..\\x",
+    "x\0y",
+    "\0",
+    "a" * 10240,
+    "a" * 129,
+    ".",
+    "..",
+    "",
+    " ",
+    "x ",
+    "x\n",
+    "\nx",
+    "ѕession",  # Cyrillic dze, looks like s
+    "ｓｅｓｓｉｏｎ",  # fullwidth
+    "s\u200bession",  # zero-width space
+    "sess\u0131on",  # dotless i
+    "café",
+    "~",
+    "~root",
+    "$HOME",
+    "%2e%2e",
+    "..%2fx",
+    "sessions",
+    "locks/x",
+    None,
+    7,
+    b"bytes",
+    ["x"],
 ]
 
 HOSTILE_EVENT_IDS = HOSTILE_SESSION_IDS + [
-    "01A2269D-24DF-71FE-BF2D-E6CCA612EC17",          # upper case
-    "01a2269d24df71febf2de6cca612ec17",              # no hyphens
+    "01A2269D-24DF-71FE-BF2D-E6CCA612EC17",  # upper case
+    "01a2269d24df71febf2de6cca612ec17",  # no hyphens
     "{01a2269d-24df-71fe-bf2d-e6cca612ec17}",
     "01a2269d-24df-71fe-bf2d-e6cca612ec17\n",
-    "01a2269d-24df-71fe-bf2d-e6cca612ec1７",          # fullwidth digit
+    "01a2269d-24df-71fe-bf2d-e6cca612ec1７",  # fullwidth digit
     "../01a2269d-24df-71fe-bf2d-e6cca612ec17",
-    "ffffffff-ffff-ffff-ffff-ffffffffffff",          # well formed, absent
+    "ffffffff-ffff-ffff-ffff-ffffffffffff",  # well formed, absent
 ]
 
 
@@ -52,9 +78,23 @@ def _valid(value) -> bool:
 class Watch:
     """Every path the process touches while active (a sys audit hook)."""
 
-    EVENTS = {"open", "os.listdir", "os.scandir", "os.mkdir", "os.rename", "os.replace",
-              "os.remove", "os.rmdir", "os.link", "os.symlink", "os.truncate", "os.chmod",
-              "shutil.rmtree", "os.utime", "os.chown"}
+    EVENTS = {
+        "open",
+        "os.listdir",
+        "os.scandir",
+        "os.mkdir",
+        "os.rename",
+        "os.replace",
+        "os.remove",
+        "os.rmdir",
+        "os.link",
+        "os.symlink",
+        "os.truncate",
+        "os.chmod",
+        "shutil.rmtree",
+        "os.utime",
+        "os.chown",
+    }
 
     def __init__(self) -> None:
         self.active = False
@@ -168,8 +208,7 @@ def test_hostile_session_ids(world):
     created = {v for v in HOSTILE_SESSION_IDS if _valid(v)}
     assert set(store.backend.session_ids()) <= {"real", "victim", "warm"} | created
     assert {"real", "victim"} <= set(store.backend.session_ids())
-    wrong = {k: v for k, v in results.items()
-             if v != "InvalidSessionId" and not (k[0] == "Store.exists" and v == "ok")}
+    wrong = {k: v for k, v in results.items() if v != "InvalidSessionId" and not (k[0] == "Store.exists" and v == "ok")}
     assert not wrong, wrong
 
 
@@ -199,8 +238,9 @@ def test_hostile_event_ids(world):
                         outcome = _call(fn, value)
                     finally:
                         _watch.active = False
-                    if name == "Session.__contains__" or (value is None and name in (
-                            "Session.select", "Session.path", "Session.walk", "Session.fork")):
+                    if name == "Session.__contains__" or (
+                        value is None and name in ("Session.select", "Session.path", "Session.walk", "Session.fork")
+                    ):
                         continue  # membership answers False; None means "none" / "HEAD" there
                     assert outcome != "ok", (name, value)
                     assert not _outside(home, _watch.paths), (name, value)
@@ -222,9 +262,17 @@ def test_hostile_ids_through_the_cli(world):
     for value in HOSTILE_SESSION_IDS:
         if not isinstance(value, str) or _valid(value):
             continue
-        commands += [["new", "--id", value], ["append", value, "message", '{"content": "x"}'],
-                     ["log", value], ["tree", value], ["context", value], ["show", value, "HEAD"],
-                     ["checkout", value, "root"], ["fsck", value], ["fsck", value, "--repair"]]
+        commands += [
+            ["new", "--id", value],
+            ["append", value, "message", '{"content": "x"}'],
+            ["log", value],
+            ["tree", value],
+            ["context", value],
+            ["show", value, "HEAD"],
+            ["checkout", value, "root"],
+            ["fsck", value],
+            ["fsck", value, "--repair"],
+        ]
     for value in HOSTILE_EVENT_IDS:
         if isinstance(value, str):
             commands += [["show", "real", value], ["checkout", "real", value]]

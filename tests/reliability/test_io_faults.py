@@ -78,14 +78,15 @@ class FaultContractError(AssertionError):
     pass
 
 
-def run_case(name: str, n: int, err_name: str, persistent: bool, partial: bool,
-             root: str) -> str:
+def run_case(name: str, n: int, err_name: str, persistent: bool, partial: bool, root: str) -> str:
     err = ERRNOS[err_name]
     home = tempfile.mkdtemp(dir=root)
     fs = FaultyFs()
     fs.arm(n, err, persistent=persistent, partial=partial)
-    where = f"{name}: call {n} fails with {err_name}{' for good' if persistent else ''}" \
-            f"{' after half a write' if partial else ''}"
+    where = (
+        f"{name}: call {n} fails with {err_name}{' for good' if persistent else ''}"
+        f"{' after half a write' if partial else ''}"
+    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -143,8 +144,9 @@ def _recover(w: Workload, failure, where: str) -> tuple[str, dict]:
             w.sessions.pop(sid)
             outcome = "reopened after SessionPoisoned"
         except AgentlogError as exc:
-            raise FaultContractError(f"{where}: the next append on the same session "
-                                     f"fails once the fault is gone: {exc!r}") from exc
+            raise FaultContractError(
+                f"{where}: the next append on the same session fails once the fault is gone: {exc!r}"
+            ) from exc
     else:
         outcome = "reopened (the step had closed it)"
     if w.store.exists(sid):
@@ -193,7 +195,8 @@ def _verify(w: Workload, failure, recovered: dict, home: str, where: str) -> Non
             if not drafts or len(extra) != len(drafts) or failure.label not in ("append", "batch"):
                 raise FaultContractError(
                     f"{where}: {sid} holds {len(extra)} events nobody was told about "
-                    f"(failed step wrote {len(drafts or [])})")
+                    f"(failed step wrote {len(drafts or [])})"
+                )
         if ev is not None:
             if seen.head != ev.id:
                 raise FaultContractError(f"{where}: HEAD of {sid} is {seen.head}, not {ev.id}")
@@ -218,6 +221,11 @@ def test_io_faults(name, scratch):
     outcomes: Counter = Counter()
     for n, err_name, persistent, partial in runs:
         outcomes[run_case(name, n, err_name, persistent, partial, scratch)] += 1
-    record_figure("faults", name, calls=len(calls), runs=len(runs),
-                  **{k.replace(" ", "_"): v for k, v in sorted(outcomes.items())})
+    record_figure(
+        "faults",
+        name,
+        calls=len(calls),
+        runs=len(runs),
+        **{k.replace(" ", "_"): v for k, v in sorted(outcomes.items())},
+    )
     assert sum(outcomes.values()) == len(runs)

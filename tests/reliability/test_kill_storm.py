@@ -144,9 +144,14 @@ def test_kill_storm_of_crashing_writers(tmp_path):
     home = str(tmp_path / "home")
     Store(home)
     stop = str(tmp_path / "stop")
-    readers = [subprocess.Popen([sys.executable, "-c", READER, home, stop, str(rng.randrange(1 << 30))],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-               for _ in range(READERS)]
+    readers = [
+        subprocess.Popen(
+            [sys.executable, "-c", READER, home, stop, str(rng.randrange(1 << 30))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(READERS)
+    ]
     kills = verified = 0
     acked: dict[str, list[list[str]]] = {}
     try:
@@ -155,17 +160,27 @@ def test_kill_storm_of_crashing_writers(tmp_path):
             for w in range(WRITERS):
                 sid = f"w{w}"
                 ack = str(tmp_path / f"{sid}.r{round_no}.ack")
-                proc = subprocess.Popen([sys.executable, "-c", WRITER, home, sid, ack,
-                                         str(rng.randrange(1 << 30))],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", WRITER, home, sid, ack, str(rng.randrange(1 << 30))],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                )
                 writers.append((sid, ack, proc))
             # One more writer per round on a new session, killed without
             # waiting for it: some of these die inside create().
             newborn = f"c{round_no}"
             ack = str(tmp_path / f"{newborn}.ack")
-            writers.append((newborn, ack, subprocess.Popen(
-                [sys.executable, "-c", WRITER, home, newborn, ack, str(rng.randrange(1 << 30))],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
+            writers.append(
+                (
+                    newborn,
+                    ack,
+                    subprocess.Popen(
+                        [sys.executable, "-c", WRITER, home, newborn, ack, str(rng.randrange(1 << 30))],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE,
+                    ),
+                )
+            )
             for _sid, ack, proc in writers[:-1]:
                 _wait_ready(ack, proc)
             # Each writer dies at its own random moment.
@@ -204,9 +219,18 @@ def test_kill_storm_of_crashing_writers(tmp_path):
     reads = sum(int(out.split()[0]) for _, out, _ in outputs)
     lists = sum(int(out.split()[1]) for _, out, _ in outputs)
     appends = sum(len(v) for v in acked.values())
-    record_figure("kill", "storm", rounds=ROUNDS, writers=WRITERS, readers=READERS, kills=kills,
-                  acked_appends=appends, reader_opens=reads, reader_lists=lists,
-                  recoveries_verified=verified)
+    record_figure(
+        "kill",
+        "storm",
+        rounds=ROUNDS,
+        writers=WRITERS,
+        readers=READERS,
+        kills=kills,
+        acked_appends=appends,
+        reader_opens=reads,
+        reader_lists=lists,
+        recoveries_verified=verified,
+    )
     assert kills == ROUNDS * (WRITERS + 1) and appends > 0 and reads > 0
 
 
@@ -245,8 +269,10 @@ def test_open_for_writing_race_has_one_winner(tmp_path):
     for round_no in range(rounds):
         go, release = str(tmp_path / f"go{round_no}"), str(tmp_path / f"release{round_no}")
         outs = [str(tmp_path / f"r{round_no}.{i}") for i in range(contenders)]
-        procs = [subprocess.Popen([sys.executable, "-c", RACE, home, "contested", go, release, out],
-                                  stderr=subprocess.PIPE) for out in outs]
+        procs = [
+            subprocess.Popen([sys.executable, "-c", RACE, home, "contested", go, release, out], stderr=subprocess.PIPE)
+            for out in outs
+        ]
         while not all(os.path.exists(o + ".ready") for o in outs):
             time.sleep(0.002)
         open(go, "w").close()

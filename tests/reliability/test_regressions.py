@@ -21,8 +21,12 @@ pytestmark = pytest.mark.filterwarnings("ignore::agentlog.RecoveryWarning")
 
 
 def _session(home, **options):
-    store = Store(str(home), chunk_size=options.pop("chunk_size", 4096),
-                  blob_threshold=options.pop("blob_threshold", 256), **options)
+    store = Store(
+        str(home),
+        chunk_size=options.pop("chunk_size", 4096),
+        blob_threshold=options.pop("blob_threshold", 256),
+        **options,
+    )
     return store
 
 
@@ -53,7 +57,7 @@ def test_index_ending_inside_a_batch_is_not_corruption(tmp_path):
         batch = s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(3)])
     index = _index(tmp_path, "s")
     data = open(index, "rb").read()
-    open(index, "wb").write(data[:3 * INDEX_WIDTH])  # one single + two of three members
+    open(index, "wb").write(data[: 3 * INDEX_WIDTH])  # one single + two of three members
     for readonly in (True, False):
         with store.open("s", readonly=readonly) as s:
             assert [e.id for e in s.path()][-3:] == [e.id for e in batch]
@@ -200,17 +204,27 @@ def test_huge_length_in_an_index_line_is_not_a_huge_read(tmp_path):
     index = _index(tmp_path, "s")
     entry = orjson.loads(open(index, "rb").read()[:INDEX_WIDTH].rstrip())
     entry.pop("crc")
-    entry["location"]["length"] = 2 ** 62
+    entry["location"]["length"] = 2**62
     open(index, "wb").write(encode_index_entry(entry))
     with store.open("s", readonly=True) as s:
         assert s.event(ev.id).record == {"content": "one"}
 
 
-@pytest.mark.parametrize("field,value", [
-    ("digest", -1), ("digest", [0, 1]), ("digest", "sha256:../x"), ("branch_from", -1),
-    ("branch_from", "x" * 5000), ("id", "../../x"), ("parent_id", 7), ("kind", "k" * 5000),
-    ("role", {"a": 1}), ("timestamp", None),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("digest", -1),
+        ("digest", [0, 1]),
+        ("digest", "sha256:../x"),
+        ("branch_from", -1),
+        ("branch_from", "x" * 5000),
+        ("id", "../../x"),
+        ("parent_id", 7),
+        ("kind", "k" * 5000),
+        ("role", {"a": 1}),
+        ("timestamp", None),
+    ],
+)
 def test_checksum_valid_record_with_a_malformed_field_is_corruption(tmp_path, field, value):
     """Fuzz: a record whose CRC holds but whose digest, branch_from, id or
     kind had the wrong type or size was believed: AttributeError and
@@ -366,8 +380,7 @@ def test_append_after_the_largest_event_id_does_not_write_a_malformed_id(tmp_pat
     store = _session(tmp_path)
     with store.create(session_id="s") as s:
         s.append("message", {"content": "one"}, "user")
-    _rewrite_line(_chunk(tmp_path, "s"), 0,
-                  lambda obj: obj.__setitem__("id", "ffffffff-ffff-ffff-ffff-ffffffffffff"))
+    _rewrite_line(_chunk(tmp_path, "s"), 0, lambda obj: obj.__setitem__("id", "ffffffff-ffff-ffff-ffff-ffffffffffff"))
     os.unlink(_index(tmp_path, "s"))
     with store.open("s") as s:
         with pytest.raises(InvalidEvent, match="largest UUID"):

@@ -40,10 +40,10 @@ __all__ = ["Snapshot", "Version", "Workload", "WORKLOADS", "allowed_versions", "
 class Snapshot:
     """What a reader can observe of one session (None stands for 'absent')."""
 
-    entries: frozenset          # (id, parent, kind, role, digest, branch_from)
+    entries: frozenset  # (id, parent, kind, role, digest, branch_from)
     head: str
-    meta: bytes                 # canonical JSON of session.json
-    path: tuple                 # (id, canonical record) root to HEAD, blobs resolved
+    meta: bytes  # canonical JSON of session.json
+    path: tuple  # (id, canonical record) root to HEAD, blobs resolved
 
     def describe(self) -> str:
         return f"{len(self.entries)} events, head {self.head[:13]}, path {len(self.path)}"
@@ -54,8 +54,7 @@ def _canon(value: Any) -> bytes:
 
 
 def snapshot(session) -> Snapshot:
-    entries = frozenset((e.id, e.parent_id, e.kind, e.role, e.digest, e.branch_from)
-                        for e in session.entries())
+    entries = frozenset((e.id, e.parent_id, e.kind, e.role, e.digest, e.branch_from) for e in session.entries())
     path = tuple((e.id, _canon(session.resolve(e).record)) for e in session.path())
     return Snapshot(entries, session.head, _canon(session.meta), path)
 
@@ -63,8 +62,8 @@ def snapshot(session) -> Snapshot:
 @dataclass
 class Version:
     label: str
-    start: int                  # operations issued before the step began
-    end: int                    # operations issued when it returned
+    start: int  # operations issued before the step began
+    end: int  # operations issued when it returned
     snap: Snapshot | None
 
 
@@ -72,7 +71,7 @@ def allowed_versions(versions: list[Version], k: int) -> list[Version]:
     """Versions legal after a crash once ``k`` operations were issued."""
     acked = max(i for i, v in enumerate(versions) if v.end <= k)
     begun = max(i for i, v in enumerate(versions) if v.start < k or v.end <= k)
-    return versions[acked:begun + 1]
+    return versions[acked : begun + 1]
 
 
 class StopWorkload(Exception):
@@ -93,8 +92,9 @@ class Workload:
     ``position()`` tells how many operations ``fs`` has issued (a recording
     counts its log, a fault injector its calls)."""
 
-    def __init__(self, home: str, durability: str, fs, *, chunk_size: int = 1500,
-                 blob_threshold: int = 200, catch: bool = False) -> None:
+    def __init__(
+        self, home: str, durability: str, fs, *, chunk_size: int = 1500, blob_threshold: int = 200, catch: bool = False
+    ) -> None:
         self.home = home
         self.durability = durability
         self.fs = fs
@@ -112,8 +112,9 @@ class Workload:
             pass  # the failure is in self.failure; the caller sees store is None
 
     def new_store(self, fs=None) -> Store:
-        return Store(self.home, self.durability, fs=fs or self.fs,
-                     chunk_size=self.chunk_size, blob_threshold=self.blob_threshold)
+        return Store(
+            self.home, self.durability, fs=fs or self.fs, chunk_size=self.chunk_size, blob_threshold=self.blob_threshold
+        )
 
     def position(self) -> int:
         return self.fs.position()
@@ -128,8 +129,7 @@ class Workload:
             self.failure = Failure(label, sids, exc, drafts)
             raise StopWorkload(label) from exc
 
-    def step(self, label: str, sids: str | Iterable[str], fn: Callable[[], Any], *,
-             drafts: list | None = None) -> Any:
+    def step(self, label: str, sids: str | Iterable[str], fn: Callable[[], Any], *, drafts: list | None = None) -> Any:
         sids = (sids,) if isinstance(sids, str) else tuple(sids)
         for sid in sids:
             self.versions.setdefault(sid, [Version("absent", 0, 0, None)])
@@ -169,8 +169,7 @@ class Workload:
 
     def append(self, sid: str, kind: str = "message", record: Any = None, role: str | None = "user"):
         s = self.sessions[sid]
-        ev = self.step("append", sid, lambda: s.append(kind, record, role),
-                       drafts=[(kind, record, role)])
+        ev = self.step("append", sid, lambda: s.append(kind, record, role), drafts=[(kind, record, role)])
         self.acked_events.setdefault(sid, []).append(ev)
         return ev
 
@@ -204,6 +203,7 @@ class Workload:
 
 # --- payload helpers -----------------------------------------------------------
 
+
 def text(n: int, tag: str = "") -> dict:
     return {"content": (tag + " " + "lorem ipsum " * (n // 12 + 1))[:n]}
 
@@ -214,14 +214,20 @@ def big(n: int, tag: str) -> dict:
 
 # --- the store workloads ----------------------------------------------------------
 
+
 def appends(w: Workload) -> None:
     """Single appends, a batch, a metadata update: the common path."""
     w.create("s1", name="appends")
     for i in range(5):
         w.append("s1", record=text(40, f"a{i}"), role="user" if i % 2 == 0 else "assistant")
-    w.append_many("s1", [("message", text(30, "b0"), "assistant"),
-                         ("tool_call", {"id": "c1", "name": "ls", "arguments": "{}"}, "assistant"),
-                         ("tool_result", {"tool_call_id": "c1", "content": "ok"}, "tool")])
+    w.append_many(
+        "s1",
+        [
+            ("message", text(30, "b0"), "assistant"),
+            ("tool_call", {"id": "c1", "name": "ls", "arguments": "{}"}, "assistant"),
+            ("tool_result", {"tool_call_id": "c1", "content": "ok"}, "tool"),
+        ],
+    )
     w.update_meta("s1", title="first title")
     w.append("s1", record=text(20, "after meta"))
     w.close("s1")
@@ -233,9 +239,14 @@ def blobs(w: Workload) -> None:
     w.append("s1", record=text(20, "small"))
     w.append("s1", "tool_result", big(400, "blob-one"), "tool")
     w.append("s1", "tool_result", big(400, "blob-one"), "tool")  # same payload: deduplicated
-    w.append_many("s1", [("tool_call", {"id": "c2", "name": "cat", "arguments": "{}"}, "assistant"),
-                         ("tool_result", big(600, "blob-two"), "tool"),
-                         ("tool_result", big(300, "blob-three"), "tool")])
+    w.append_many(
+        "s1",
+        [
+            ("tool_call", {"id": "c2", "name": "cat", "arguments": "{}"}, "assistant"),
+            ("tool_result", big(600, "blob-two"), "tool"),
+            ("tool_result", big(300, "blob-three"), "tool"),
+        ],
+    )
     w.append("s1", record=text(20, "tail"))
     w.close("s1")
 
@@ -245,8 +256,7 @@ def rotation(w: Workload) -> None:
     w.create("s1")
     for i in range(8):
         w.append("s1", record=text(260, f"r{i}"))
-    w.append_many("s1", [("message", text(300, "rb0"), "assistant"),
-                         ("message", text(300, "rb1"), "assistant")])
+    w.append_many("s1", [("message", text(300, "rb0"), "assistant"), ("message", text(300, "rb1"), "assistant")])
     w.append("s1", record=text(100, "last"))
     w.close("s1")
 
@@ -284,8 +294,7 @@ def sessions(w: Workload) -> None:
 def compaction(w: Workload) -> None:
     """Compaction and a branch summary: new events only, nothing rewritten."""
     w.create("s1")
-    evs = [w.append("s1", record=text(60, f"k{i}"), role="user" if i % 2 == 0 else "assistant")
-           for i in range(6)]
+    evs = [w.append("s1", record=text(60, f"k{i}"), role="user" if i % 2 == 0 else "assistant") for i in range(6)]
     s = w.sessions["s1"]
     w.step("compact", "s1", lambda: s.compact(keep_tokens=40))
     w.select("s1", evs[1].id)
@@ -334,6 +343,7 @@ WORKLOADS: dict[str, Callable[[Workload], None]] = {
 
 # --- the contract after a crash ---------------------------------------------------
 
+
 class Violation(AssertionError):
     """The store broke its contract in this state."""
 
@@ -342,8 +352,7 @@ def _explain(sid: str, seen: Snapshot | None, allowed: list[Version]) -> str:
     lines = [f"session {sid}: state matches none of the legal versions"]
     lines.append(f"  seen: {seen.describe() if seen else 'absent'}")
     for v in allowed:
-        lines.append(f"  legal after {v.label}@{v.start}-{v.end}: "
-                     f"{v.snap.describe() if v.snap else 'absent'}")
+        lines.append(f"  legal after {v.label}@{v.start}-{v.end}: {v.snap.describe() if v.snap else 'absent'}")
     acked = allowed[0].snap
     if acked is not None and seen is not None:
         lost = acked.entries - seen.entries
@@ -354,8 +363,9 @@ def _explain(sid: str, seen: Snapshot | None, allowed: list[Version]) -> str:
     return "\n".join(lines)
 
 
-def check_recovered(home: str, versions: dict[str, list[Version]], k: int, *,
-                    durability: str, chunk_size: int, blob_threshold: int) -> int:
+def check_recovered(
+    home: str, versions: dict[str, list[Version]], k: int, *, durability: str, chunk_size: int, blob_threshold: int
+) -> int:
     """Check the crash state in ``home`` against the versions legal after
     ``k`` operations; return how many sessions were checked.
 
@@ -391,11 +401,12 @@ def check_recovered(home: str, versions: dict[str, list[Version]], k: int, *,
         if errors:
             raise Violation(f"session {sid}: plain fsck finds errors: {errors}")
         with store.open(sid) as s:
-            entries = frozenset((e.id, e.parent_id, e.kind, e.role, e.digest, e.branch_from)
-                                for e in s.entries())
+            entries = frozenset((e.id, e.parent_id, e.kind, e.role, e.digest, e.branch_from) for e in s.entries())
             if (entries, s.head) != (seen.entries, seen.head):
-                raise Violation(f"session {sid}: the writer recovered {len(entries)} events, "
-                                f"head {s.head}; a reader saw {seen.describe()}")
+                raise Violation(
+                    f"session {sid}: the writer recovered {len(entries)} events, "
+                    f"head {s.head}; a reader saw {seen.describe()}"
+                )
             ev = s.append("message", {"content": "after the crash"}, "user")
         _check_after_append(store, sid, ev)
     return checked
@@ -410,8 +421,9 @@ def _check_after_append(store: Store, sid: str, ev) -> None:
     # Left alone on purpose: a crashed blob write's temporary file (never
     # named by an event; open does not list the blob directory, repair
     # removes it). Everything else recovery must have settled.
-    problems = [str(p) for p in store.fsck(sid)
-                if not (p.severity == "warning" and "leftover temporary blob" in p.message)]
+    problems = [
+        str(p) for p in store.fsck(sid) if not (p.severity == "warning" and "leftover temporary blob" in p.message)
+    ]
     if problems:
         raise Violation(f"session {sid}: fsck after recovery and an append: {problems}")
 

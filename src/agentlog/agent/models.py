@@ -64,9 +64,7 @@ class ToolCall:
         try:
             return json.loads(self.arguments) if self.arguments.strip() else {}
         except ValueError as exc:
-            raise ModelError(
-                f"tool call {self.id} ({self.name}) has arguments that are not JSON: {exc}"
-            ) from None
+            raise ModelError(f"tool call {self.id} ({self.name}) has arguments that are not JSON: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +139,7 @@ class Model(Protocol):
     name: str
     context_window: int
 
-    def stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> Iterator[StreamItem]:
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[StreamItem]:
         """Deltas, then exactly one Completion. Failures raise ModelError."""
         ...
 
@@ -162,9 +158,7 @@ def checked_stream(
             if isinstance(item, Completion):
                 settled = True
             elif not isinstance(item, Delta):
-                raise ModelError(
-                    f"model {name!r} streamed a {type(item).__name__}, not a Delta or Completion"
-                )
+                raise ModelError(f"model {name!r} streamed a {type(item).__name__}, not a Delta or Completion")
             yield item
     except ModelError:
         raise
@@ -222,9 +216,7 @@ def check_messages(messages: Any) -> None:
         if role not in _ROLES:
             raise ModelError(f"{where} has role {role!r}; expected one of {', '.join(_ROLES)}")
         if role != "tool" and pending:
-            raise ModelError(
-                f"{where} ({role}) comes before the results of tool calls {', '.join(sorted(pending))}"
-            )
+            raise ModelError(f"{where} ({role}) comes before the results of tool calls {', '.join(sorted(pending))}")
         content = msg.get("content")
         calls = msg.get("tool_calls") if role == "assistant" else None
         if content is None and not calls:

@@ -84,9 +84,7 @@ class OpenAICompatModel:
         self._path = (parts.path.rstrip("/") or "") + "/chat/completions"
         self._where = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
 
-    def request_body(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> dict[str, Any]:
+    def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -98,9 +96,7 @@ class OpenAICompatModel:
         body.update(self.extra_body)
         return body
 
-    def stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> Iterator[StreamItem]:
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[StreamItem]:
         try:
             payload = json.dumps(self.request_body(messages, tools)).encode()
         except (TypeError, ValueError) as exc:
@@ -143,15 +139,11 @@ class OpenAICompatModel:
             except ModelError:
                 raise
             except TimeoutError:
-                raise _error(
-                    f"{self.name}: no response from {self._where} within {self.timeout:g}s"
-                ) from None
+                raise _error(f"{self.name}: no response from {self._where} within {self.timeout:g}s") from None
             except ConnectionRefusedError:
                 raise _error(f"{self.name}: cannot connect to {self._where}: connection refused") from None
             except (http.client.HTTPException, OSError) as exc:
-                raise _error(
-                    f"{self.name}: connection to {self._where} failed: {type(exc).__name__}: {exc}"
-                ) from None
+                raise _error(f"{self.name}: connection to {self._where} failed: {type(exc).__name__}: {exc}") from None
         finally:
             # Also runs when the consumer abandons the stream. The response owns
             # the socket once the server said "Connection: close", so close both.
@@ -337,8 +329,7 @@ class _Assembler:
         if isinstance(message.get("tool_calls"), list):
             # Whole calls need no index from the server: their position is it.
             message["tool_calls"] = [
-                {**call, "index": i} if isinstance(call, dict) else call
-                for i, call in enumerate(message["tool_calls"])
+                {**call, "index": i} if isinstance(call, dict) else call for i, call in enumerate(message["tool_calls"])
             ]
         for _ in self.take_chunk({**doc, "choices": [{**choice, "delta": message}]}):
             pass

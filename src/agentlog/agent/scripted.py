@@ -101,9 +101,7 @@ class ScriptedModel:
         with self._lock:
             return len(self._script) - self._next
 
-    def stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> Iterator[StreamItem]:
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[StreamItem]:
         # Validate and take the turn eagerly: the error (or the consumed turn)
         # belongs to the call, not to whenever the caller starts iterating.
         if self.strict:

@@ -39,17 +39,23 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def _show_warning(message: Any, category: type, filename: str, lineno: int,
-                  file: Any = None, line: str | None = None) -> None:
+def _show_warning(
+    message: Any, category: type, filename: str, lineno: int, file: Any = None, line: str | None = None
+) -> None:
     click.echo(f"agentlog: warning: {_one_line(message)}", err=True)
 
 
 class AgentlogGroup(click.Group):
     """A group whose ``main`` turns every expected failure into one line."""
 
-    def main(self, args: Any = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True,
-             **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         with warnings.catch_warnings():
@@ -60,8 +66,7 @@ class AgentlogGroup(click.Group):
             code = self._run(args, prog_name or "agentlog", complete_var, extra)
         sys.exit(code)
 
-    def _run(self, args: Any, prog_name: str, complete_var: str | None,
-             extra: dict[str, Any]) -> int:
+    def _run(self, args: Any, prog_name: str, complete_var: str | None, extra: dict[str, Any]) -> int:
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
             return rv if isinstance(rv, int) else 0
@@ -87,22 +92,35 @@ class AgentlogGroup(click.Group):
         except Exception as exc:
             if os.environ.get(DEBUG_ENV):
                 raise
-            return _fail(f"internal error: {type(exc).__name__}: {exc} "
-                         f"(set {DEBUG_ENV}=1 to see the traceback)", 1)
+            return _fail(f"internal error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 to see the traceback)", 1)
 
 
 @click.group(cls=AgentlogGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", type=click.Path(file_okay=False), envvar="AGENTLOG_HOME",
-              show_envvar=True, metavar="DIR",
-              help="The store's home directory. Default: $XDG_DATA_HOME/agentlog, "
-                   "else ~/.local/share/agentlog.")
-@click.option("--store", "store_url", envvar="AGENTLOG_STORE", show_envvar=True, metavar="URL",
-              help="The store as a URL: file:///dir, sqlite:///file.db, memory:, or another "
-                   "installed backend's scheme. Wins over --home when both are set.")
-@click.option("--durability", type=click.Choice(["full", "off"]), default="full",
-              show_default=True,
-              help="'full' syncs every append to disk before acknowledging it; "
-                   "'off' leaves that to the OS (faster, loses the tail on power loss).")
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False),
+    envvar="AGENTLOG_HOME",
+    show_envvar=True,
+    metavar="DIR",
+    help="The store's home directory. Default: $XDG_DATA_HOME/agentlog, else ~/.local/share/agentlog.",
+)
+@click.option(
+    "--store",
+    "store_url",
+    envvar="AGENTLOG_STORE",
+    show_envvar=True,
+    metavar="URL",
+    help="The store as a URL: file:///dir, sqlite:///file.db, memory:, or another "
+    "installed backend's scheme. Wins over --home when both are set.",
+)
+@click.option(
+    "--durability",
+    type=click.Choice(["full", "off"]),
+    default="full",
+    show_default=True,
+    help="'full' syncs every append to disk before acknowledging it; "
+    "'off' leaves that to the OS (faster, loses the tail on power loss).",
+)
 @click.version_option(__version__, prog_name="agentlog")
 @click.pass_context
 def main(ctx: click.Context, home: str | None, store_url: str | None, durability: str) -> None:
@@ -118,8 +136,11 @@ def _location(ctx: click.Context, home: str | None, store_url: str | None) -> st
     the environment; both typed is a mistake."""
     if home is None or store_url is None:
         return store_url or home
-    typed = {name for name in ("home", "store_url")
-             if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
+    typed = {
+        name
+        for name in ("home", "store_url")
+        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    }
     if typed == {"home", "store_url"}:
         raise click.UsageError("give --store or --home, not both")
     return home if typed == {"home"} else store_url

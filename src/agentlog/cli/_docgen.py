@@ -24,13 +24,13 @@ WIDTH = 80
 
 def command_help(name: str | None = None) -> str:
     """``agentlog [NAME] --help`` as printed at a fixed width of 80 columns."""
-    root = click.Context(main, info_name="agentlog", terminal_width=WIDTH,
-                         max_content_width=WIDTH, **main.context_settings)
+    root = click.Context(
+        main, info_name="agentlog", terminal_width=WIDTH, max_content_width=WIDTH, **main.context_settings
+    )
     if name is None:
         return main.get_help(root)
     command = main.commands[name]
-    ctx = click.Context(command, info_name=name, parent=root,
-                        terminal_width=WIDTH, max_content_width=WIDTH)
+    ctx = click.Context(command, info_name=name, parent=root, terminal_width=WIDTH, max_content_width=WIDTH)
     return command.get_help(ctx)
 
 

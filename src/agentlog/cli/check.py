@@ -36,9 +36,11 @@ def _errors(problems: list[Problem]) -> list[Problem]:
 
 @click.command("fsck")
 @click.argument("session", metavar="[SESSION]", required=False)
-@click.option("--repair", is_flag=True,
-              help="Quarantine damaged records of each damaged session, rebuild what "
-                   "derives from them, then check again.")
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Quarantine damaged records of each damaged session, rebuild what derives from them, then check again.",
+)
 @json_option
 @pass_app
 def fsck(app: App, session: str | None, repair: bool, as_json: bool) -> None:
@@ -79,12 +81,14 @@ def fsck(app: App, session: str | None, repair: bool, as_json: bool) -> None:
             repairs.append({"session": target, "actions": actions})
         repaired = {r["session"] for r in repairs}
         after = [p for target in sorted(repaired) for p in store.fsck(target)]
-    final = problems if after is None else [
-        p for p in problems if p.session_id not in repaired] + after
+    final = problems if after is None else [p for p in problems if p.session_id not in repaired] + after
     remaining = _errors(final)
     if as_json:
-        doc: dict[str, Any] = {"ok": not remaining and not failed, "checked": checked,
-                               "problems": [_problem_json(p) for p in problems]}
+        doc: dict[str, Any] = {
+            "ok": not remaining and not failed,
+            "checked": checked,
+            "problems": [_problem_json(p) for p in problems],
+        }
         if repair:
             doc["repairs"] = repairs
             doc["after_repair"] = [_problem_json(p) for p in after or []]
@@ -108,8 +112,7 @@ def _summary(checked: int, problems: list[Problem], repaired: bool) -> None:
     noun = "session" if checked == 1 else "sessions"
     state = "after repair: " if repaired else ""
     style = "bold red" if errors else ("yellow" if warnings else "green")
-    console().print(Text(f"{state}{checked} {noun} checked: {errors} errors, {warnings} warnings",
-                         style=style))
+    console().print(Text(f"{state}{checked} {noun} checked: {errors} errors, {warnings} warnings", style=style))
 
 
 COMMANDS = [fsck]

@@ -29,6 +29,7 @@ __all__ = [
     "session_command",
 ]
 
+
 class CliError(click.ClickException):
     """A user's mistake the library has no type for (an ambiguous prefix)."""
 
@@ -64,8 +65,7 @@ def emit_json(document: Any) -> None:
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "as_json", is_flag=True,
-                        help="Print one JSON document on stdout instead of text.")(f)
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")(f)
 
 
 def session_command(*, write: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -34,8 +34,10 @@ def copy(app: App, source: str | None, target: str, sessions: tuple[str, ...], a
     if as_json:
         emit_json(dataclasses.asdict(report))
         return
-    click.echo(f"created {len(report.created)}, extended {len(report.extended)}, "
-               f"unchanged {len(report.unchanged)} sessions; {report.events} events copied")
+    click.echo(
+        f"created {len(report.created)}, extended {len(report.extended)}, "
+        f"unchanged {len(report.unchanged)} sessions; {report.events} events copied"
+    )
 
 
 COMMANDS = [copy]

@@ -69,8 +69,7 @@ def _path_broken_hint(session: Session) -> Iterator[None]:
     try:
         yield
     except EventNotFound as exc:
-        raise CliError(f"the active path of {session.id} is broken: {exc}; "
-                       f"see 'agentlog fsck {session.id}'") from None
+        raise CliError(f"the active path of {session.id} is broken: {exc}; see 'agentlog fsck {session.id}'") from None
 
 
 def _title(session: Session) -> Text:
@@ -90,8 +89,7 @@ def _title(session: Session) -> Text:
 @click.option("--role", help="The event's role (user, assistant, tool, system...).")
 @json_option
 @pass_app
-def append(app: App, session: str, kind: str, record_json: str | None,
-           role: str | None, as_json: bool) -> None:
+def append(app: App, session: str, kind: str, record_json: str | None, role: str | None, as_json: bool) -> None:
     """Append one event to a session as a child of HEAD; print its id.
 
     The record is JSON given as RECORD_JSON, or read from stdin when
@@ -123,8 +121,7 @@ def _emit_or_shorts(session: Session, events: list[Event], as_json: bool) -> dic
 @click.command("log")
 @session_command()
 @click.option("--full", is_flag=True, help="Load blob payloads so their previews show.")
-@click.option("-n", "--limit", type=click.IntRange(min=1), metavar="N",
-              help="Show only the N events nearest HEAD.")
+@click.option("-n", "--limit", type=click.IntRange(min=1), metavar="N", help="Show only the N events nearest HEAD.")
 @json_option
 def log(app: App, session: Session, full: bool, limit: int | None, as_json: bool) -> None:
     """Show the active path, root to HEAD, one line per event.
@@ -144,8 +141,7 @@ def log(app: App, session: Session, full: bool, limit: int | None, as_json: bool
 
 @click.command("tree")
 @session_command()
-@click.option("--all", "show_all", is_flag=True,
-              help="Show 'state' checkpoint events too (hidden by default).")
+@click.option("--all", "show_all", is_flag=True, help="Show 'state' checkpoint events too (hidden by default).")
 @json_option
 def tree(app: App, session: Session, show_all: bool, as_json: bool) -> None:
     """Draw every branch of a session: HEAD, labels, compactions and
@@ -162,16 +158,27 @@ def tree(app: App, session: Session, show_all: bool, as_json: bool) -> None:
         children: dict[str, list[str]] = {}
         for e in entries:
             children.setdefault(e.parent_id, []).append(e.id)
-        emit_json({
-            "session": session.id,
-            "head": head,
-            "labels": labels_of(session.meta),
-            "roots": children.get(NIL_ID, []),
-            "nodes": [{"id": e.id, "parent_id": e.parent_id, "branch_from": e.branch_from,
-                       "kind": e.kind, "role": e.role, "timestamp": e.timestamp,
-                       "digest": e.digest, "children": children.get(e.id, [])}
-                      for e in entries],
-        })
+        emit_json(
+            {
+                "session": session.id,
+                "head": head,
+                "labels": labels_of(session.meta),
+                "roots": children.get(NIL_ID, []),
+                "nodes": [
+                    {
+                        "id": e.id,
+                        "parent_id": e.parent_id,
+                        "branch_from": e.branch_from,
+                        "kind": e.kind,
+                        "role": e.role,
+                        "timestamp": e.timestamp,
+                        "digest": e.digest,
+                        "children": children.get(e.id, []),
+                    }
+                    for e in entries
+                ],
+            }
+        )
         return
     shown, shown_head = hide_kinds(entries, head, frozenset() if show_all else HIDDEN_KINDS)
     texts = {e.id: preview(session.event(e.id), 80) for e in shown}
@@ -200,12 +207,17 @@ def show(app: App, session: Session, event: str, as_json: bool) -> None:
         emit_json(doc)
         return
     out = console()
-    rows = [("id", found.id + ("  ◀ HEAD" if found.id == session.head else "")),
-            ("parent", "(root)" if found.parent_id == NIL_ID else found.parent_id)]
+    rows = [
+        ("id", found.id + ("  ◀ HEAD" if found.id == session.head else "")),
+        ("parent", "(root)" if found.parent_id == NIL_ID else found.parent_id),
+    ]
     if found.branch_from:
         rows.append(("branch from", found.branch_from))
-    rows += [("kind", found.kind), ("role", found.role or "-"),
-             ("time", f"{local_time(found.timestamp)}  ({found.timestamp})")]
+    rows += [
+        ("kind", found.kind),
+        ("role", found.role or "-"),
+        ("time", f"{local_time(found.timestamp)}  ({found.timestamp})"),
+    ]
     if found.digest:
         rows.append(("blob", found.digest))
     rows.append(("children", ", ".join(children) if children else "-"))
@@ -266,8 +278,7 @@ def context(app: App, session: Session, resolve: bool, as_json: bool) -> None:
         header.append(f" · {e.role or '-'}", style="cyan")
         header.append(f" · {shorts[e.id]} · {local_time(e.timestamp)}", style="dim")
         out.print(header)
-        body = (f"<payload in blob {e.digest}; --resolve loads it>" if not e.loaded
-                else full_text(e.kind, e.record))
+        body = f"<payload in blob {e.digest}; --resolve loads it>" if not e.loaded else full_text(e.kind, e.record)
         out.print(Text(body), soft_wrap=True)
 
 

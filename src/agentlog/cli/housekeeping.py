@@ -72,9 +72,7 @@ def _item_json(item: GcItem) -> dict[str, Any]:
 @click.option("-y", "--yes", is_flag=True, help="Remove quarantine files without asking.")
 @json_option
 @pass_app
-def gc(
-    app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, yes: bool, as_json: bool
-) -> None:
+def gc(app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, yes: bool, as_json: bool) -> None:
     """Remove what no session needs: orphaned blobs and leftovers of
     interrupted creates and deletes; old quarantine files if asked.
 
@@ -120,9 +118,7 @@ def gc(
     for sid in report.busy:
         click.echo(f"skipped {sid}: a writer holds it", err=True)
     if report.quarantine_kept:
-        click.echo(
-            f"{len(report.quarantine_kept)} quarantine files kept (see 'agentlog gc --quarantine')", err=True
-        )
+        click.echo(f"{len(report.quarantine_kept)} quarantine files kept (see 'agentlog gc --quarantine')", err=True)
     click.echo(f"{verb} {len(report.items)} items, {_human(report.bytes)}")
 
 
@@ -147,9 +143,7 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
     store = app.store
     cutoff = format_timestamp(int((time.time() - older_than) * 1e9))
     doomed = [
-        i
-        for i in store.list(archived=True)
-        if (i.updated_at or "") < cutoff and (i.archived or not archived_only)
+        i for i in store.list(archived=True) if (i.updated_at or "") < cutoff and (i.archived or not archived_only)
     ]
     rows: list[dict[str, Any]] = [
         {
@@ -178,8 +172,7 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
     verb = "would delete" if dry_run else "deleted"
     for r in rows:
         click.echo(
-            f"{verb} {r['id']}  {r['title'] or '-'}  "
-            f"(updated {local_time(r['updated_at'])}, {r['events']} events)"
+            f"{verb} {r['id']}  {r['title'] or '-'}  (updated {local_time(r['updated_at'])}, {r['events']} events)"
         )
     click.echo(f"{verb} {len(rows)} sessions updated before {local_time(cutoff)}")
 
@@ -324,9 +317,7 @@ def stats(app: App, session: str | None, as_json: bool) -> None:
                     pass  # deleted since it was listed: nothing to count
                 except AgentlogError as exc:
                     failed.append({"id": sid, "error": str(exc)})
-                    click.echo(
-                        f"agentlog: warning: cannot read {sid}: {exc}; see 'agentlog fsck {sid}'", err=True
-                    )
+                    click.echo(f"agentlog: warning: cannot read {sid}: {exc}; see 'agentlog fsck {sid}'", err=True)
                 update(n + 1, len(ids))
         doc = _merge(per)
         doc["per_session"] = per

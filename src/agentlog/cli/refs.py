@@ -85,11 +85,7 @@ def resolve_session(store: Store, text: str) -> str:
     if len(by_id) > 1:
         raise AmbiguousRef(f"session {text!r} is ambiguous: it could be {_some(sorted(by_id))}")
     named = sorted(
-        {
-            info.id
-            for info in store.list(archived=True)
-            if text in (info.meta.get("name"), info.meta.get("title"))
-        }
+        {info.id for info in store.list(archived=True) if text in (info.meta.get("name"), info.meta.get("title"))}
     )
     if len(named) == 1:
         return named[0]

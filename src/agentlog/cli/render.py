@@ -73,17 +73,14 @@ def print_lines(text: Text) -> None:
         click.echo(text.plain)
 
 
-def columns(headers: Sequence[tuple[str, int, str]],
-            rows: Iterable[Sequence[tuple[str, str]]]) -> Text:
+def columns(headers: Sequence[tuple[str, int, str]], rows: Iterable[Sequence[tuple[str, str]]]) -> Text:
     """A plain aligned table: ``headers`` are (title, max width, "<" or ">"),
     each cell is (text, style). Cells over their column's width end in "…".
 
     rich's Table costs seconds per few thousand rows, and a listing of
     many sessions reaches tens of thousands."""
-    rows = [[(_cut(text, cap), style) for (text, style), (_, cap, _) in zip(row, headers, strict=True)]
-            for row in rows]
-    widths = [max([len(title)] + [len(row[i][0]) for row in rows])
-              for i, (title, _, _) in enumerate(headers)]
+    rows = [[(_cut(text, cap), style) for (text, style), (_, cap, _) in zip(row, headers, strict=True)] for row in rows]
+    widths = [max([len(title)] + [len(row[i][0]) for row in rows]) for i, (title, _, _) in enumerate(headers)]
     last = len(headers) - 1
 
     def line(cells: Sequence[tuple[str, str]]) -> Text:
@@ -118,8 +115,7 @@ def local_time(timestamp: str | None, *, seconds: bool = True) -> str:
         secs = parse_timestamp(timestamp) // 1_000_000_000
     except ValueError:
         return timestamp
-    return time.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M",
-                         time.localtime(secs))
+    return time.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M", time.localtime(secs))
 
 
 # --- record text -----------------------------------------------------------------
@@ -183,9 +179,15 @@ def preview(event: Event, limit: int = PREVIEW_LIMIT) -> str:
 
 
 # --- event lines -----------------------------------------------------------------
-def event_line(event: Event | IndexEntry, short: str, text: str, *,
-               widths: Sequence[int] = (0, 0, 0), head: bool = False,
-               labels: Sequence[str] = ()) -> Text:
+def event_line(
+    event: Event | IndexEntry,
+    short: str,
+    text: str,
+    *,
+    widths: Sequence[int] = (0, 0, 0),
+    head: bool = False,
+    labels: Sequence[str] = (),
+) -> Text:
     kind_w, role_w, short_w = widths
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(short.ljust(short_w), style="yellow")
@@ -212,8 +214,7 @@ def event_lines(events: Sequence[Event], shorts: dict[str, str], head: str) -> l
         max((len(e.role or "-") for e in events), default=0),
         max((len(shorts.get(e.id, e.id)) for e in events), default=0),
     )
-    return [event_line(e, shorts.get(e.id, e.id), preview(e), widths=widths, head=e.id == head)
-            for e in events]
+    return [event_line(e, shorts.get(e.id, e.id), preview(e), widths=widths, head=e.id == head) for e in events]
 
 
 # --- the branch tree ---------------------------------------------------------------
@@ -235,23 +236,19 @@ class _Node:
 def _draw(root: _Node) -> Text:
     """Box-drawing lines for ``root``, without recursion (a deep tree is fine)."""
     lines = [root.label]
-    stack = [(child, "", i == len(root.children) - 1)
-             for i, child in reversed(list(enumerate(root.children)))]
+    stack = [(child, "", i == len(root.children) - 1) for i, child in reversed(list(enumerate(root.children)))]
     while stack:
         node, prefix, last = stack.pop()
-        line = Text(prefix + ("└── " if last else "├── "), style="dim",
-                    no_wrap=True, overflow="ellipsis")
+        line = Text(prefix + ("└── " if last else "├── "), style="dim", no_wrap=True, overflow="ellipsis")
         line.append_text(node.label)
         lines.append(line)
         inner = prefix + ("    " if last else "│   ")
         count = len(node.children)
-        stack.extend((child, inner, i == count - 1)
-                     for i, child in reversed(list(enumerate(node.children))))
+        stack.extend((child, inner, i == count - 1) for i, child in reversed(list(enumerate(node.children))))
     return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
 
 
-def hide_kinds(entries: Sequence[IndexEntry], head: str,
-               hidden: frozenset[str]) -> tuple[list[IndexEntry], str]:
+def hide_kinds(entries: Sequence[IndexEntry], head: str, hidden: frozenset[str]) -> tuple[list[IndexEntry], str]:
     """``entries`` without the ``hidden`` kinds, each shown event re-parented
     to its nearest shown ancestor; and HEAD moved the same way."""
     if not hidden:
@@ -265,18 +262,21 @@ def hide_kinds(entries: Sequence[IndexEntry], head: str,
             seen += 1
         return event_id
 
-    kept = [dataclasses.replace(e, parent_id=shown(e.parent_id))
-            for e in entries if e.kind not in hidden]
+    kept = [dataclasses.replace(e, parent_id=shown(e.parent_id)) for e in entries if e.kind not in hidden]
     return kept, shown(head)
 
 
-_KIND_MARKS = {"compaction": "  ⇤ compaction: earlier history kept above",
-               "branch_summary": "  ↩ branch summary"}
+_KIND_MARKS = {"compaction": "  ⇤ compaction: earlier history kept above", "branch_summary": "  ↩ branch summary"}
 
 
-def session_tree(title: Text, entries: Sequence[IndexEntry], head: str,
-                 texts: dict[str, str], *,
-                 labels: Mapping[str, Sequence[str]] | None = None) -> Text:
+def session_tree(
+    title: Text,
+    entries: Sequence[IndexEntry],
+    head: str,
+    texts: dict[str, str],
+    *,
+    labels: Mapping[str, Sequence[str]] | None = None,
+) -> Text:
     """The whole event tree, with linear runs kept flat.
 
     A chain of single children is drawn as siblings at one depth; only a
@@ -293,13 +293,16 @@ def session_tree(title: Text, entries: Sequence[IndexEntry], head: str,
         on_head_path.add(current)
         current = by_id[current].parent_id
     shorts = abbreviate(by_id)
-    widths = (max((len(e.kind) for e in entries), default=0),
-              max((len(e.role or "-") for e in entries), default=0),
-              max((len(v) for v in shorts.values()), default=0))
+    widths = (
+        max((len(e.kind) for e in entries), default=0),
+        max((len(e.role or "-") for e in entries), default=0),
+        max((len(v) for v in shorts.values()), default=0),
+    )
 
     def label(e: IndexEntry) -> Text:
-        line = event_line(e, shorts[e.id], texts.get(e.id, ""), widths=widths,
-                          head=e.id == head, labels=(labels or {}).get(e.id, ()))
+        line = event_line(
+            e, shorts[e.id], texts.get(e.id, ""), widths=widths, head=e.id == head, labels=(labels or {}).get(e.id, ())
+        )
         if e.kind in _KIND_MARKS:
             line.append(_KIND_MARKS[e.kind], style=KIND_STYLES[e.kind])
         if len(kids[e.id]) > 1:

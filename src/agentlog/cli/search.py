@@ -20,9 +20,7 @@ __all__ = ["COMMANDS"]
 
 @click.command("search")
 @click.argument("query", nargs=-1)
-@click.option(
-    "--session", "session_ref", metavar="SESSION", shell_complete=complete_session, help="Only this session."
-)
+@click.option("--session", "session_ref", metavar="SESSION", shell_complete=complete_session, help="Only this session.")
 @click.option("--kind", help="Only events of this kind (message, tool_call, tool_result, ...).")
 @click.option("--role", help="Only events with this role (user, assistant, tool, ...).")
 @click.option(
@@ -85,9 +83,7 @@ def search_command(
     if not query:
         raise click.UsageError("give a QUERY to search for (or --reindex alone)")
     sid = resolve_session(store, session_ref) if session_ref else None
-    hits = search(
-        store, " ".join(query), session=sid, kind=kind, role=role, since=since, cwd=cwd, limit=limit
-    )
+    hits = search(store, " ".join(query), session=sid, kind=kind, role=role, since=since, cwd=cwd, limit=limit)
     if as_json:
         emit_json([h.to_dict() for h in hits])
         return

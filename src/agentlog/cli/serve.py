@@ -70,9 +70,7 @@ def serve(app: App, host: str, port: int, token: str | None, max_body: int, as_j
     if token is not None and not token.strip():
         raise click.BadParameter("the token is empty", param_hint="'--token'")
     if token is None and not is_loopback(host):
-        raise CliError(
-            f"refusing to bind {host} without a token: set --token or AGENTLOG_TOKEN, or bind 127.0.0.1"
-        )
+        raise CliError(f"refusing to bind {host} without a token: set --token or AGENTLOG_TOKEN, or bind 127.0.0.1")
 
     def announce(url: str) -> None:
         if as_json:

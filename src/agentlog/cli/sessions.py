@@ -17,8 +17,15 @@ from .render import abbreviate, columns, console, local_time, one_line, print_li
 __all__ = ["COMMANDS"]
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
-_HEADERS = [("ID", 36, "<"), ("TITLE", 40, "<"), ("WORKING DIR", 40, "<"),
-            ("UPDATED", 16, "<"), ("EVENTS", 9, ">"), ("STATUS", 12, "<"), ("SUMMARY", 80, "<")]
+_HEADERS = [
+    ("ID", 36, "<"),
+    ("TITLE", 40, "<"),
+    ("WORKING DIR", 40, "<"),
+    ("UPDATED", 16, "<"),
+    ("EVENTS", 9, ">"),
+    ("STATUS", 12, "<"),
+    ("SUMMARY", 80, "<"),
+]
 _ROW_FIELDS = [f.name for f in dataclasses.fields(SessionInfo) if f.name != "meta"]
 
 
@@ -37,15 +44,18 @@ def _home_relative(path: str | None) -> str:
         return "-"
     home = os.path.expanduser("~")
     if path == home or path.startswith(home + os.sep):
-        return "~" + path[len(home):]
+        return "~" + path[len(home) :]
     return path
 
 
 @click.command("ls")
 @click.option("--archived", is_flag=True, help="Include archived sessions.")
-@click.option("--all", "show_all", is_flag=True,
-              help="List everything: archived sessions, and session directories "
-                   "that cannot be read (with the reason).")
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="List everything: archived sessions, and session directories that cannot be read (with the reason).",
+)
 @json_option
 @pass_app
 def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
@@ -70,35 +80,50 @@ def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
     table = []
     for r in rows:
         if r["status"] == "broken":
-            table.append([(r["id"], "yellow"), ("-", ""), ("-", ""), ("-", ""), ("-", ""),
-                          ("broken", "bold red"), (one_line(r["reason"]), "red")])
+            table.append(
+                [
+                    (r["id"], "yellow"),
+                    ("-", ""),
+                    ("-", ""),
+                    ("-", ""),
+                    ("-", ""),
+                    ("broken", "bold red"),
+                    (one_line(r["reason"]), "red"),
+                ]
+            )
             continue
-        table.append([
-            (shorts.get(r["id"], r["id"]), "yellow"),
-            (one_line(r["title"] or "-"), ""),
-            (_home_relative(r["working_dir"]), ""),
-            (local_time(r["updated_at"], seconds=False), "dim"),
-            (str(r["event_count"]), ""),
-            ("archived" if r["archived"] else r["status"], "dim" if r["archived"] else ""),
-            (one_line(r["summary"] or ""), ""),
-        ])
+        table.append(
+            [
+                (shorts.get(r["id"], r["id"]), "yellow"),
+                (one_line(r["title"] or "-"), ""),
+                (_home_relative(r["working_dir"]), ""),
+                (local_time(r["updated_at"], seconds=False), "dim"),
+                (str(r["event_count"]), ""),
+                ("archived" if r["archived"] else r["status"], "dim" if r["archived"] else ""),
+                (one_line(r["summary"] or ""), ""),
+            ]
+        )
     print_lines(columns(_HEADERS, table))
 
 
 @click.command("new")
 @click.option("--name", help="A human name for the session.")
-@click.option("--working-dir", type=click.Path(file_okay=False), default=os.getcwd,
-              show_default="current directory", help="The directory the agent works in.")
+@click.option(
+    "--working-dir",
+    type=click.Path(file_okay=False),
+    default=os.getcwd,
+    show_default="current directory",
+    help="The directory the agent works in.",
+)
 @click.option("--model", help="The model the session starts with.")
-@click.option("--id", "session_id", metavar="ID",
-              help="Use this id (A-Z a-z 0-9 _ -, at most 128) instead of a new UUIDv7.")
+@click.option(
+    "--id", "session_id", metavar="ID", help="Use this id (A-Z a-z 0-9 _ -, at most 128) instead of a new UUIDv7."
+)
 @json_option
 @pass_app
-def new(app: App, name: str | None, working_dir: str, model: str | None,
-        session_id: str | None, as_json: bool) -> None:
+def new(app: App, name: str | None, working_dir: str, model: str | None, session_id: str | None, as_json: bool) -> None:
     """Create an empty session and print its id."""
-    with app.store.create(name=name, working_dir=working_dir, model=model,
-                          session_id=session_id) as session:
+    with app.store.create(name=name, working_dir=working_dir, model=model, session_id=session_id) as session:
         meta = session.meta
     if as_json:
         emit_json(meta)

@@ -100,16 +100,12 @@ def export(
         raise click.UsageError("--json prints the report on stdout: give -o FILE for the export")
     with app.open(session) as opened, _output(output) as out:
         with progress_bar(f"exporting {opened.id}") as update:
-            report = export_session(
-                opened, fmt, out, all_branches=all_branches, redact=redact, progress=update
-            )
+            report = export_session(opened, fmt, out, all_branches=all_branches, redact=redact, progress=update)
     if as_json:
         emit_json(report.to_dict())
         return
     where = output if output not in (None, "-") else "stdout"
-    line = (
-        f"exported {report.events} events of {report.session_id} as {fmt} to {where} ({report.bytes:,} bytes)"
-    )
+    line = f"exported {report.events} events of {report.session_id} as {fmt} to {where} ({report.bytes:,} bytes)"
     if redact:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(report.redactions.items()))
         line += f"; {report.redacted} secrets redacted" + (f" ({kinds})" if kinds else "")

@@ -29,9 +29,7 @@ _HEXISH = re.compile(r"[0-9a-fA-F-]+\Z")
 def check_label(name: str) -> str:
     """A label name, or CliError saying why it cannot be one."""
     if not _LABEL.match(name):
-        raise CliError(
-            f"label {name!r} is not valid: use 1-64 of A-Z a-z 0-9 _ . / -, not starting with . / or -"
-        )
+        raise CliError(f"label {name!r} is not valid: use 1-64 of A-Z a-z 0-9 _ . / -, not starting with . / or -")
     if name.upper() == "HEAD" or name.lower() == "root":
         raise CliError(f"label {name!r} is reserved")
     if _HEXISH.match(name):

@@ -129,8 +129,7 @@ def _read(path: str, progress: Progress | None) -> _Bundle:
         version = header[1]["agentlog_bundle"]
         if version != BUNDLE_VERSION:
             raise BundleError(
-                f"{path}: bundle version {version!r} is not supported "
-                f"(this agentlog reads version {BUNDLE_VERSION})"
+                f"{path}: bundle version {version!r} is not supported (this agentlog reads version {BUNDLE_VERSION})"
             )
         meta = header[1].get("session")
         if not isinstance(meta, dict) or not isinstance(meta.get("id"), str):
@@ -189,8 +188,7 @@ def _event(bundle: _Bundle, doc: dict[str, Any], where: str) -> Event:
     actual = digest_of(data)
     if actual != event.digest:
         raise BundleError(
-            f"{where}: the record of event {event.id} does not match its "
-            f"digest {event.digest} (the bundle was altered)"
+            f"{where}: the record of event {event.id} does not match its digest {event.digest} (the bundle was altered)"
         )
     return event  # loaded: the store splits it into a blob again by its own threshold
 
@@ -218,8 +216,7 @@ def import_bundle(store: Store, path: str, *, progress: Progress | None = None) 
         for have, new in zip(entries, bundle.events, strict=False):
             if not _same(have, new):
                 raise BundleError(
-                    f"session {sid} already exists and differs from the "
-                    f"bundle at event {new.id}; not imported"
+                    f"session {sid} already exists and differs from the bundle at event {new.id}; not imported"
                 )
         rest = bundle.events[len(entries) :]
         if rest:

@@ -107,8 +107,7 @@ def _article(view: ExportView, event: Event) -> str:
         error = " (error)" if record.get("is_error") else ""
         text = readable_content(record.get("content")) if record else record_text("tool_result", event.record)
         body = (
-            f"<details><summary>tool result{error} "
-            f"({len(text):,} characters)</summary><pre>{_e(text)}</pre></details>"
+            f"<details><summary>tool result{error} ({len(text):,} characters)</summary><pre>{_e(text)}</pre></details>"
         )
     elif event.kind == "compaction":
         body = (
@@ -254,8 +253,7 @@ def render_html(view: ExportView) -> str:
         parent = (
             "a new root"
             if branch.parent == NIL_ID
-            else f'<a href="#{_anchor(branch.parent)}">'
-            f"{_e(view.shorts.get(branch.parent, branch.parent))}</a>"
+            else f'<a href="#{_anchor(branch.parent)}">{_e(view.shorts.get(branch.parent, branch.parent))}</a>'
         )
         parts.append(f'<h2 id="branch-{n}">Branch {n} <small>(from {parent})</small></h2>')
         parts += [_article(view, view.events[eid]) for eid in branch.events]

@@ -85,10 +85,7 @@ def _totals(view: ExportView) -> str:
     if t.source == "none":
         return "no token usage recorded"
     cost = f", ${t.cost_usd:.4f}" if t.cost_usd is not None else ""
-    return (
-        f"{t.input_tokens:,} input + {t.output_tokens:,} output tokens"
-        f"{cost} over {t.calls} calls (from {t.source})"
-    )
+    return f"{t.input_tokens:,} input + {t.output_tokens:,} output tokens{cost} over {t.calls} calls (from {t.source})"
 
 
 def session_markdown(view: ExportView, *, all_branches: bool = False) -> str:
@@ -101,8 +98,7 @@ def session_markdown(view: ExportView, *, all_branches: bool = False) -> str:
         f"- model: {meta.get('model') or '-'}",
         f"- created: {meta.get('created_at') or '-'}",
         f"- HEAD: `{view.head}`",
-        f"- events: {len(view.order)} ({len(view.active)} on the active path, "
-        f"{len(view.branches)} other branches)",
+        f"- events: {len(view.order)} ({len(view.active)} on the active path, {len(view.branches)} other branches)",
         f"- tokens (active path): {_totals(view)}",
         "",
         "## Active path",
@@ -112,11 +108,7 @@ def session_markdown(view: ExportView, *, all_branches: bool = False) -> str:
         lines += _event(view, view.events[eid])
     if all_branches:
         for n, branch in enumerate(view.branches, 1):
-            parent = (
-                "a new root"
-                if branch.parent == NIL_ID
-                else f"`{view.shorts.get(branch.parent, branch.parent)}`"
-            )
+            parent = "a new root" if branch.parent == NIL_ID else f"`{view.shorts.get(branch.parent, branch.parent)}`"
             lines += [
                 f"## Branch {n} (from {parent}, ends at `{view.shorts.get(branch.tip, branch.tip)}`)",
                 "",

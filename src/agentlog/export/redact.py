@@ -48,9 +48,7 @@ class Redactor:
                 "--redact needs the detect-secrets library: pip install 'agentlog[redact]'"
             ) from exc
         detectors: list[type] = list(get_mapping_from_secret_type_to_class().values())
-        names = sorted(
-            c.__name__ for c in detectors if c.__name__ not in _SKIPPED and "HighEntropy" not in c.__name__
-        )
+        names = sorted(c.__name__ for c in detectors if c.__name__ not in _SKIPPED and "HighEntropy" not in c.__name__)
         settings = {"plugins_used": [{"name": n} for n in names] + _ENTROPY}
         with transient_settings(settings):
             self._plugins = list(get_plugins())

@@ -52,9 +52,7 @@ class ExportView:
         return str(value) if value else f"session {self.id}"
 
 
-def load_view(
-    session: Session, *, redactor: Redactor | None = None, progress: Progress | None = None
-) -> ExportView:
+def load_view(session: Session, *, redactor: Redactor | None = None, progress: Progress | None = None) -> ExportView:
     entries = session.entries()
     events: dict[str, Event] = {}
     for n, entry in enumerate(entries):

@@ -45,9 +45,7 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
 
 
@@ -161,9 +159,7 @@ class ClaudeImporter(Importer):
         return (uuid,) if isinstance(uuid, str) and uuid else ()
 
     @staticmethod
-    def _parent(
-        b: SessionBuilder, obj: dict[str, Any], field: str = "parentUuid"
-    ) -> tuple[str, bool, str | None]:
+    def _parent(b: SessionBuilder, obj: dict[str, Any], field: str = "parentUuid") -> tuple[str, bool, str | None]:
         """(parent event, literal?, unresolved source parent)."""
         wanted = obj.get(field)
         if isinstance(wanted, str) and wanted:
@@ -176,9 +172,7 @@ class ClaudeImporter(Importer):
         return NIL_ID, True, unresolved  # a new root: the source starts over here
 
     @staticmethod
-    def _source(
-        obj: dict[str, Any], message: dict[str, Any] | None, unresolved: str | None
-    ) -> dict[str, Any]:
+    def _source(obj: dict[str, Any], message: dict[str, Any] | None, unresolved: str | None) -> dict[str, Any]:
         source: dict[str, Any] = {"fields": split_fields(obj, _LINE_MAPPED)}
         if isinstance(obj.get("uuid"), str):
             source["uuid"] = obj["uuid"]
@@ -190,9 +184,7 @@ class ClaudeImporter(Importer):
             source["unresolved_parent"] = unresolved
         return source
 
-    def _user(
-        self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any], message: dict[str, Any]
-    ) -> None:
+    def _user(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any], message: dict[str, Any]) -> None:
         parent, literal, unresolved = self._parent(b, obj)
         ts = self.line_time(obj)
         content = message.get("content")
@@ -257,11 +249,7 @@ class ClaudeImporter(Importer):
     ) -> None:
         text = _text_of(obj["message"].get("content"))
         target = b.by_id.get(parent)
-        if (
-            target is not None
-            and target.kind == "compaction"
-            and target.record["source"].get("awaiting_summary")
-        ):
+        if target is not None and target.kind == "compaction" and target.record["source"].get("awaiting_summary"):
             target.record["summary"] = text
             target.record["source"].pop("awaiting_summary")
             target.record["source"]["summary_line"] = {"line": line.lineno, **source}
@@ -304,9 +292,7 @@ class ClaudeImporter(Importer):
         meta = obj.get("compactMetadata")
         if not isinstance(meta, dict):
             meta = {}
-        record = self._compaction(
-            b, str(obj.get("content") or ""), meta.get("preTokens"), meta.get("trigger")
-        )
+        record = self._compaction(b, str(obj.get("content") or ""), meta.get("preTokens"), meta.get("trigger"))
         record["source"] = self._source(obj, None, unresolved)
         record["source"]["awaiting_summary"] = True  # until its isCompactSummary message
         p = b.emit(
@@ -338,9 +324,7 @@ class ClaudeImporter(Importer):
         if isinstance(obj.get("summary"), str):
             b.meta_changes["name"] = obj["summary"]  # Claude Code shows it as the title
 
-    def _assistant(
-        self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any], message: dict[str, Any]
-    ) -> None:
+    def _assistant(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any], message: dict[str, Any]) -> None:
         parent, literal, unresolved = self._parent(b, obj)
         ts = self.line_time(obj)
         content = message.get("content")

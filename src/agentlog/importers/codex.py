@@ -34,9 +34,7 @@ from .reader import FileData
 
 __all__ = ["CodexImporter"]
 
-_ROLLOUT_ID = re.compile(
-    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$"
-)
+_ROLLOUT_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
@@ -94,9 +92,7 @@ class CodexImporter(Importer):
         # start) nor while a reasoning item awaits its reply.
         last = b.pending[-1] if b.pending else None
         return (
-            last is None
-            or last.kind == "tool_result"
-            or (last.kind == "custom" and b.state.get("reasoning") is None)
+            last is None or last.kind == "tool_result" or (last.kind == "custom" and b.state.get("reasoning") is None)
         )
 
     def convert(self, b: SessionBuilder, line: SourceLine) -> None:
@@ -136,9 +132,7 @@ class CodexImporter(Importer):
                 # The turn starts at the user's message item when it came
                 # just before; else at this event.
                 prev = b.by_id.get(b.cursor)
-                start = (
-                    prev.id if prev is not None and prev.kind == "message" and prev.role == "user" else None
-                )
+                start = prev.id if prev is not None and prev.kind == "message" and prev.role == "user" else None
                 record["source"] = {"turn_start": start is None}
                 if prev is not None and start is not None:
                     prev.record["source"]["turn_start"] = True
@@ -198,9 +192,7 @@ class CodexImporter(Importer):
                 {
                     "id": call_id,
                     "name": name,
-                    "arguments": arguments
-                    if isinstance(arguments, str)
-                    else orjson.dumps(arguments).decode(),
+                    "arguments": arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode(),
                     "source": source,
                 },
                 line,

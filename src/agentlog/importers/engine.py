@@ -144,9 +144,7 @@ class _Run:
                     continue
             times = [
                 t
-                for t in (
-                    self.importer.line_time(ln.obj) for ln in group.lines if ln.new and ln.obj is not None
-                )
+                for t in (self.importer.line_time(ln.obj) for ln in group.lines if ln.new and ln.obj is not None)
                 if t is not None
             ]
             group.first = min(times) if times else 0
@@ -255,12 +253,7 @@ class _Run:
             if other is not b:
                 other.ensure_loaded()
             found = other.keys.get(key)
-            if (
-                other is not b
-                and found is not None
-                and found not in other.by_id
-                and other.session is not None
-            ):
+            if other is not b and found is not None and found not in other.by_id and other.session is not None:
                 return b.copy_path(other.session, found)  # stored by an earlier import
         sid = self.stored().get(key)
         if sid is None or sid == b.session_id:

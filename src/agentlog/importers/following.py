@@ -59,9 +59,7 @@ class Follower:
         files = self.changed() if files is None else files
         if not files:
             return None
-        report = run_import(
-            self.store, self.importer, files=files, keep=self.keep, tails=self.tails, progress=progress
-        )
+        report = run_import(self.store, self.importer, files=files, keep=self.keep, tails=self.tails, progress=progress)
         while len(self.keep) > KEEP_OPEN:
             self.keep.pop(next(iter(self.keep))).close()
         return report

@@ -13,9 +13,7 @@ __all__ = ["expand_paths"]
 def expand_paths(importer: Importer, paths: list[str] | tuple[str, ...]) -> list[str]:
     """Files to read: each file given, each directory's files of the format,
     or, with no paths, the tool's default locations."""
-    roots = [os.path.expanduser(p) for p in paths] or [
-        r for r in importer.default_roots() if os.path.isdir(r)
-    ]
+    roots = [os.path.expanduser(p) for p in paths] or [r for r in importer.default_roots() if os.path.isdir(r)]
     if not paths and not roots:
         missing = " or ".join(importer.default_roots())
         raise SourceNotFound(f"{missing} (the default location of {importer.name} sessions)")

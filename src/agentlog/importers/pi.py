@@ -66,9 +66,7 @@ class PiImporter(Importer):
         return nl + 1 if isinstance(first, dict) and first.get("type") == "title" else 0
 
     def assign(self, fd: FileData) -> list[str] | None:
-        header = next(
-            (ln.obj for ln in fd.lines if ln.obj is not None and ln.obj.get("type") == "session"), None
-        )
+        header = next((ln.obj for ln in fd.lines if ln.obj is not None and ln.obj.get("type") == "session"), None)
         if header is None or not isinstance(header.get("id"), str):
             return None
         return [header["id"]] * len(fd.lines)
@@ -82,16 +80,11 @@ class PiImporter(Importer):
         return obj if obj.get("type") in ("session", "title") else {"type": obj.get("type")}
 
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
-        header = (
-            next((ln.obj for ln in lines if ln.obj is not None and ln.obj.get("type") == "session"), None)
-            or {}
-        )
+        header = next((ln.obj for ln in lines if ln.obj is not None and ln.obj.get("type") == "session"), None) or {}
         version = header.get("version")
         b.state["version"] = version if isinstance(version, int) else 1
         # pi indexes v1 entries over the parsed lines (the header is 0).
-        b.state["entries"] = [
-            ln.lineno for ln in lines if ln.obj is not None and ln.obj.get("type") != "title"
-        ]
+        b.state["entries"] = [ln.lineno for ln in lines if ln.obj is not None and ln.obj.get("type") != "title"]
         compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
         b.state["last_compaction"] = max(compactions) if compactions else None
         for line in lines:
@@ -182,9 +175,7 @@ class PiImporter(Importer):
             }
             b.emit("message", "user", record, line, ts_ns=ts, parent=parent, keys=keys)
         else:
-            if kind in ("session_info", "title_change") and isinstance(
-                obj.get("name") or obj.get("title"), str
-            ):
+            if kind in ("session_info", "title_change") and isinstance(obj.get("name") or obj.get("title"), str):
                 b.meta_changes["name"] = obj.get("name") or obj.get("title")
             b.emit("custom", None, custom_record(obj), line, ts_ns=ts, parent=parent, keys=keys, side=True)
 
@@ -215,9 +206,7 @@ class PiImporter(Importer):
         elif role == "assistant":
             parts = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
             calls = [p for p in parts if isinstance(p, dict) and p.get("type") == "toolCall"]
-            source["message"] = split_fields(
-                message, ("role", "content", "model", "usage", "stopReason", "provider")
-            )
+            source["message"] = split_fields(message, ("role", "content", "model", "usage", "stopReason", "provider"))
             record = {
                 "content": [p for p in parts if p not in calls],
                 "model": message.get("model"),
@@ -235,20 +224,14 @@ class PiImporter(Importer):
                         "id": call.get("id"),
                         "name": call.get("name"),
                         "arguments": orjson.dumps(call.get("arguments")).decode(),
-                        **(
-                            {"extra": e}
-                            if (e := split_fields(call, ("type", "id", "name", "arguments")))
-                            else {}
-                        ),
+                        **({"extra": e} if (e := split_fields(call, ("type", "id", "name", "arguments"))) else {}),
                     },
                     line,
                     ts_ns=ts,
                     keys=keys if i == len(calls) - 1 else (),
                 )
         elif role == "toolResult":
-            source["message"] = split_fields(
-                message, ("role", "content", "toolCallId", "toolName", "isError")
-            )
+            source["message"] = split_fields(message, ("role", "content", "toolCallId", "toolName", "isError"))
             b.emit(
                 "tool_result",
                 "tool",
@@ -299,9 +282,7 @@ class PiImporter(Importer):
             "tokens_before": obj.get("tokensBefore"),
             "tokens_after": obj.get("tokensAfter"),
             "previous_compaction_id": b.state["last_compaction"],
-            "source": {
-                "fields": split_fields(obj, _ENTRY + ("summary", "details", "tokensBefore", "tokensAfter"))
-            },
+            "source": {"fields": split_fields(obj, _ENTRY + ("summary", "details", "tokensBefore", "tokensAfter"))},
         }
         p = b.emit("compaction", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
         b.state["last_compaction"] = p.id

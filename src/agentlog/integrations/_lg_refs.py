@@ -70,9 +70,7 @@ def list_items(ref: dict[str, Any], lookup: Lookup) -> list[str]:
     return items
 
 
-def delta_or_full(
-    new_ids: list[str], base: tuple[str, str, str], base_ref: Any, lookup: Lookup
-) -> dict[str, Any]:
+def delta_or_full(new_ids: list[str], base: tuple[str, str, str], base_ref: Any, lookup: Lookup) -> dict[str, Any]:
     """The reference to store for a list whose element ids are ``new_ids``,
     given the base list's reference (the parent checkpoint's, if any)."""
     if not isinstance(base_ref, dict):

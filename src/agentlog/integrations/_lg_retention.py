@@ -93,17 +93,13 @@ def _kept_events(session: Session, keep: Keep) -> tuple[list[Event], bool]:
                 kept_checkpoints[eid] = {**rec, "values": _full_values(rec, lookup)}
             except KeyError as exc:
                 # Rewriting would lose the list for good: stop, change nothing.
-                raise CorruptionError(
-                    f"session {session.id}", None, f"checkpoint event {eid}: {exc}"
-                ) from None
+                raise CorruptionError(f"session {session.id}", None, f"checkpoint event {eid}: {exc}") from None
     kept_keys = {(rec["ns"], rec["id"]) for rec in kept_checkpoints.values()}
     by_checkpoint_id = {(rec["ns"], rec["id"]): eid for eid, rec in kept_checkpoints.items()}
     wanted_values = {vid for rec in kept_checkpoints.values() for vid in _value_ids(rec["values"])}
     wanted = set(kept_checkpoints) | wanted_values
     wanted |= {
-        eid
-        for eid, rec in records.items()
-        if kinds[eid] == WRITES and (rec["ns"], rec["checkpoint"]) in kept_keys
+        eid for eid, rec in records.items() if kinds[eid] == WRITES and (rec["ns"], rec["checkpoint"]) in kept_keys
     }
     out: list[Event] = []
     side_tail = NIL_ID
@@ -113,9 +109,7 @@ def _kept_events(session: Session, keep: Keep) -> tuple[list[Event], bool]:
             record = dict(kept_checkpoints[event_id])
             record["new"] = {digest_of[v]: v for v in _value_ids(record["values"]) if v in digest_of}
             parent = by_checkpoint_id.get((record["ns"], record.get("parent")), NIL_ID)
-            out.append(
-                dataclasses.replace(event, parent_id=parent, branch_from=None, record=record, digest=None)
-            )
+            out.append(dataclasses.replace(event, parent_id=parent, branch_from=None, record=record, digest=None))
         else:
             out.append(dataclasses.replace(event, parent_id=side_tail, branch_from=None))
             side_tail = event_id

@@ -189,9 +189,7 @@ class AgentlogSessionService(BaseSessionService):
         return state
 
     # --- the service --------------------------------------------------------------------
-    def _create(
-        self, app_name: str, user_id: str, state: dict[str, Any] | None, session_id: str | None
-    ) -> AdkSession:
+    def _create(self, app_name: str, user_id: str, state: dict[str, Any] | None, session_id: str | None) -> AdkSession:
         session_id = session_id.strip() if session_id else str(uuid.uuid4())
         sid = self.session_id_for(app_name, user_id, session_id)
         # Stored as JSON, as ADK's persistent services store it (datetimes,
@@ -254,9 +252,7 @@ class AgentlogSessionService(BaseSessionService):
             last = adk_event.timestamp
         return state, last
 
-    def _get(
-        self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
-    ) -> AdkSession | None:
+    def _get(self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None) -> AdkSession | None:
         sid = self.session_id_for(app_name, user_id, session_id.strip() if session_id else session_id)
         with self._lock:
             if not self.store.exists(sid):
@@ -319,9 +315,7 @@ class AgentlogSessionService(BaseSessionService):
                 meta = info.meta or self.store.meta(info.id)
                 if meta.get("framework") != FRAMEWORK or "adk_session_id" not in meta:
                     continue
-                if meta.get("app_name") != app_name or (
-                    user_id is not None and meta.get("user_id") != user_id
-                ):
+                if meta.get("app_name") != app_name or (user_id is not None and meta.get("user_id") != user_id):
                     continue
                 session, opened = self._read(info.id)
                 try:

@@ -239,14 +239,10 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         checkpoint = {**checkpoint, "channel_values": values}
         pending = thread.writes.get((ns, record["id"]), {})
         order = sorted(pending, key=lambda k: writes_sort_key(pending[k][3], *k))
-        writes = [
-            (pending[k][0], pending[k][1], self._decode(session, pending[k][4], pending[k][2])) for k in order
-        ]
+        writes = [(pending[k][0], pending[k][1], self._decode(session, pending[k][4], pending[k][2])) for k in order]
         parent = stored.parent_id
         return CheckpointTuple(
-            config={
-                "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": record["id"]}
-            },
+            config={"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": record["id"]}},
             checkpoint=checkpoint,
             metadata=self._decode(session, stored.event_id, record["metadata"]),
             parent_config=(
@@ -413,9 +409,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             session.select(parent.event_id if parent is not None else NIL_ID)
             event = session.append(CHECKPOINT, record)
             index_checkpoint(thread, event.id, record)
-        return {
-            "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
-        }
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def _stage(self, thread: Thread, new: dict[str, Typed], value: Any) -> str:
         """Serialize ``value``; queue it for storage unless the thread has it. Its digest."""

@@ -47,8 +47,6 @@ CANDIDATES = 1000
 _BATCH = 500
 
 
-
-
 def _since(value: str | datetime | None) -> str | None:
     """A canonical timestamp (the stored form, so strings compare as times)."""
     if value is None:
@@ -108,8 +106,9 @@ def search(
         raise SearchError(f"limit must be at least 1, not {limit}")
     # A backend with its own full-text index (PostgreSQL's) answers behind
     # the same call, with the same arguments and hit type.
-    native = store.backend.search(query, session=session, kind=kind, role=role, since=_since(since),
-                                  cwd=cwd, limit=limit)
+    native = store.backend.search(
+        query, session=session, kind=kind, role=role, since=_since(since), cwd=cwd, limit=limit
+    )
     if native is not None:
         return native
     terms = [f"text : ({to_match(query)})"]

@@ -214,9 +214,7 @@ class SearchIndex:
         ids = sorted(self.store.backend.session_ids())
         known = {
             row[0]: (row[1], row[2], row[3])
-            for row in self.conn.execute(
-                "SELECT session_id, indexed, last_event_id, updated_ns FROM sessions"
-            )
+            for row in self.conn.execute("SELECT session_id, indexed, last_event_id, updated_ns FROM sessions")
         }
         present = set(ids)
         removed = [sid for sid in known if sid not in present]
@@ -259,9 +257,7 @@ class SearchIndex:
         return IndexStats(len(ids), touched, added, len(removed), tuple(failed))
 
     def _forget(self, sid: str) -> None:
-        self.conn.execute(
-            "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM events WHERE session_id=?)", (sid,)
-        )
+        self.conn.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM events WHERE session_id=?)", (sid,))
         self.conn.execute("DELETE FROM events WHERE session_id=?", (sid,))
         self.conn.execute("DELETE FROM sessions WHERE session_id=?", (sid,))
 

@@ -29,9 +29,7 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-def rank(
-    docs: Iterable[tuple[int, str]], words: list[tuple[str, bool]], limit: int
-) -> list[tuple[int, float]]:
+def rank(docs: Iterable[tuple[int, str]], words: list[tuple[str, bool]], limit: int) -> list[tuple[int, float]]:
     """The ``limit`` best (rowid, score) of ``docs``, best first; scores are
     negated BM25, as FTS5 reports them (lower is better).
 

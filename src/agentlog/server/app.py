@@ -68,9 +68,7 @@ def create_app(
     ``poll_interval``: seconds between looks at a backend that cannot be watched.
     """
     hub = hub if hub is not None else LiveHub()
-    feeds = Feeds(
-        store, hub, queue_size=queue_size, poll_interval=poll_interval, watch_debounce_ms=watch_debounce_ms
-    )
+    feeds = Feeds(store, hub, queue_size=queue_size, poll_interval=poll_interval, watch_debounce_ms=watch_debounce_ms)
     service = Service(store, hub, feeds)
     document = openapi_document(token=token is not None)
 

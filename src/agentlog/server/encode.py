@@ -27,9 +27,7 @@ __all__ = [
 
 
 def json_response(document: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(
-        orjson.dumps(document), status_code=status, media_type="application/json", headers=headers
-    )
+    return Response(orjson.dumps(document), status_code=status, media_type="application/json", headers=headers)
 
 
 def event_json(event: Event) -> dict[str, Any]:
@@ -105,9 +103,7 @@ async def read_json_object(request: Request) -> dict[str, Any]:
     return document
 
 
-def field(
-    document: dict[str, Any], name: str, kinds: type | tuple[type, ...], *, required: bool = False
-) -> Any:
+def field(document: dict[str, Any], name: str, kinds: type | tuple[type, ...], *, required: bool = False) -> Any:
     """``document[name]`` checked against ``kinds`` (None allowed when optional)."""
     value = document.get(name)
     if value is None:

@@ -188,9 +188,7 @@ class Feed:
             self.mode = "poll"
             self._tasks.append(asyncio.create_task(self._poll()))
         self._hub_sub = self.hub.subscribe(self.session_id, maxsize=65536)
-        self._bridge = threading.Thread(
-            target=self._bridge_hub, daemon=True, name=f"agentlog-feed-{self.session_id}"
-        )
+        self._bridge = threading.Thread(target=self._bridge_hub, daemon=True, name=f"agentlog-feed-{self.session_id}")
         self._bridge.start()
 
     async def stop(self) -> None:

@@ -79,10 +79,7 @@ _DRAFT = {
 
 
 def _errors(*statuses: int) -> dict[str, Any]:
-    return {
-        str(s): {"description": "error", "content": {"application/json": {"schema": _ERROR}}}
-        for s in statuses
-    }
+    return {str(s): {"description": "error", "content": {"application/json": {"schema": _ERROR}}} for s in statuses}
 
 
 def _ok(status: int, description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -189,9 +186,7 @@ def _paths() -> dict[str, Any]:
             )
         },
         f"{s}/events/{{event_id}}": {
-            "get": _op(
-                "event", "One event", [_SID, _EID, _RESOLVE], {**_ok(200, "the event", _EVENT), **read_errors}
-            )
+            "get": _op("event", "One event", [_SID, _EID, _RESOLVE], {**_ok(200, "the event", _EVENT), **read_errors})
         },
         f"{s}/events/{{event_id}}/blob": {
             "get": _op(
@@ -219,9 +214,7 @@ def _paths() -> dict[str, Any]:
                 {
                     "type": "object",
                     "required": ["events"],
-                    "properties": {
-                        "events": {"type": "array", "minItems": 1, "maxItems": 10_000, "items": _DRAFT}
-                    },
+                    "properties": {"events": {"type": "array", "minItems": 1, "maxItems": 10_000, "items": _DRAFT}},
                 },
             )
         },

@@ -43,9 +43,7 @@ def _jsonable(item: Any) -> dict[str, Any]:
 class RemoteHub(LiveHub):
     """Local fan-out as a LiveHub, plus a copy of every delta to ``url``."""
 
-    def __init__(
-        self, url: str, *, token: str | None = None, max_pending: int = 10_000, timeout: float = 5.0
-    ) -> None:
+    def __init__(self, url: str, *, token: str | None = None, max_pending: int = 10_000, timeout: float = 5.0) -> None:
         super().__init__()
         self.url = url.rstrip("/")
         self.token = token

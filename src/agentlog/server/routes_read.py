@@ -55,9 +55,7 @@ def read_routes(service: Service) -> list[Route]:
     store = service.store
 
     async def health(request: Request) -> Response:
-        return json_response(
-            {"ok": True, "version": __version__, "store": store.home, "feeds": service.feeds.active()}
-        )
+        return json_response({"ok": True, "version": __version__, "store": store.home, "feeds": service.feeds.active()})
 
     async def list_sessions(request: Request) -> Response:
         archived = params.flag(request, "archived")
@@ -180,7 +178,5 @@ def read_routes(service: Service) -> list[Route]:
         Route(f"{prefix}/sessions/{{session_id}}/path", path, methods=["GET"], name="path"),
         Route(f"{prefix}/sessions/{{session_id}}/context", context, methods=["GET"], name="context"),
         Route(f"{prefix}/sessions/{{session_id}}/events/{{event_id}}", event, methods=["GET"], name="event"),
-        Route(
-            f"{prefix}/sessions/{{session_id}}/events/{{event_id}}/blob", blob, methods=["GET"], name="blob"
-        ),
+        Route(f"{prefix}/sessions/{{session_id}}/events/{{event_id}}/blob", blob, methods=["GET"], name="blob"),
     ]

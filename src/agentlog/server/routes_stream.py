@@ -68,9 +68,7 @@ def stream_routes(service: Service) -> list[Route]:
                 # between is missed, and ids filter out what both deliver.
                 replay, head, last = await service.run(lambda: read_after(store, sid, after))
                 sent = max(after or "", last)
-                ready = Item(
-                    "ready", None, {"head": head, "last_event_id": last or None, "replayed": len(replay)}
-                )
+                ready = Item("ready", None, {"head": head, "last_event_id": last or None, "replayed": len(replay)})
                 yield ready.wire()
                 for start in range(0, len(replay), BATCH):
                     yield b"".join(item.wire() for item in replay[start : start + BATCH])
