@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from server_support import BACKENDS, build_demo, make_store
+from server_support import build_demo
 
 httpx = pytest.importorskip("httpx")
 
@@ -25,9 +25,10 @@ from agentlog.server.openapi import openapi_document  # noqa: E402
 API = "/api/v1"
 
 
-@pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Any) -> Store:
-    return make_store(request.param, tmp_path)
+@pytest.fixture
+def store(make_store: Any) -> Store:
+    """Each backend of conftest.BACKENDS (a small blob threshold makes blobs cheap)."""
+    return make_store(blob_threshold=4096)
 
 
 class Client:

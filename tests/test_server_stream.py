@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from server_support import BACKENDS, SSE, append_some, live_server, make_store
+from server_support import SSE, append_some, live_server
 
 httpx = pytest.importorskip("httpx")
 
@@ -26,9 +26,10 @@ API = "/api/v1"
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Any) -> Store:
-    return make_store(request.param, tmp_path)
+@pytest.fixture
+def store(make_store: Any) -> Store:
+    """Each backend of conftest.BACKENDS (a small blob threshold makes blobs cheap)."""
+    return make_store(blob_threshold=4096)
 
 
 def settled_ids(messages: list[dict[str, Any]]) -> list[str]:

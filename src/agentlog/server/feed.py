@@ -10,8 +10,9 @@ One :class:`Feed` per watched session, shared by all of its subscribers:
 - **What wakes the feed**: a write through this API (``Feeds.notify``), a
   settled ``Event`` published on the in-process hub, and for the file
   backend a watch on the session's directory (``watchfiles``: inotify on
-  Linux). A backend without a directory to watch (memory; SQL until it
-  offers notifications) is polled every ``poll_interval`` seconds.
+  Linux). Any other backend is asked (``Session.wait_for_commit``):
+  PostgreSQL is told of each commit by LISTEN/NOTIFY; memory and SQLite
+  look every 50 ms.
 - **Live deltas** come from the in-process :class:`~agentlog.agent.hub.LiveHub`
   (which ``POST /live`` also feeds); a bridge thread per feed forwards them.
 - **Back-pressure**: every subscriber has a bounded queue filled from the
@@ -162,8 +163,9 @@ class Feed:
         self.poll_interval = poll_interval
         self.watch_debounce_ms = watch_debounce_ms
         self.subscribers: set[Subscriber] = set()
-        self.mode = "starting"  # "watch" or "poll", for /health and the docs
+        self.mode = "starting"  # "watch" or "wait", for /health and the docs
         self._reader: Session | None = None
+        self._waiter: Session | None = None
         self._count = 0
         self._head = ""
         self._dirty = asyncio.Event()
@@ -185,8 +187,11 @@ class Feed:
             self.mode = "watch"
             self._tasks.append(asyncio.create_task(self._watch(directory)))
         else:
-            self.mode = "poll"
-            self._tasks.append(asyncio.create_task(self._poll()))
+            # The backend says when a commit lands: PostgreSQL by LISTEN/NOTIFY,
+            # the others by looking every 50 ms (Session.wait_for_commit).
+            self.mode = "wait"
+            self._waiter = await asyncio.to_thread(self.store.open, self.session_id, True)
+            self._tasks.append(asyncio.create_task(self._wait()))
         self._hub_sub = self.hub.subscribe(self.session_id, maxsize=65536)
         self._bridge = threading.Thread(target=self._bridge_hub, daemon=True, name=f"agentlog-feed-{self.session_id}")
         self._bridge.start()
@@ -202,8 +207,9 @@ class Feed:
                 await task
         for sub in self.subscribers:
             sub.end()
-        if self._reader is not None:
-            await asyncio.to_thread(self._reader.close)
+        for reader in (self._reader, self._waiter):
+            if reader is not None:
+                await asyncio.to_thread(reader.close)
 
     def wake(self) -> None:
         """Look for new settled events soon (call on the loop's thread)."""
@@ -241,10 +247,11 @@ class Feed:
         ):
             self._dirty.set()
 
-    async def _poll(self) -> None:
+    async def _wait(self) -> None:
+        assert self._waiter is not None
         while True:
-            await asyncio.sleep(self.poll_interval)
-            self._dirty.set()
+            if await asyncio.to_thread(self._waiter.wait_for_commit, self.poll_interval * 5):
+                self._dirty.set()
 
     # --- live deltas --------------------------------------------------------------
     def _bridge_hub(self) -> None:
