@@ -16,6 +16,7 @@ import click
 import orjson
 from rich.text import Text
 
+from ..backends.files import FileBackend
 from ..backends.files.gc import GcItem, collect, usage
 from ..errors import AgentlogError, SessionNotFound
 from ..event import format_timestamp
@@ -34,11 +35,9 @@ __all__ = ["COMMANDS", "on_disk"]
 
 
 def on_disk(store: Store) -> str | None:
-    """The home directory of a file-backed store; None for other stores."""
-    home = store.home
-    if home.startswith("memory:") or "://" in home:
-        return None
-    return home if os.path.isdir(os.path.join(home, "sessions")) else None
+    """The home directory of a file-backed store; None for other stores
+    (a database keeps no orphaned files: deleting a session deletes its blobs)."""
+    return store.backend.home if isinstance(store.backend, FileBackend) else None
 
 
 def _human(n: int) -> str:
