@@ -50,6 +50,7 @@ __all__ = [
     "SessionStorage",
     "StagedEvent",
     "Ticket",
+    "check_links",
     "split_payload",
 ]
 
@@ -219,6 +220,24 @@ class Problem:
     def __str__(self) -> str:
         where = self.path if self.offset is None else f"{self.path}@{self.offset}"
         return f"{self.session_id}: {where}: {self.message}"
+
+
+def check_links(storage: SessionStorage, where: str) -> list[Problem]:
+    """What fsck finds in any backend: HEAD or a parent naming a missing
+    event, a blob missing or not matching its digest."""
+    sid, problems = storage.session_id, []
+    head = storage.head()
+    if head != NIL_ID and not storage.contains(head):
+        problems.append(Problem(sid, where, None, f"HEAD names a missing event {head}"))
+    for entry in storage.entries():
+        if entry.parent_id != NIL_ID and not storage.contains(entry.parent_id):
+            problems.append(Problem(sid, where, None, f"event {entry.id} names a missing parent"))
+        if entry.digest:
+            try:
+                storage.get_blob(entry.digest)
+            except CorruptionError as exc:
+                problems.append(Problem(sid, where, None, f"{exc.reason} (event {entry.id})"))
+    return problems
 
 
 class SessionStorage(ABC):

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import BlobIntegrityError, EventNotFound, HeadConflict, SessionExists, SessionNotFound
 from ..event import NIL_ID, Event, check_session_id, digest_of
-from .base import Backend, Commit, IndexEntry, Problem, SessionStats, SessionStorage, StagedEvent, Ticket
+from .base import Backend, Commit, IndexEntry, Problem, SessionStats, SessionStorage, StagedEvent, Ticket, check_links
 
 __all__ = ["MemoryBackend"]
 
@@ -188,11 +188,9 @@ class MemoryBackend(Backend):
     def get_breadcrumb(self, working_dir: str) -> str | None:
         return self._breadcrumbs.get(working_dir)
 
-    # Memory holds only what the core handed it: nothing a crash or a disk damaged.
     def verify(self, session_id: str) -> list[Problem]:
-        self._data(session_id)
-        return []
+        return check_links(MemorySessionStorage(session_id, self._data(session_id), readonly=True), "memory")
 
     def repair(self, session_id: str) -> list[str]:
         self._data(session_id)
-        return []
+        return []  # memory holds only what the core handed it: nothing a disk damaged

@@ -34,7 +34,7 @@ from ..errors import (
     UnknownBackend,
 )
 from ..event import NIL_ID, Event, check_session_id, digest_of
-from .base import Backend, Commit, IndexEntry, ListingRow, Problem, SessionStats, SessionStorage, Ticket
+from .base import Backend, Commit, IndexEntry, ListingRow, Problem, SessionStats, SessionStorage, Ticket, check_links
 
 __all__ = ["SqliteBackend"]
 
@@ -381,19 +381,7 @@ class SqliteBackend(Backend):
             for row in self.query("PRAGMA quick_check")
             if row[0] != "ok"
         ]
-        storage = SqliteSessionStorage(self, session_id, None)
-        head = storage.head()
-        if head != NIL_ID and not storage.contains(head):
-            problems.append(Problem(session_id, self.path, None, f"HEAD names a missing event {head}"))
-        for entry in storage.entries():
-            if entry.parent_id != NIL_ID and not storage.contains(entry.parent_id):
-                problems.append(Problem(session_id, self.path, None, f"event {entry.id} names a missing parent"))
-            if entry.digest:
-                try:
-                    storage.get_blob(entry.digest)
-                except BlobIntegrityError as exc:
-                    problems.append(Problem(session_id, self.path, None, f"{exc.reason} (event {entry.id})"))
-        return problems
+        return problems + check_links(SqliteSessionStorage(self, session_id, None), self.path)
 
     def repair(self, session_id: str) -> list[str]:
         return []  # SQLite recovers its own journal; damage beyond it is reported by verify

@@ -28,7 +28,7 @@ from psycopg_pool import ConnectionPool
 
 from ...errors import CorruptionError, SearchError, SessionExists, SessionNotFound, StorageError, UnknownBackend
 from ...event import NIL_ID, check_session_id
-from ..base import Backend, Commit, ListingRow, Problem, SearchHit, SessionStats, SessionStorage
+from ..base import Backend, Commit, ListingRow, Problem, SearchHit, SessionStats, SessionStorage, check_links
 from .lease import LEASE_MODES, PostgresLease
 from .schema import migrate
 from .search import search_sql, to_hits
@@ -245,20 +245,7 @@ class PostgresBackend(Backend):
         return None if row is None else str(row[0])
 
     def verify(self, session_id: str) -> list[Problem]:
-        storage = PostgresSessionStorage(self, session_id, None)
-        problems = []
-        head = storage.head()
-        if head != NIL_ID and not storage.contains(head):
-            problems.append(Problem(session_id, self.url, None, f"HEAD names a missing event {head}"))
-        for entry in storage.entries():
-            if entry.parent_id != NIL_ID and not storage.contains(entry.parent_id):
-                problems.append(Problem(session_id, self.url, None, f"event {entry.id} names a missing parent"))
-            if entry.digest:
-                try:
-                    storage.get_blob(entry.digest)
-                except CorruptionError as exc:
-                    problems.append(Problem(session_id, self.url, None, f"{exc.reason} (event {entry.id})"))
-        return problems
+        return check_links(PostgresSessionStorage(self, session_id, None), self.url)
 
     def search(
         self,
