@@ -12,6 +12,7 @@ installed, where no entry-point metadata exists.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, Protocol
@@ -47,30 +48,31 @@ def scheme_of(location: str) -> str:
     return scheme.lower()
 
 
+def _imported(load: Callable[[], Any], scheme: str) -> Any:
+    """``load()``, with a third-party module missing turned into the extra to install."""
+    try:
+        return load()
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("agentlog"):
+            raise  # our own module missing is a bug to see, not an extra to install
+        raise UnknownBackend(
+            f"the {scheme}: backend needs a package that is not installed ({exc.name}); "
+            f"pip install 'agentlog[{_EXTRAS.get(scheme, scheme)}]'"
+        ) from None
+
+
 def _load(scheme: str) -> BackendFactory:
     found = [ep for ep in entry_points(group=GROUP) if ep.name == scheme]
     if found:
-        try:
-            return found[0].load()  # type: ignore[no-any-return]  # entry points are untyped
-        except ImportError as exc:  # an optional extra that is not installed
-            raise UnknownBackend(
-                f"the {scheme}: backend needs a package that is not installed "
-                f"({exc.name}); pip install 'agentlog[{_EXTRAS.get(scheme, scheme)}]'"
-            ) from None
+        factory: BackendFactory = _imported(found[0].load, scheme)
+        return factory
     target = _BUILT_IN.get(scheme)
     if target is None:
         known = sorted({ep.name for ep in entry_points(group=GROUP)} | set(_BUILT_IN))
         raise UnknownBackend(f"no backend serves {scheme}: URLs (installed: {', '.join(known)})")
     module, _, name = target.partition(":")
-    try:
-        loaded = import_module(module)
-    except ImportError as exc:  # an optional extra that is not installed
-        raise UnknownBackend(
-            f"the {scheme}: backend needs a package that is not installed ({exc.name}); "
-            f"pip install 'agentlog[{_EXTRAS.get(scheme, scheme)}]'"
-        ) from None
-    factory: BackendFactory = getattr(loaded, name)
-    return factory
+    built_in: BackendFactory = getattr(_imported(lambda: import_module(module), scheme), name)
+    return built_in
 
 
 def open_backend(location: str | os.PathLike[str], *, durability: str = "full", **options: Any) -> Backend:
