@@ -77,12 +77,16 @@ MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
     (
         "0003_full_text_search",
         (
-            # The string values of each record (not its keys), for search();
-            # blobs get theirs when stored (a generated column must be immutable).
-            """ALTER TABLE events ADD COLUMN search tsvector GENERATED ALWAYS AS
-             (jsonb_to_tsvector('simple', coalesce(record::jsonb, 'null'::jsonb), '["string"]')) STORED""",
+            # The string values of each record (not its keys, and without
+            # NULs, which jsonb and tsvector refuse), written with the event;
+            # the tsvector derives from them.
+            "ALTER TABLE events ADD COLUMN search_text text",
+            """ALTER TABLE events ADD COLUMN search tsvector
+             GENERATED ALWAYS AS (to_tsvector('simple', coalesce(search_text, ''))) STORED""",
             "CREATE INDEX events_search ON events USING gin (search)",
-            "ALTER TABLE blobs ADD COLUMN search tsvector",
+            "ALTER TABLE blobs ADD COLUMN search_text text",
+            """ALTER TABLE blobs ADD COLUMN search tsvector
+             GENERATED ALWAYS AS (to_tsvector('simple', coalesce(search_text, ''))) STORED""",
             "CREATE INDEX blobs_search ON blobs USING gin (search)",
         ),
     ),

@@ -56,12 +56,7 @@ def search_sql(
         where.append("(s.meta->>'working_dir' = %(cwd)s OR starts_with(s.meta->>'working_dir', %(below)s))")
         args["cwd"] = cwd.rstrip("/") or "/"
         args["below"] = args["cwd"].rstrip("/") + "/"
-    # The record's string values, joined: what a person reads, without the JSON around it.
-    text = (
-        "array_to_string(ARRAY(SELECT jsonb_array_elements_text(jsonb_path_query_array("
-        "coalesce(e.record::jsonb, convert_from(b.data, 'UTF8')::jsonb),"
-        " 'strict $.** ? (@.type() == \"string\")'))), ' ')"
-    )
+    text = "coalesce(e.search_text, b.search_text, '')"  # the string values search indexed
     sql = f"""
         SELECT e.session_id, e.id::text, e.kind, e.role, e.ts,
                ts_headline('simple', {text}, q.q,

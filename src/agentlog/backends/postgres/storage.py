@@ -45,6 +45,22 @@ SELECT {", ".join("e." + c for c in _COLUMNS.split(", "))}
 FROM walk JOIN events e ON e.session_id = %(s)s AND e.id = walk.id ORDER BY walk.depth"""
 
 
+def searchable_text(payload: bytes) -> str:
+    """The string values of a record's JSON, one per line: what search
+    indexes (not the keys; NULs dropped, as PostgreSQL text refuses them)."""
+    out: list[str] = []
+    stack = [orjson.loads(payload)]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+    return "\n".join(out).replace("\x00", "")
+
+
 def channel_of(schema: str, session_id: str) -> str:
     """The NOTIFY channel of one session (an identifier of at most 63 bytes)."""
     return "agentlog_" + hashlib.sha256(f"{schema}/{session_id}".encode()).hexdigest()[:40]
@@ -69,14 +85,13 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str) -> 
     with conn.cursor() as cur:
         if blobs:
             cur.executemany(
-                "INSERT INTO blobs (digest, data, search) VALUES (%s, %s, jsonb_to_tsvector('simple',"
-                " convert_from(%s, 'UTF8')::jsonb, '[\"string\"]')) ON CONFLICT (digest) DO NOTHING",
-                [(digest, data, data) for digest, data in blobs],
+                "INSERT INTO blobs (digest, data, search_text) VALUES (%s, %s, %s) ON CONFLICT (digest) DO NOTHING",
+                [(digest, data, searchable_text(data)) for digest, data in blobs],
             )
         if commit.events:
             cur.executemany(
-                "INSERT INTO events (session_id, seq, id, parent_id, kind, role, ts, record, digest, branch_from)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                "INSERT INTO events (session_id, seq, id, parent_id, kind, role, ts, record, digest, branch_from,"
+                " search_text) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 [
                     (
                         session_id,
@@ -89,6 +104,7 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str) -> 
                         None if e.payload is None else e.payload.decode(),
                         e.digest,
                         e.branch_from,
+                        None if e.payload is None else searchable_text(e.payload),
                     )
                     for i, e in enumerate(commit.events)
                 ],
