@@ -1,4 +1,4 @@
-"""python -m bench [--quick] [--dir DIR] [append] [open] [big] [listing]"""
+"""python -m bench [--quick] [--dir DIR] [append] [open] [big] [listing] [path]"""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 import time
 from typing import Any
 
-from . import append, big, listing, open_context
+from . import append, big, listing, open_context, path
 from ._common import code_version, describe_machine, machine
 
-PARTS = {m.NAME: m for m in (append, open_context, big, listing)}
+PARTS = {m.NAME: m for m in (append, open_context, big, listing, path)}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
