@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench crash-test fuzz clean
+.PHONY: demo test bench bench-peers crash-test fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+# Side by side with the stores users would otherwise pick (installs the `bench` extra).
+bench-peers: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m bench path
 
 crash-test: $(STAMP)
 	AGENTLOG_EXHAUSTIVE=1 $(PY) -m pytest -q tests/reliability -k crash

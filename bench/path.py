@@ -108,6 +108,49 @@ def _sdk(db: str, loop: asyncio.AbstractEventLoop, limit: int | None) -> Any:
     return op
 
 
+def _floor(home: str, sid: str, db: str, rounds: int = 5) -> dict[str, float]:
+    """Seconds per event of the irreducible steps, on the same data: what
+    any Python reader of these bytes pays (agentlog), and what the SDK's
+    reader pays per row (one SQLite fetch, one ``json.loads``)."""
+    import glob
+    import json
+    import sqlite3
+    import time
+    import zlib
+
+    import orjson
+
+    from agentlog import Event
+
+    chunks = sorted(glob.glob(os.path.join(home, "sessions", sid, "chunks", "*.jsonl")))
+    lines = b"".join(open(c, "rb").read() for c in chunks).split(b"\n")[:-1]
+    recs = [orjson.loads(line) for line in lines]
+
+    def best(fn: Any) -> float:
+        out = []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+        return min(out) / len(lines)
+
+    def sdk_rows() -> None:
+        con = sqlite3.connect(db)
+        try:
+            rows = con.execute("SELECT message_data FROM agent_messages ORDER BY id").fetchall()
+            [json.loads(r[0]) for r in rows]
+        finally:
+            con.close()
+
+    return {
+        "crc32": best(lambda: [zlib.crc32(line) for line in lines]),
+        "orjson.loads": best(lambda: [orjson.loads(line) for line in lines]),
+        "Event()": best(lambda: [Event(r["id"], r["parent_id"], r["kind"], r["role"], r["timestamp"],
+                                       r["record"], None, None) for r in recs]),
+        "sdk fetch+json.loads": best(sdk_rows),
+    }
+
+
 def run(ctx: dict[str, Any]) -> dict[str, Any]:
     try:
         import agents  # noqa: F401
@@ -145,6 +188,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
                 "us_per_event": 1e6 * t["agentlog transcript"]["median_s"] / n,
                 "bytes": {"agentlog": session_bytes, "sdk": sdk_bytes},
                 "ratio_bytes": session_bytes / sdk_bytes,
+                "floor_s_per_event": _floor(home, sid, db),
             }
     finally:
         loop.close()
