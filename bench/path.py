@@ -247,4 +247,11 @@ def report(res: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
                 f"bytes {row['bytes']['agentlog']:,} vs {row['bytes']['sdk']:,}",
             )
         )
+        floor = row.get("floor_s_per_event", {})
+        absolute.append(
+            (
+                f"path, {int(n):,} events, per event",
+                ", ".join(f"{k} {v * 1e6:.2f} us" for k, v in floor.items()),
+            )
+        )
     return ratios, absolute
