@@ -179,3 +179,37 @@ _field = st.one_of(
 def test_fast_check_accepts_only_what_the_full_check_accepts(rec: dict[str, Any]) -> None:
     if pathread.fast_record_ok(rec):
         assert stored_record_problem(rec) is None
+
+
+def test_reading_while_the_writer_appends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks are read from the chunk the writer is appending to: a read
+    ends at a record already applied, so it never sees a half-written line."""
+    import threading
+
+    monkeypatch.setattr(pathread, "BLOCK", 4096)
+    monkeypatch.setattr(pathread, "FIRST_BLOCK", 1024)
+    store = Store(str(tmp_path), durability="off", chunk_size=16 * 1024)
+    with store.create(session_id="t") as s:
+        s.append("message", {"content": "root"}, role="user")
+        done = threading.Event()
+        errors: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                while not done.is_set():
+                    path = s.transcript()
+                    assert path[0].parent_id == NIL_ID
+                    assert all(a.id == b.parent_id for a, b in zip(path, path[1:], strict=False))
+            except BaseException as exc:  # reported to the main thread below
+                errors.append(exc)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        try:
+            for i in range(400):
+                s.append("message", {"content": f"m{i}" * (1 + i % 30)}, role="assistant")
+        finally:
+            done.set()
+            reader.join()
+        assert not errors, errors[0]
+        assert len(s.transcript()) == 401
