@@ -213,3 +213,23 @@ def test_reading_while_the_writer_appends(tmp_path: Path, monkeypatch: pytest.Mo
             reader.join()
         assert not errors, errors[0]
         assert len(s.transcript()) == 401
+
+
+def test_fields_are_checked_one_by_one_not_as_a_concatenation() -> None:
+    """A 35-character parent must not borrow the timestamp's first character."""
+    good = {
+        "id": "01900000-0000-7000-8000-000000000002",
+        "parent_id": "01900000-0000-7000-8000-000000000001",
+        "kind": "message",
+        "role": "user",
+        "timestamp": "2026-01-01T00:00:00.000000001Z",
+        "branch_from": None,
+        "digest": None,
+    }
+    assert pathread.fast_record_ok(good)
+    short = dict(good, parent_id=good["parent_id"][:-1], timestamp="1" + good["timestamp"])
+    assert stored_record_problem(short) is not None
+    assert not pathread.fast_record_ok(short)
+    line = _reframe(orjson.dumps(dict(short, record={"a": 1}, crc="0")), {})
+    key = short["id"]
+    assert pathread._fast_event(line.rstrip(b"\n"), key, set(), lambda s: True, pathread.make_event) is None

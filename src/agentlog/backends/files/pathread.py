@@ -109,7 +109,7 @@ def fast_record_ok(rec: dict[str, Any]) -> bool:
     kind, role = rec.get("kind"), rec.get("role")
     if type(kind) is not str or not (role is None or type(role) is str):
         return False
-    if _ID_PARENT_STAMP.match(eid + parent + stamp) is None:
+    if len(eid) != 36 or len(parent) != 36 or _ID_PARENT_STAMP.match(eid + parent + stamp) is None:
         return False
     return (kind, role) in _GOOD_KIND_ROLE or _learn(kind, role)
 
@@ -222,6 +222,7 @@ def _fast_event(
             and ((kind, role) in good or _learn(kind, role))
             and type(parent) is str
             and type(stamp) is str
+            and len(parent) == 36  # else a short parent could borrow the stamp's first byte
             and parent_stamp_ok(parent + stamp)
         ):
             return build(want, parent, kind, role, stamp, rec["record"], None, None)
