@@ -119,6 +119,27 @@ def test_a_damaged_id_is_taken_from_the_children_that_name_it(tmp_path: Path) ->
         assert s.event(ids[4]).kind == "tombstone"
 
 
+def test_two_damaged_ids_in_a_row_are_not_confused(tmp_path: Path) -> None:
+    """The missing parent the children name is the second record's id: the
+    first damaged record must not take it (its own id differs in more than
+    a character or two)."""
+    store = _store(tmp_path)
+    ids = _chain(store, 10)
+    _index(tmp_path).unlink()
+    offsets, pos = {}, 0
+    for line in _chunk(tmp_path).read_bytes().splitlines(keepends=True):
+        offsets[line[7:43].decode()] = pos
+        pos += len(line)
+    _flip(tmp_path, ids[3].encode(), 3)
+    _flip(tmp_path, ids[4].encode(), 3)
+    store.repair(SID)
+    with store.open(SID, readonly=True) as s:
+        stone = s.event(ids[4])
+        assert stone.kind == "tombstone"
+        assert stone.record["quarantined"]["offset"] == offsets[ids[4]]
+        assert [e.id for e in s.path(ids[-1])][-6:] == ids[-6:]
+
+
 def test_a_forged_index_entry_that_does_not_fit_is_not_believed(tmp_path: Path) -> None:
     """A recovered id out of order or a parent that is not earlier makes no
     tombstone: the record is quarantined the old way."""

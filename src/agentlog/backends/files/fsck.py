@@ -466,8 +466,13 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> d
     plan: dict[tuple[int, int], bytes] = {}
     planned: set[str] = set()
     lines_of: dict[int, list[Line]] = {}
-    for b, data in damaged:
-        recovered = recover(data.rstrip(b"\n"), entries.get((b.chunk, b.offset, b.length)))
+    found = [
+        (b, recover(data.rstrip(b"\n"), entries.get((b.chunk, b.offset, b.length)))) for b, data in damaged
+    ]
+    # Ids some record names as its parent but no line holds: the intact
+    # events' parents, and the parents read from other damaged lines.
+    missing |= {r.parent_id for _, r in found if r is not None} - present - {NIL_ID}
+    for b, recovered in found:
         if recovered is None:
             continue
         # The batch marker comes from the intact lines around it: a flipped
@@ -479,11 +484,17 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> d
         before = ids[i - 1] if i else ""
         after = ids[i] if i < len(ids) else None
         if recovered.source != "index" and recovered.id not in missing:
-            # A damaged id can still look like an id: when the later events
-            # name exactly one missing parent that sorts here, that is it.
-            here = [m for m in missing if m > before and (after is None or m < after)]
-            if len(here) == 1:
-                recovered.id = here[0]
+            # A damaged id can still look like an id: the missing id that
+            # sorts here and is nearest to it (a flipped byte or two; ids
+            # written close together share most characters) is the one,
+            # when exactly one is nearest.
+            near = sorted(
+                (sum(x != y for x, y in zip(m, recovered.id, strict=True)), m)
+                for m in missing
+                if m > before and (after is None or m < after)
+            )
+            if near and near[0][0] <= 2 and (len(near) == 1 or near[1][0] > near[0][0]):
+                recovered.id = near[0][1]
         known = set(ids[:i]) | planned  # a parent comes before its child
         if not fits(recovered, before, after, known):
             continue
@@ -499,6 +510,7 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> d
         }
         plan[(b.chunk, b.offset)] = tombstone_line(recovered, stamp, where)
         planned.add(recovered.id)
+        missing.discard(recovered.id)  # found: no second damaged line may take it
     if plan:
         for at in keep:
             plan[at] = _KEEP
