@@ -25,6 +25,7 @@ bench: $(STAMP)
 bench-peers: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) -m bench path
+	$(PY) -m bench.plots
 
 crash-test: $(STAMP)
 	AGENTLOG_EXHAUSTIVE=1 $(PY) -m pytest -q tests/reliability -k crash
