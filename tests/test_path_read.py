@@ -233,3 +233,34 @@ def test_fields_are_checked_one_by_one_not_as_a_concatenation() -> None:
     line = _reframe(orjson.dumps(dict(short, record={"a": 1}, crc="0")), {})
     key = short["id"]
     assert pathread._fast_event(line.rstrip(b"\n"), key, set(), lambda s: True, pathread.make_event) is None
+
+
+def test_blobs_and_branches_do_not_multiply_the_bytes_read(tmp_path: Path) -> None:
+    """A record the fast check declines (a blob, a branch point) is decoded
+    from the block already read; a jump starts again with a small block. So
+    a whole path reads each byte of the log about once, not once per event."""
+    from helpers import RecordingFs
+
+    from agentlog import FileBackend
+
+    store = Store(str(tmp_path), durability="off", blob_threshold=1024)
+    with store.create(session_id="t") as s:
+        ids = []
+        for i in range(300):
+            if i and i % 40 == 0:
+                s.select(ids[-10])  # a branch: the path jumps back over 9 events
+            big = i % 3 == 0
+            ids.append(
+                s.append(
+                    "tool_result", {"content": ("z" if big else "m") * (2000 if big else 100)}, role="tool"
+                ).id
+            )
+        head = s.head
+    chunk = next((tmp_path / "sessions" / "t" / "chunks").iterdir())
+    fs = RecordingFs()
+    with Store(backend=FileBackend(str(tmp_path), fs=fs)).open("t", readonly=True) as r:
+        fs.clear()
+        path = r.path(head)
+        assert path[-1].id == head and len(path) > 200
+    read = sum(size for _, size in fs.reads_of(chunk))
+    assert read <= 2 * chunk.stat().st_size, (read, chunk.stat().st_size)

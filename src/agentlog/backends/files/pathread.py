@@ -197,9 +197,13 @@ def _read(
             found = line[7:_ID_END]
             if found == key:
                 event = _fast_event(line, want, good, parent_stamp_ok, build)
+                if event is None:  # a blob, a branch point, an unusual field: the full check
+                    rec = _decode(line, want)
+                    event = None if rec is None else _event_of(rec)
                 break
             if found < key:  # ids increase along the log: the parent is not in this block
                 pos = -1
+                size = FIRST_BLOCK  # the path jumps (a branch): locality starts over
         if event is None:
             lines, rec = _load(storage, want, size)
             pos = len(lines) - 2
