@@ -23,6 +23,8 @@ import random
 from itertools import islice
 from typing import Any
 
+import orjson
+
 from agentlog import FileBackend, Store
 
 from ._build import _cached, _Texts
@@ -68,6 +70,16 @@ def _build(bench_dir: str, n: int) -> tuple[str, dict[str, Any]]:
             loop.run_until_complete(peer.add_items([item for _, item in items[start : start + 1000]]))
         peer.close()
         loop.close()
+        # The two file layouts of the seeds: a pi-style JSONL session (one
+        # entry a line, resume = parse the whole file) and the loop-store's
+        # whole-file JSON (rewritten on each save, resume = load it).
+        with open(os.path.join(tmp, "session.jsonl"), "wb") as f:
+            for i, (_, item) in enumerate(items):
+                f.write(
+                    orjson.dumps({"type": "message", "id": i, "parentId": i - 1, "message": item}) + b"\n"
+                )
+        with open(os.path.join(tmp, "history.json"), "wb") as f:
+            f.write(orjson.dumps({"items": [item for _, item in items]}))
         return {"session_id": sid, "events": n}
 
     def check(directory: str, info: dict[str, Any]) -> None:
@@ -76,7 +88,7 @@ def _build(bench_dir: str, n: int) -> tuple[str, dict[str, Any]]:
             if len(s) != info["events"]:
                 raise ValueError(f"{len(s)} events, expected {info['events']}")
 
-    return _cached(bench_dir, "path", {"kind": "linear", "events": n, "v": 1}, build, check)
+    return _cached(bench_dir, "path", {"kind": "linear", "events": n, "v": 2}, build, check)
 
 
 def _agentlog(home: str, sid: str, what: str) -> Any:
@@ -162,6 +174,24 @@ def _floor(home: str, sid: str, db: str, rounds: int = 5) -> dict[str, float]:
     }
 
 
+def _jsonl(path: str) -> Any:
+    """Resume a pi-style JSONL session: read it whole, parse every line."""
+
+    def op() -> int:
+        with open(path, "rb") as f:
+            return len([orjson.loads(line) for line in f.read().splitlines()])
+
+    return op
+
+
+def _whole_json(path: str) -> Any:
+    def op() -> int:
+        with open(path, "rb") as f:
+            return len(orjson.loads(f.read())["items"])
+
+    return op
+
+
 def run(ctx: dict[str, Any]) -> dict[str, Any]:
     try:
         import agents  # noqa: F401
@@ -183,6 +213,8 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
                 "sdk get_items": _sdk(db, loop, None),
                 "agentlog last 20": _agentlog(home, sid, "last20"),
                 "sdk last 20": _sdk(db, loop, 20),
+                "jsonl parse (pi-style)": _jsonl(os.path.join(directory, "session.jsonl")),
+                "whole-file JSON": _whole_json(os.path.join(directory, "history.json")),
             }
             t = interleaved(ops, max(3, rounds if n <= 10_000 else rounds // 2))
             if t["agentlog transcript"]["result_len"] != n or t["sdk get_items"]["result_len"] != n:
@@ -198,6 +230,8 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
                 "ratio_context": t["agentlog context"]["median_s"] / sdk_med,
                 "ratio_before": t["agentlog per-event walk (before)"]["median_s"] / sdk_med,
                 "ratio_last20": t["agentlog last 20"]["median_s"] / t["sdk last 20"]["median_s"],
+                "ratio_jsonl": t["agentlog transcript"]["median_s"] / t["jsonl parse (pi-style)"]["median_s"],
+                "ratio_whole_json": t["agentlog transcript"]["median_s"] / t["whole-file JSON"]["median_s"],
                 "us_per_event": 1e6 * t["agentlog transcript"]["median_s"] / n,
                 "bytes": {"agentlog": session_bytes, "sdk": sdk_bytes},
                 "ratio_bytes": session_bytes / sdk_bytes,
@@ -230,6 +264,11 @@ def report(res: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
         )
         ratios.append((f"before: open+per-event walk, {int(n):,} / SDK get_items", row["ratio_before"], None))
         ratios.append((f"last 20, {int(n):,} linear / SDK get_items(limit=20)", row["ratio_last20"], None))
+        if "ratio_jsonl" in row:
+            ratios.append((f"open+transcript, {int(n):,} / pi-style JSONL parse", row["ratio_jsonl"], None))
+            ratios.append(
+                (f"open+transcript, {int(n):,} / whole-file JSON load", row["ratio_whole_json"], None)
+            )
         ratios.append(
             (
                 f"bytes on disk, {int(n):,} messages / SDK database",
