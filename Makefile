@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench crash-test fuzz clean chromium
+.PHONY: demo test lint bench bench-peers crash-test fuzz clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+# Side by side with the stores users would otherwise pick (installs the `bench` extra).
+bench-peers: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m bench path
+	$(PY) -m bench.plots
 
 crash-test: $(STAMP)
 	AGENTLOG_EXHAUSTIVE=1 $(PY) -m pytest -q tests/reliability -k crash

@@ -67,11 +67,16 @@ def test_listing_reads_no_event_log(home):
     assert not [p for p in fs.opened if "/chunks/" in p or p.endswith("index.jsonl")]
 
 
-def test_context_reads_only_the_records_it_returns(home):
-    """Invariant 10: building the context reads only the active path's records,
-    and stops at the latest compaction."""
+def test_context_reads_only_around_the_records_it_returns(home, monkeypatch):
+    """Invariant 10: building the context reads the active path's records in
+    blocks that end at a record it needs, and stops at the latest compaction:
+    what it reads beyond the path is bounded by the first block."""
+    from agentlog.backends.files import pathread
+
+    monkeypatch.setattr(pathread, "FIRST_BLOCK", 512)
+    monkeypatch.setattr(pathread, "BLOCK", 2048)
     with Store(home).create(session_id="s") as s:
-        old = [s.append("message", {"content": f"old {i}"}) for i in range(40)]
+        old = [s.append("message", {"content": f"old {i}" * 10}) for i in range(60)]
         s.append("compaction", {"summary": "sum", "first_kept_event_id": old[-2].id})
         for i in range(3):
             s.append("message", {"content": f"new {i}"})
@@ -81,10 +86,14 @@ def test_context_reads_only_the_records_it_returns(home):
         fs.clear()
         ctx = r.context()
     assert len(ctx) == 6
-    spans = dict(line_spans(chunk_path(store, "s")))
-    offsets = {off for off, _ in fs.reads_of(chunk_path(store, "s"))}
-    assert offsets <= set(spans)
-    assert len(offsets) == len(ctx)
+    spans = line_spans(chunk_path(store, "s"))
+    ends = {off + length for off, length in spans}
+    reads = fs.reads_of(chunk_path(store, "s"))
+    assert all(off + size in ends for off, size in reads)  # every read ends at a record
+    # two bulk reads (the path to the compaction, then the kept events), each
+    # at most a first block and one grown block past the records it returns
+    assert sum(size for _, size in reads) <= 2 * (512 + 2048) + sum(n for _, n in spans[-7:])
+    assert min(off for off, _ in reads) > spans[40][0]  # the old history is not read
 
 
 def test_reopen_reads_only_the_tail(home):

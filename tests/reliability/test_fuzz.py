@@ -42,7 +42,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentlog import Store
-from agentlog._codec import decode_index_entry, decode_line, encode_index_entry, encode_line
+from agentlog._codec import LineError, decode_index_entry, decode_line, encode_index_entry, encode_line
 from agentlog.errors import AgentlogError
 
 from .conftest import EXHAUSTIVE, SEED, record_figure
@@ -288,14 +288,16 @@ def _quarantine_parts(path: str) -> list[tuple[int, bytes]]:
     return parts
 
 
-def exercise(base: Base, home: str, rel: str, damage_at: int) -> str:
-    """Everything a user can do to the damaged session; returns an outcome label."""
+def exercise(base: Base, home: str, rel: str, damage_at: int, tombstones: bool = False) -> str:
+    """Everything a user can do to the damaged session; returns an outcome label.
+    With ``tombstones``, repair writes one in place of each damaged event
+    record it can identify (backends/files/tombstone.py)."""
     damaged_blob = os.path.basename(rel) if "/blobs/" in rel else None
     must_read = base.before(rel, damage_at)
     # Repair quarantines a batch whole when one member is damaged (invariant
     # 6), so after repair the guarantee holds at batch granularity.
     must_survive_repair = base.before(rel, damage_at, whole_batches=True)
-    store = Store(home, **OPTIONS)
+    store = Store(home, **OPTIONS, tombstones=tombstones)
     store.scan()
     store.list()
     read_ok = False
@@ -329,8 +331,13 @@ def exercise(base: Base, home: str, rel: str, damage_at: int) -> str:
         if n.endswith(".quarantine")
     }
     store.repair(SID)
+    stones = 0
     for name, original in damaged.items():
         kept = open(os.path.join(chunk_dir, name), "rb").read()
+        if tombstones:  # what repair wrote in place of quarantined records
+            lines = kept.splitlines(keepends=True)
+            kept = b"".join(line for line in lines if not _is_tombstone(line))
+            stones += len(lines) - len(kept.splitlines(keepends=True))
         qpath = os.path.join(chunk_dir, name + ".quarantine")
         moved = _quarantine_parts(qpath)[old_quarantine.get(name + ".quarantine", 0) :] if os.path.exists(qpath) else []
         # Put each quarantined piece back at its offset, kept bytes between.
@@ -367,10 +374,19 @@ def exercise(base: Base, home: str, rel: str, damage_at: int) -> str:
     ]
     if damaged_blob is None:
         assert not remaining, f"fsck after repair: {remaining}"
+    if stones:
+        return "repaired with tombstones"
     return "repaired" if read_ok or errors else "opened after repair"
 
 
-def _run(base: Base, rel: str, data: bytes, root: str) -> str:
+def _is_tombstone(line: bytes) -> bool:
+    try:
+        return decode_line(line).get("kind") == "tombstone"
+    except LineError:
+        return False  # a damaged line repair kept is not one it wrote
+
+
+def _run(base: Base, rel: str, data: bytes, root: str, tombstones: bool = False) -> str:
     home = tempfile.mkdtemp(dir=root)
     try:
         _write_tree(base.files, home)
@@ -386,7 +402,7 @@ def _run(base: Base, rel: str, data: bytes, root: str) -> str:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return exercise(base, home, rel, damage_at)
+                return exercise(base, home, rel, damage_at, tombstones)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
@@ -427,6 +443,34 @@ def test_fuzz_stored_bytes(base, scratch):
         by_outcome[out] = by_outcome.get(out, 0) + n
     record_figure("fuzz", "stored bytes (hypothesis)", cases=total, **by_outcome)
     assert total > EXAMPLES // 2
+
+
+@pytest.mark.timeout(1800 if EXHAUSTIVE else 300)
+def test_fuzz_stored_bytes_with_tombstones(base, scratch):
+    """The same damage and the same guarantees, repair writing tombstones:
+    it still moves bytes and never deletes them (a tombstone is the only
+    line it adds in place), and every event before the damage survives."""
+    outcomes: dict[str, int] = {}
+
+    @settings(FUZZ_SETTINGS, max_examples=max(EXAMPLES // 3, 20))
+    @given(st.data())
+    def case(data):
+        rel = data.draw(st.sampled_from(base.targets), label="file")
+        mutated, kind = data.draw(mutation(base.files[rel], rel), label="mutation")
+        if mutated == base.files[rel]:
+            return
+        outcome = _run(base, rel, mutated, scratch, tombstones=True)
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+
+    case()
+    total = sum(outcomes.values())
+    record_figure(
+        "fuzz",
+        "stored bytes, repair with tombstones (hypothesis)",
+        cases=total,
+        **{k.replace(" ", "_").replace(",", ""): v for k, v in outcomes.items()},
+    )
+    assert total > max(EXAMPLES // 3, 20) // 2
 
 
 # --- repair, case by case ------------------------------------------------------------

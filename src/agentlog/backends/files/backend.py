@@ -74,6 +74,7 @@ class FileBackend(Backend):
         durability: str = "full",
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         fs: OsFs | None = None,
+        tombstones: bool = False,
     ) -> None:
         if durability not in _DURABILITY:
             raise ValueError(f"durability must be one of {_DURABILITY}, not {durability!r}")
@@ -82,6 +83,8 @@ class FileBackend(Backend):
         self.durability = durability
         self.durable = durability == "full"
         self.chunk_size = chunk_size
+        #: repair writes tombstones for damaged event records (fsck.py)
+        self.tombstones = tombstones
         self.url = "file://" + self.layout.home
         self._mkdirs()
 
@@ -347,4 +350,5 @@ class FileBackend(Backend):
                 session_id,
                 self.chunk_size,
                 lambda: self.storage(session_id, readonly=False),
+                tombstones=self.tombstones,
             )

@@ -9,7 +9,10 @@ then lets the next open rebuild the index and HEAD from the log.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,12 +23,15 @@ import orjson
 from ..._codec import INDEX_WIDTH, LineError, decode_index_entry, decode_line
 from ..._fs import OsFs
 from ...errors import CorruptionError, StorageError
-from ...event import NIL_ID, digest_of, is_event_id, stored_record_problem
+from ...event import NIL_ID, digest_of, format_timestamp, is_event_id, stored_record_problem
 from ..base import Commit, Problem, SessionStorage
 from .blobs import BlobStore
-from .chunklog import ChunkLog
+from .chunklog import ChunkLog, Line
 from .layout import Layout, chunk_name, parse_chunk_name
 from .meta import encode_meta, read_meta_file
+from .tombstone import fits, index_entries_by_location, neighbour_txn, recover, tombstone_line
+
+_STAMP_OK = re.compile(r"[ !#-\[\]-~]{1,40}\Z")  # what stored_record_problem accepts
 
 Report = Callable[..., None]
 
@@ -314,10 +320,20 @@ def _verify_blobs(fs: OsFs, blobs: BlobStore, scan: _Scan, add: Report) -> None:
 
 
 def repair_session(
-    fs: OsFs, layout: Layout, session_id: str, chunk_size: int, open_writer: Callable[[], SessionStorage]
+    fs: OsFs,
+    layout: Layout,
+    session_id: str,
+    chunk_size: int,
+    open_writer: Callable[[], SessionStorage],
+    *,
+    tombstones: bool = False,
 ) -> list[str]:
     """Quarantine damaged records, then let a writer rebuild index and HEAD.
-    The caller holds the session's lease; ``open_writer`` opens its storage."""
+    The caller holds the session's lease; ``open_writer`` opens its storage.
+
+    With ``tombstones``, a damaged event record whose id and parent can be
+    recovered (tombstone.py) is replaced by a tombstone in the same place,
+    so every intact event after it keeps its path and HEAD stays."""
     actions: list[str] = []
     meta_path = layout.meta(session_id)
     try:
@@ -338,8 +354,20 @@ def repair_session(
         # never deletes (and damage can look like a torn tail).
         for b in scan.bad + ([scan.torn] if scan.torn else []):
             by_chunk.setdefault(b.chunk, []).append(b)
+        plan = _plan_tombstones(fs, layout.index(session_id), log, scan) if tombstones else {}
         for chunk, bads in sorted(by_chunk.items()):
-            actions += _quarantine(fs, log, chunk, bads)
+            actions += _quarantine(fs, log, chunk, bads, plan)
+        if plan:
+            # A tombstone or a kept batch member that still does not fit (a
+            # recovered id out of order, a batch still short) is found by the
+            # same scan an open runs, and quarantined the old way.
+            log.close()
+            log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=True, writable=True)
+            again: dict[int, list[_Bad]] = {}
+            for b in _scan_log(log).bad:
+                again.setdefault(b.chunk, []).append(b)
+            for chunk, bads in sorted(again.items()):
+                actions += _quarantine(fs, log, chunk, bads, {})
         blobs = BlobStore(fs, layout.blobs(session_id), durable=True)
         # Leftovers of blob writes a crash interrupted; never named by an
         # event (the rename comes first), so removing them loses nothing.
@@ -374,6 +402,7 @@ def repair_session(
                 # path active. Nothing is rewritten: a checkout is appended.
                 storage.commit(Commit((), head, storage.head())).wait()
                 actions.append(f"moved HEAD to {head}: the path to the old HEAD ran through a quarantined record")
+            actions += _unreachable_report(fs, layout, session_id)
     finally:
         storage.close()
     return actions
@@ -397,7 +426,128 @@ def _restore_layout(fs: OsFs, layout: Layout, session_id: str) -> list[str]:
     return actions
 
 
-def _quarantine(fs: OsFs, log: ChunkLog, chunk: int, bads: list[_Bad]) -> list[str]:
+_KEEP = b""  # plan value: an intact batch member stays where it is
+
+
+def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> dict[tuple[int, int], bytes]:
+    """(chunk, offset) of a bad line -> its tombstone line, or _KEEP for an
+    intact member of a batch that a tombstone makes whole again."""
+    entries = index_entries_by_location(fs, index_path)
+    bads = sorted(scan.bad, key=lambda b: (b.chunk, b.offset))
+    # Every intact event in log order: those the scan applied, and the intact
+    # members of batches a damaged member condemned (kept if a tombstone
+    # makes their batch whole).
+    intact: dict[tuple[int, int], dict[str, Any]] = {scan.events[e]["_loc"][:2]: scan.events[e] for e in scan.order}
+    damaged: list[tuple[_Bad, bytes]] = []
+    keep: list[tuple[int, int]] = []
+    for b in bads:
+        data = log.read(b.chunk, b.offset, b.length)
+        try:
+            rec: dict[str, Any] | None = decode_line(data)
+        except LineError:
+            rec = None
+        if rec is not None and "op" not in rec and stored_record_problem(rec) is None:
+            intact[(b.chunk, b.offset)] = rec
+            keep.append((b.chunk, b.offset))
+        else:
+            damaged.append((b, data))
+    locs = sorted(intact)
+    ids = [intact[loc]["id"] for loc in locs]
+    present = set(ids)
+    missing = {r["parent_id"] for r in intact.values()} - present - {NIL_ID}
+    plan: dict[tuple[int, int], bytes] = {}
+    planned: set[str] = set()
+    lines_of: dict[int, list[Line]] = {}
+    found = [(b, recover(data.rstrip(b"\n"), entries.get((b.chunk, b.offset, b.length)))) for b, data in damaged]
+    # Ids some record names as its parent but no line holds: the intact
+    # events' parents, and the parents read from other damaged lines.
+    missing |= {r.parent_id for _, r in found if r is not None} - present - {NIL_ID}
+    for b, recovered in found:
+        if recovered is None:
+            continue
+        # The batch marker comes from the intact lines around it: a flipped
+        # digit in the damaged marker itself would still look like one.
+        prev_rec, next_rec = _around(log, lines_of, b)
+        if prev_rec is not None or next_rec is not None:
+            recovered.txn = neighbour_txn(prev_rec, next_rec)
+        i = bisect.bisect_left(locs, (b.chunk, b.offset))
+        before = ids[i - 1] if i else ""
+        after = ids[i] if i < len(ids) else None
+        if recovered.source != "index" and recovered.id not in missing:
+            # A damaged id can still look like an id: the missing id that
+            # sorts here and is nearest to it (a flipped byte or two; ids
+            # written close together share most characters) is the one,
+            # when exactly one is nearest.
+            near = sorted(
+                (sum(x != y for x, y in zip(m, recovered.id, strict=True)), m)
+                for m in missing
+                if m > before and (after is None or m < after)
+            )
+            if near and near[0][0] <= 2 and (len(near) == 1 or near[1][0] > near[0][0]):
+                recovered.id = near[0][1]
+        known = set(ids[:i]) | planned  # a parent comes before its child
+        if not fits(recovered, before, after, known):
+            continue
+        stamp = recovered.timestamp
+        if stamp is None or not _STAMP_OK.match(stamp):
+            stamp = intact[locs[i - 1]]["timestamp"] if i else format_timestamp(time.time_ns())
+        where = {
+            "file": chunk_name(b.chunk) + ".quarantine",
+            "from": chunk_name(b.chunk),
+            "offset": b.offset,
+            "length": b.length,
+            "reason": b.reason,
+        }
+        plan[(b.chunk, b.offset)] = tombstone_line(recovered, stamp, where)
+        planned.add(recovered.id)
+        missing.discard(recovered.id)  # found: no second damaged line may take it
+    if plan:
+        for at in keep:
+            plan[at] = _KEEP
+    return plan
+
+
+def _around(
+    log: ChunkLog, lines_of: dict[int, list[Line]], b: _Bad
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The decoded lines just before and just after a bad one (None if damaged)."""
+    if b.chunk not in lines_of:  # scan() runs on to later chunks: stop at this one's end
+        lines_of[b.chunk] = list(itertools.takewhile(lambda ln: ln.chunk == b.chunk, log.scan(b.chunk, 0)))
+    lines = lines_of[b.chunk]
+    at = next((i for i, ln in enumerate(lines) if ln.offset == b.offset), None)
+
+    def decoded(i: int) -> dict[str, Any] | None:
+        if at is None or not 0 <= i < len(lines) or not lines[i].complete:
+            return None
+        try:
+            return decode_line(lines[i].data)
+        except LineError:
+            return None  # a damaged neighbour says nothing
+
+    return (decoded(at - 1), decoded(at + 1)) if at is not None else (None, None)
+
+
+def _unreachable_report(fs: OsFs, layout: Layout, session_id: str) -> list[str]:
+    """Name the events whose path to the root a quarantine cut."""
+    log = ChunkLog(fs, layout.chunks(session_id), chunk_size=1 << 62, durable=False, writable=False)
+    try:
+        scan = _scan_log(log)
+    finally:
+        log.close()
+    intact: set[str] = {NIL_ID}
+    cut: list[str] = []
+    for event_id in scan.order:
+        if scan.events[event_id]["parent_id"] in intact:
+            intact.add(event_id)
+        else:
+            cut.append(event_id)
+    if not cut:
+        return []
+    shown = ", ".join(cut[:20]) + (f" and {len(cut) - 20} more" if len(cut) > 20 else "")
+    return [f"{len(cut)} intact events are no longer reachable from the root (a lost parent): {shown}"]
+
+
+def _quarantine(fs: OsFs, log: ChunkLog, chunk: int, bads: list[_Bad], plan: dict[tuple[int, int], bytes]) -> list[str]:
     path = log.path(chunk)
     data = fs.read_file(path)
     keep = bytearray()
@@ -409,6 +559,11 @@ def _quarantine(fs: OsFs, log: ChunkLog, chunk: int, bads: list[_Bad]) -> list[s
         for b in sorted(bads, key=lambda b: b.offset):
             keep += data[pos : b.offset]
             damaged = data[b.offset : b.offset + b.length]
+            instead = plan.get((chunk, b.offset))
+            if instead == _KEEP:
+                keep += damaged  # an intact batch member: its batch is whole again
+                pos = b.offset + b.length
+                continue
             header = orjson.dumps(
                 {
                     "quarantined_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -420,6 +575,10 @@ def _quarantine(fs: OsFs, log: ChunkLog, chunk: int, bads: list[_Bad]) -> list[s
             )
             fs.write(qfd, header + b"\n" + damaged + b"\n", qpath)
             actions.append(f"moved {len(damaged)} bytes at {path}@{b.offset} to {qpath}: {b.reason}")
+            if instead:
+                keep += instead
+                event_id = orjson.loads(instead)["id"]
+                actions.append(f"wrote a tombstone for event {event_id} in its place: its children keep their path")
             pos = b.offset + b.length
         keep += data[pos:]
         fs.fsync(qfd, qpath)

@@ -40,6 +40,7 @@ from .chunklog import ChunkLog, Line
 from .index import Index, IndexDamaged
 from .layout import Layout
 from .meta import read_meta_file
+from .pathread import read_ancestors
 
 __all__ = ["FileSessionStorage"]
 
@@ -555,6 +556,18 @@ class FileSessionStorage(SessionStorage):
             except IndexDamaged as exc:
                 self._rebuild_index(str(exc))
                 return self.index.lookup(event_id)
+
+    def ancestors(
+        self,
+        from_id: str,
+        *,
+        limit: int | None = None,
+        until_kind: str | None = None,
+        until_id: str | None = None,
+    ) -> list[Event]:
+        """The path read backwards in large blocks of the log (``pathread``)."""
+        self._check_open()
+        return read_ancestors(self, from_id, limit=limit, until_kind=until_kind, until_id=until_id)
 
     def contains(self, event_id: str) -> bool:
         self._check_open()
