@@ -464,13 +464,28 @@ def test_fsck_warnings_do_not_fail(cli_home):
     assert doc["ok"] is True and [p["severity"] for p in doc["problems"]] == ["warning"]
 
 
+def test_repair_keeps_the_path_through_a_tombstone(cli_home):
+    """Issue 8: a damaged record in the middle no longer cuts the events
+    after it off the active path; a tombstone stands in its place."""
+    sid, ids = chat(cli_home, 3)
+    chunk = cli_home / "sessions" / sid / "chunks" / "000000.jsonl"
+    data = bytearray(chunk.read_bytes())
+    data[data.index(b"turn 1")] ^= 0x01  # the middle record
+    chunk.write_bytes(bytes(data))
+    run(cli_home, "fsck", "--repair")
+    assert [e["id"] for e in ok_json(cli_home, "log", sid)] == ids  # HEAD kept, path whole
+    text = ok(cli_home, "tree", sid, "--all")
+    assert "turn 0" in text and "turn 2" in text and "tombstone" in text
+    assert "orphaned" not in text and text.count("◀ HEAD") == 1
+
+
 def test_tree_still_draws_events_whose_parent_was_quarantined(cli_home):
     sid, ids = chat(cli_home, 3)
     chunk = cli_home / "sessions" / sid / "chunks" / "000000.jsonl"
     data = bytearray(chunk.read_bytes())
     data[data.index(b"turn 1")] ^= 0x01  # the middle record: turn 2 loses its parent
     chunk.write_bytes(bytes(data))
-    run(cli_home, "fsck", "--repair")
+    Store(cli_home, tombstones=False).repair(sid)  # the repair of before tombstones
     text = ok(cli_home, "tree", sid)
     assert "turn 0" in text and "turn 2" in text and "urn 1" not in text
     assert f"orphaned: parent {ids[1]} is missing" in text

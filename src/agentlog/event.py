@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import time
@@ -50,7 +51,7 @@ KINDS = (
 
 # The one definition of each identifier's grammar; every module imports these.
 KIND_PATTERN = re.compile(r"[a-z][a-z0-9_.-]{0,31}\Z")
-ROLE_PATTERN = re.compile(r"[a-z][a-z0-9_.-]{0,31}\Z")
+ROLE_PATTERN = KIND_PATTERN  # one grammar for both
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}\Z")
 _EVENT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
@@ -107,8 +108,14 @@ def check_event_id(value: object) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=1024)
+def _valid_name(value: str) -> bool:
+    """Kinds and roles share one grammar; appends repeat a handful of them."""
+    return KIND_PATTERN.match(value) is not None
+
+
 def check_kind(kind: object) -> str:
-    if not isinstance(kind, str) or not KIND_PATTERN.match(kind):
+    if not isinstance(kind, str) or not _valid_name(kind):
         raise InvalidEvent(f"invalid event kind {kind!r}: use a-z 0-9 _ . - (max 32)")
     if kind == "delta" or kind.endswith(("_delta", ".delta")):
         raise StreamedDeltaError(
@@ -121,7 +128,7 @@ def check_kind(kind: object) -> str:
 def check_role(role: object) -> str | None:
     if role is None:
         return None
-    if not isinstance(role, str) or not ROLE_PATTERN.match(role):
+    if not isinstance(role, str) or not _valid_name(role):
         raise InvalidEvent(f"invalid role {role!r}: use a-z 0-9 _ . - (max 32)")
     return role
 
@@ -234,17 +241,21 @@ class IdGenerator:
 
     def __init__(self, last: str | None = None) -> None:
         self._last = uuid.UUID(last).int if last else 0
+        self._last_text = _format_uuid(self._last) if self._last else ""  # ids are canonical: compare text
 
     def is_last(self, event_id: str) -> bool:
-        """True if ``event_id`` is the newest id issued or observed."""
-        return uuid.UUID(event_id).int == self._last
+        """True if ``event_id`` is the newest id issued or observed (on the
+        append path: a string compare, no parsing)."""
+        return event_id == self._last_text
 
     def last(self) -> str:
         """The newest id issued or observed ("" before any)."""
-        return _format_uuid(self._last) if self._last else ""
+        return self._last_text
 
     def observe(self, event_id: str) -> None:
-        self._last = max(self._last, uuid.UUID(event_id).int)
+        value = uuid.UUID(event_id).int
+        if value > self._last:
+            self._last, self._last_text = value, _format_uuid(value)
 
     def next(self) -> str:
         value = uuid_utils.uuid7().int
@@ -253,7 +264,8 @@ class IdGenerator:
             if value >= 1 << 128:  # a kept (forked, migrated or damaged) id at the very top
                 raise InvalidEvent("no event id sorts after the largest UUID already stored")
         self._last = value
-        return _format_uuid(value)
+        self._last_text = _format_uuid(value)
+        return self._last_text
 
 
 def _format_uuid(value: int) -> str:
