@@ -472,7 +472,7 @@ def test_repair_keeps_the_path_through_a_tombstone(cli_home):
     data = bytearray(chunk.read_bytes())
     data[data.index(b"turn 1")] ^= 0x01  # the middle record
     chunk.write_bytes(bytes(data))
-    run(cli_home, "fsck", "--repair")
+    Store(cli_home, tombstones=True).repair(sid)  # opt-in for now: see docs/reliability.md
     assert [e["id"] for e in ok_json(cli_home, "log", sid)] == ids  # HEAD kept, path whole
     text = ok(cli_home, "tree", sid, "--all")
     assert "turn 0" in text and "turn 2" in text and "tombstone" in text
@@ -485,7 +485,7 @@ def test_tree_still_draws_events_whose_parent_was_quarantined(cli_home):
     data = bytearray(chunk.read_bytes())
     data[data.index(b"turn 1")] ^= 0x01  # the middle record: turn 2 loses its parent
     chunk.write_bytes(bytes(data))
-    Store(cli_home, tombstones=False).repair(sid)  # the repair of before tombstones
+    run(cli_home, "fsck", "--repair")
     text = ok(cli_home, "tree", sid)
     assert "turn 0" in text and "turn 2" in text and "urn 1" not in text
     assert f"orphaned: parent {ids[1]} is missing" in text

@@ -11,7 +11,7 @@ leave a readable state behind:
 3. the thread's session is created again and the staging copy imported
    into it in one batch; then the staging session is deleted.
 
-``recover`` finishes an interrupted rewrite when a thread is next opened:
+``finish_rewrite`` finishes an interrupted rewrite when a thread is next opened:
 a staging session exists only while a rewrite is under way, and if the
 thread's session is then missing or empty, step 3 is run again from the
 staging copy (which step 1 made complete before step 2 began); otherwise
@@ -39,7 +39,7 @@ from ._ids import session_key
 from ._lg_refs import Lookup, list_items
 from ._lg_thread import CHECKPOINT, WRITES
 
-__all__ = ["Keep", "recover", "rewrite", "staging_id"]
+__all__ = ["Keep", "finish_rewrite", "rewrite", "staging_id"]
 
 
 #: Decides from a checkpoint record whether it is kept.
@@ -156,7 +156,7 @@ def _finish(store: Store, sid: str, staging: str, meta: dict[str, Any]) -> None:
     store.delete(staging)
 
 
-def recover(store: Store, sid: str, thread_id: str, meta: dict[str, Any]) -> None:
+def finish_rewrite(store: Store, sid: str, thread_id: str, meta: dict[str, Any]) -> None:
     """Finish or drop an interrupted rewrite of this thread (see the module doc)."""
     staging = staging_id(thread_id)
     if not store.exists(staging):

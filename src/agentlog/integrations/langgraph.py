@@ -57,7 +57,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from .. import NIL_ID, CorruptionError, Session, SessionExists, Store
 from ._ids import session_key
 from ._lg_refs import delta_or_full, list_items
-from ._lg_retention import Keep, recover, rewrite
+from ._lg_retention import Keep, finish_rewrite, rewrite
 from ._lg_thread import (
     CHECKPOINT,
     VALUE,
@@ -151,7 +151,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         if thread is not None:
             return thread
         sid = self.session_id(thread_id)
-        recover(self.store, sid, thread_id, self._meta(thread_id))
+        finish_rewrite(self.store, sid, thread_id, self._meta(thread_id))
         if self.store.exists(sid):
             session = self.store.open(sid)
         else:
@@ -178,7 +178,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             yield thread
             return
         sid = self.session_id(thread_id)
-        recover(self.store, sid, thread_id, self._meta(thread_id))
+        finish_rewrite(self.store, sid, thread_id, self._meta(thread_id))
         if not self.store.exists(sid):
             yield None
             return

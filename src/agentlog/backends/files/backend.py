@@ -74,7 +74,7 @@ class FileBackend(Backend):
         durability: str = "full",
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         fs: OsFs | None = None,
-        tombstones: bool = True,
+        tombstones: bool = False,
     ) -> None:
         if durability not in _DURABILITY:
             raise ValueError(f"durability must be one of {_DURABILITY}, not {durability!r}")
