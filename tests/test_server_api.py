@@ -382,3 +382,33 @@ def test_openapi_matches_routes(client: Client) -> None:
         if path.startswith(API) and path != f"{API}/openapi.json":
             routed |= {(m, path) for m in route.methods if m != "HEAD"}
     assert documented == routed
+
+
+# --- search and export (the CLI's, over HTTP) ------------------------------------------
+
+
+def test_search_finds_text_on_every_branch(client: Client, store: Store) -> None:
+    with store.create(session_id="found") as s:
+        first = s.append("message", {"content": "the aardvark plan"}, role="user")
+        s.append("message", {"content": "an abandoned wombat idea"}, role="assistant")
+        s.select(first.id)
+        s.append("message", {"content": "the kept branch"}, role="assistant")
+    hits = client.get(f"{API}/search", params={"q": "wombat"}).json()["hits"]
+    assert [(h["session_id"], h["kind"], h["role"]) for h in hits] == [("found", "message", "assistant")]
+    assert client.get(f"{API}/search", params={"q": "aardvark", "role": "assistant"}).json()["hits"] == []
+    assert error_code(client.get(f"{API}/search")) == "bad_parameter"
+    assert error_code(client.get(f"{API}/search", params={"q": "  "})) == "bad_parameter"
+
+
+def test_export_in_every_format(client: Client, store: Store) -> None:
+    ids = build_demo(store)
+    sid = ids["session"]
+    md = client.get(f"{API}/sessions/{sid}/export", params={"format": "md"})
+    assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
+    html = client.get(f"{API}/sessions/{sid}/export", params={"format": "html"})
+    assert html.text.lstrip().lower().startswith("<!doctype html") and "http://" not in html.text
+    bundle = client.get(f"{API}/sessions/{sid}/export", params={"format": "bundle"})
+    lines = [line for line in bundle.text.splitlines() if line]
+    assert len(lines) >= 3 and "agentlog_bundle" in lines[0]
+    assert error_code(client.get(f"{API}/sessions/{sid}/export", params={"format": "pdf"})) == "bad_parameter"
+    assert client.get(f"{API}/sessions/nope/export").status_code == 404

@@ -19,6 +19,7 @@ from .encode import json_response
 from .errors import install_handlers
 from .feed import Feeds
 from .openapi import openapi_document
+from .routes_find import find_routes
 from .routes_read import read_routes
 from .routes_stream import stream_routes
 from .routes_write import write_routes
@@ -83,6 +84,7 @@ def create_app(
     routes: list[BaseRoute] = [
         Route("/api/v1/openapi.json", openapi, methods=["GET"], name="openapi"),
         *read_routes(service),
+        *find_routes(service),
         *write_routes(service),
         *stream_routes(service),
         *_viewer_routes(token),

@@ -119,6 +119,49 @@ def _paths() -> dict[str, Any]:
     s = "/sessions/{session_id}"
     return {
         "/health": {"get": _op("health", "Server status and active feeds", [], _ok(200, "status"))},
+        "/search": {
+            "get": _op(
+                "search",
+                "Full-text search over every session, branch and compacted event, best first",
+                [
+                    {
+                        "name": "q",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "string", "minLength": 1, "maxLength": 1000},
+                    },
+                    _query("session", {"type": "string", "maxLength": 128}),
+                    _query("kind", {"type": "string", "maxLength": 32}),
+                    _query("role", {"type": "string", "maxLength": 32}),
+                    _query("since", {"type": "string", "maxLength": 64}, "RFC 3339 time or a date."),
+                    _query("cwd", {"type": "string", "maxLength": 4096}),
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 200}),
+                ],
+                {**_ok(200, "the hits"), **_errors(400)},
+            )
+        },
+        f"{s}/export": {
+            "get": {
+                **_op(
+                    "export",
+                    "The session as Markdown, one self-contained HTML file, or a JSONL bundle",
+                    [
+                        _SID,
+                        _query("format", {"type": "string", "enum": ["md", "html", "bundle"]}),
+                        _query("all_branches", {"type": "boolean"}, "Markdown: every branch, not just the path."),
+                        _query("redact", {"type": "boolean"}, "Replace secrets (detect-secrets)."),
+                    ],
+                    _errors(400, 404),
+                ),
+                "responses": {
+                    "200": {
+                        "description": "the export",
+                        "content": {"text/markdown": {}, "text/html": {}, "application/x-ndjson": {}},
+                    },
+                    **_errors(400, 404),
+                },
+            }
+        },
         "/sessions": {
             "get": _op(
                 "list_sessions",
