@@ -1,10 +1,11 @@
 """Before and after in one run: python -m bench.versions REV [--rounds N] [PART...]
 
-Runs ``python -m bench --quick PART...`` alternately against the agentlog of
-git revision REV (exported to a temporary directory) and against this
+Runs ``python -m bench --quick PART...`` alternately against git revision
+REV (its ``src`` and ``bench``, exported to a temporary directory) and this
 working tree, ``--rounds`` times each, and prints each ratio's median per
-side. Alternating rounds share the machine's noise between both sides.
-The bench harness itself is this tree's; only ``agentlog`` differs.
+side. Alternating rounds share the machine's noise between both sides;
+each side's own harness measures its own code, so only ratios both
+harnesses print are compared.
 """
 
 from __future__ import annotations
@@ -22,20 +23,23 @@ _ROW = re.compile(r"^  (.+?)\s+([0-9.]+)x")
 
 
 def _export(rev: str, into: str) -> str:
-    archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "src"], check=True, capture_output=True).stdout
+    """REV's ``src`` and ``bench`` under ``into`` (its harness measures its code)."""
+    archive = subprocess.run(
+        ["git", "-C", ROOT, "archive", rev, "src", "bench"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
-    return os.path.join(into, "src")
+    return into
 
 
-def _ratios(src: str, parts: list[str], bench_dir: str) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, ROOT])}
+def _ratios(root: str, parts: list[str], bench_dir: str) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(root, "src"), root])}
     out = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--dir", bench_dir, *parts],
         check=True,
         capture_output=True,
         text=True,
         env=env,
-        cwd=ROOT,
+        cwd=root,
     ).stdout
     section = out.split("RATIOS", 1)[1].split("ABSOLUTE", 1)[0]
     return {m.group(1).strip(): float(m.group(2)) for line in section.splitlines() if (m := _ROW.match(line))}
@@ -48,8 +52,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="agentlog-versions-") as tmp:
-        before_src = _export(args.rev, tmp)
-        sides = {"before": before_src, "after": os.path.join(ROOT, "src")}
+        sides = {"before": _export(args.rev, tmp), "after": ROOT}
         runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
         for r in range(args.rounds):
             for side in ("before", "after") if r % 2 == 0 else ("after", "before"):
@@ -61,6 +64,8 @@ def main() -> int:
     print(f"{title:<{width}}  {args.rev[:10]:>10}  {'now':>10}")
     for name in names:
         before = statistics.median(r[name] for r in runs["before"] if name in r)
+        if not all(name in r for r in runs["before"]):
+            continue  # a ratio REV's harness does not print
         after = statistics.median(r[name] for r in runs["after"])
         print(f"{name:<{width}}  {before:9.3f}x  {after:9.3f}x")
     return 0
