@@ -40,10 +40,10 @@ __all__ = ["AgentlogSession", "item_to_draft", "event_to_item"]
 _MESSAGE_ROLES = frozenset({"user", "assistant", "system", "developer"})
 T = TypeVar("T")
 Item = Any  # the SDK's TResponseInputItem: a TypedDict union, a plain dict at run time
-Draft = tuple[str, dict[str, Any], str | None]
+EventTuple = tuple[str, dict[str, Any], str | None]
 
 
-def item_to_draft(item: Item) -> Draft:
+def item_to_draft(item: Item) -> EventTuple:
     """The (kind, record, role) an SDK item is stored as."""
     if not isinstance(item, dict):
         raise InvalidEvent(f"an Agents SDK session item must be a dict, not {type(item).__name__}")
