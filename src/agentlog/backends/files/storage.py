@@ -1,4 +1,6 @@
-"""One session of the embedded file backend: recovery, group commit, reads.
+"""One session of the embedded file backend: recovery, reads, sidecars.
+
+Group commit is in groupcommit.py, the line shapes in lines.py.
 
 The write path costs one ``fdatasync`` per group of concurrent appends:
 blobs first (each synced, then their directory once), then every line of
@@ -10,91 +12,38 @@ validates them against the log and completes them from its tail
 
 from __future__ import annotations
 
-import collections
 import os
 import threading
-import time
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
-from ..._codec import LineError, decode_line, encode_line
+from ..._codec import LineError, decode_line
 from ..._fs import OsFs
 from ...errors import (
     AgentlogError,
     CorruptionError,
     EventNotFound,
-    HeadConflict,
     ReadOnlySession,
     RecoveryWarning,
     SessionClosed,
     SessionPoisoned,
     StorageError,
 )
-from ...event import NIL_ID, Event, check_sidecar_name, format_timestamp, is_event_id, stored_record_problem
-from ..base import BlobCopy, Commit, IndexEntry, SessionStorage, Ticket
+from ...event import NIL_ID, Event, check_sidecar_name, is_event_id, stored_record_problem
+from ..base import IndexEntry, SessionStorage
 from .blobs import BlobStore
 from .chunklog import ChunkLog, Line
+from .groupcommit import GroupCommit
 from .index import Index, IndexDamaged
 from .layout import Layout
+from .lines import entry_to_index, index_entry, is_event
 from .meta import read_meta_file
 from .pathread import read_ancestors
 
 __all__ = ["FileSessionStorage"]
-
-
-class _Request:
-    """A submitted commit waiting in the group-commit queue."""
-
-    __slots__ = ("commit", "done", "error")
-
-    def __init__(self, commit: Commit) -> None:
-        self.commit = commit
-        self.done = False
-        self.error: BaseException | None = None
-
-
-class _FileTicket(Ticket):
-    __slots__ = ("_storage", "_request")
-
-    def __init__(self, storage: FileSessionStorage, request: _Request) -> None:
-        super().__init__()
-        self._storage = storage
-        self._request = request
-
-    def wait(self) -> None:
-        self._storage._finish(self._request)
-
-
-def _entry_to_index(e: dict[str, Any]) -> IndexEntry:
-    return IndexEntry(
-        e["id"],
-        e["parent_id"],
-        e.get("branch_from"),
-        e["kind"],
-        e.get("role"),
-        e["timestamp"],
-        e.get("digest"),
-    )
-
-
-def _index_entry(rec: dict[str, Any], chunk: int, offset: int, length: int) -> dict[str, Any]:
-    return {
-        "id": rec["id"],
-        "parent_id": rec["parent_id"],
-        "branch_from": rec.get("branch_from"),
-        "kind": rec["kind"],
-        "role": rec.get("role"),
-        "timestamp": rec["timestamp"],
-        "location": {"chunk": chunk, "offset": offset, "length": length},
-        "digest": rec.get("digest"),
-    }
-
-
-def _is_event(rec: dict[str, Any]) -> bool:
-    return "op" not in rec
 
 
 def _close_quietly(part: ChunkLog | Index) -> None:
@@ -104,34 +53,7 @@ def _close_quietly(part: ChunkLog | Index) -> None:
         pass  # closing a descriptor after its data is synced (or never written) loses nothing
 
 
-def _frame(commit: Commit) -> tuple[list[bytes], list[dict[str, Any] | None]]:
-    """The log lines of one commit: its events, then a checkout record when
-    HEAD does not end on the last of them; members of a commit of more than
-    one line carry ``txn`` markers so a crash keeps all or none."""
-    objs: list[dict[str, Any]] = [
-        {
-            "id": e.id,
-            "parent_id": e.parent_id,
-            "branch_from": e.branch_from,
-            "kind": e.kind,
-            "role": e.role,
-            "timestamp": e.timestamp,
-            "record": None if e.payload is None else orjson.Fragment(e.payload),
-            "digest": e.digest,
-        }
-        for e in commit.events
-    ]
-    if not commit.events or commit.events[-1].id != commit.head:
-        stamp = commit.events[-1].timestamp if commit.events else format_timestamp(time.time_ns())
-        objs.append({"op": "checkout", "head": commit.head, "timestamp": stamp})
-    n = len(objs)
-    if n > 1:
-        for i, obj in enumerate(objs):
-            obj["txn"] = [i, n]
-    return [encode_line(obj) for obj in objs], [obj if _is_event(obj) else None for obj in objs]
-
-
-class FileSessionStorage(SessionStorage):
+class FileSessionStorage(GroupCommit, SessionStorage):
     def __init__(
         self, fs: OsFs, layout: Layout, session_id: str, *, readonly: bool, durable: bool, chunk_size: int
     ) -> None:
@@ -142,13 +64,11 @@ class FileSessionStorage(SessionStorage):
         self.durable = durable
         self._chunk_size = chunk_size
         self.dir = layout.session_dir(session_id)
-        self._cv = threading.Condition(threading.Lock())
         self._state = threading.RLock()
-        self._queue: collections.deque[_Request] = collections.deque()
+        self._start_group_commit()
         self._closed = False
         self._poisoned: BaseException | None = None
         self._head = NIL_ID
-        self._writing = False  # a group-commit leader is writing
         self._last_id = ""  # the newest event applied: ids must increase (invariant 11)
         self.warnings: list[str] = []
         self.blobs = BlobStore(fs, layout.blobs(session_id), durable=durable)
@@ -240,7 +160,7 @@ class FileSessionStorage(SessionStorage):
             rec = decode_line(data)
         except LineError as exc:
             raise IndexDamaged(f"index entry for {entry['id']}: {exc}") from None
-        if rec.get("id") != entry["id"] or not _is_event(rec):
+        if rec.get("id") != entry["id"] or not is_event(rec):
             raise IndexDamaged(f"index entry for {entry['id']} points at another record")
         problem = stored_record_problem(rec)
         if problem:  # a rebuild reaches the line and reports it as corruption
@@ -337,14 +257,14 @@ class FileSessionStorage(SessionStorage):
     def _apply(self, group: list[tuple[dict[str, Any], Line]]) -> None:
         entries = []
         for rec, line in group:
-            if _is_event(rec):
+            if is_event(rec):
                 problem = stored_record_problem(rec)
                 if not problem and rec["id"] <= self._last_id:
                     problem = f"event id {rec['id']} does not increase"
                 if problem:
                     raise CorruptionError(self.log.path(line.chunk), line.offset, problem)
                 self._last_id = rec["id"]
-                entries.append(_index_entry(rec, line.chunk, line.offset, line.length))
+                entries.append(index_entry(rec, line.chunk, line.offset, line.length))
                 self._head = rec["id"]
             elif rec.get("op") == "checkout" and is_event_id(rec.get("head")):
                 self._head = rec["head"]
@@ -373,7 +293,7 @@ class FileSessionStorage(SessionStorage):
             self.log.refresh()
             self._scan_tail()
 
-    # --- the write path ---------------------------------------------------
+    # --- checks ------------------------------------------------------------
     def _check_writable(self) -> None:
         if self._closed:
             raise SessionClosed(self.session_id)
@@ -382,127 +302,7 @@ class FileSessionStorage(SessionStorage):
         if self._poisoned is not None:
             raise SessionPoisoned(self.session_id, self._poisoned)
 
-    def commit(self, commit: Commit) -> Ticket:
-        """Queue ``commit``; its ticket's ``wait()`` writes it (group commit)."""
-        self._check_writable()
-        req = _Request(commit)
-        with self._cv:
-            self._queue.append(req)
-        return _FileTicket(self, req)
-
-    def _finish(self, req: _Request) -> None:
-        """Group commit: a waiter finding no write in progress becomes the
-        leader and writes everything queued with one sync; the others wait."""
-        while True:
-            with self._cv:
-                while not req.done and self._writing:
-                    self._cv.wait()
-                if req.done:
-                    break
-                self._writing = True
-                group = list(self._queue)
-                self._queue.clear()
-            try:
-                self._write_group(group)
-            finally:
-                with self._cv:
-                    for r in group:
-                        r.done = True
-                    self._writing = False
-                    self._cv.notify_all()
-        if req.error is not None:
-            raise req.error
-
-    def _write_group(self, group: list[_Request]) -> None:
-        """Write the commits of ``group`` that apply, in order, with one sync.
-
-        A commit whose expected HEAD is not the HEAD before it fails, and so
-        does every commit after it in the group (they build on it)."""
-        failure: BaseException | None = None
-        if self._poisoned is not None:
-            failure = SessionPoisoned(self.session_id, self._poisoned)
-        elif self._closed:
-            failure = SessionClosed(self.session_id)
-        head = self._head
-        lines: list[bytes] = []
-        records: list[dict[str, Any] | None] = []
-        blobs: dict[str, bytes | BlobCopy] = {}
-        written: list[_Request] = []
-        for req in group:
-            c = req.commit
-            if failure is None and c.expected_head != head:
-                failure = HeadConflict(self.session_id, c.expected_head, head)
-            if failure is not None:
-                req.error = failure
-                continue
-            more_lines, more_records = _frame(c)
-            lines += more_lines
-            records += more_records
-            blobs.update(c.blobs)
-            head = c.head
-            written.append(req)
-        if not written:
-            return
-        try:
-            self._write_lines(lines, records, blobs, head)
-        except BaseException as exc:  # every commit of the group gets the failure
-            for r in written:
-                r.error = exc
-
-    def _write_lines(
-        self,
-        lines: list[bytes],
-        records: list[dict[str, Any] | None],
-        blobs: dict[str, bytes | BlobCopy],
-        head: str,
-    ) -> None:
-        total = sum(map(len, lines))
-        if self.log.needs_rotation(total):
-            self.log.rotate()
-        chunk, start = self.log.current, self.log.end
-        wrote_blob = False
-        for digest, blob in blobs.items():
-            wrote_blob |= self._put_blob(digest, blob)
-        if wrote_blob:
-            self.blobs.sync_dir()
-        try:
-            self.log.append(b"".join(lines))
-            self.log.sync()
-        except StorageError as exc:
-            self._rollback(chunk, start, exc)
-            raise
-        entries = []
-        offset = start
-        for line, obj in zip(lines, records, strict=True):
-            if obj is not None:
-                entries.append(_index_entry(obj, chunk, offset, len(line)))
-                self._last_id = obj["id"]
-            offset += len(line)
-        with self._state:
-            self._head = head
-            self._scan_from = (chunk, offset)
-            if entries:
-                self.index.add(entries)
-
-    def _put_blob(self, digest: str, blob: bytes | BlobCopy) -> bool:
-        """Store one blob (before any event names it); True if its directory
-        entry may need a sync. A blob of another file session is hard-linked:
-        blobs are immutable and every load verifies its digest, so sharing
-        the inode is safe and costs no read."""
-        if isinstance(blob, bytes):
-            return self.blobs.put(digest, blob)
-        if self.fs.exists(self.blobs.path(digest)):
-            return self.blobs.unsynced
-        source = blob.source
-        if isinstance(source, FileSessionStorage):
-            try:
-                self.fs.link(source.blobs.path(digest), self.blobs.path(digest))
-                self.blobs.unsynced = True
-                return True
-            except StorageError:
-                pass  # another file system, or no link support: copy below
-        return self.blobs.put(digest, source.get_blob(digest))
-
+    # --- sidecars ----------------------------------------------------------
     def write_sidecar(self, name: str, data: bytes | None) -> None:
         """Replace (or with None remove) ``artifacts/<name>`` atomically."""
         self._check_writable()
@@ -534,13 +334,6 @@ class FileSessionStorage(SessionStorage):
 
     def artifacts_dir(self) -> str | None:
         return self.layout.artifacts(self.session_id)
-
-    def _rollback(self, chunk: int, size: int, cause: BaseException) -> None:
-        """Cut a failed write off so it is never glued to the next record."""
-        try:
-            self.log.truncate(chunk, size)
-        except StorageError:
-            self._poisoned = cause
 
     # --- reads ---------------------------------------------------------------
     def head(self) -> str:
@@ -629,7 +422,7 @@ class FileSessionStorage(SessionStorage):
                 self._rebuild_index(str(exc))
                 items = list(self.index)
         for e in items:
-            yield _entry_to_index(e)
+            yield entry_to_index(e)
 
     def event_count(self) -> int:
         return len(self.index)

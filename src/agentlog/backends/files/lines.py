@@ -1,0 +1,70 @@
+"""The shapes of the file backend's log lines and index entries."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from ..._codec import encode_line
+from ...event import format_timestamp
+from ..base import Commit, IndexEntry
+
+__all__ = ["entry_to_index", "frame_commit", "index_entry", "is_event"]
+
+
+def entry_to_index(e: dict[str, Any]) -> IndexEntry:
+    return IndexEntry(
+        e["id"],
+        e["parent_id"],
+        e.get("branch_from"),
+        e["kind"],
+        e.get("role"),
+        e["timestamp"],
+        e.get("digest"),
+    )
+
+
+def index_entry(rec: dict[str, Any], chunk: int, offset: int, length: int) -> dict[str, Any]:
+    return {
+        "id": rec["id"],
+        "parent_id": rec["parent_id"],
+        "branch_from": rec.get("branch_from"),
+        "kind": rec["kind"],
+        "role": rec.get("role"),
+        "timestamp": rec["timestamp"],
+        "location": {"chunk": chunk, "offset": offset, "length": length},
+        "digest": rec.get("digest"),
+    }
+
+
+def is_event(rec: dict[str, Any]) -> bool:
+    return "op" not in rec
+
+
+def frame_commit(commit: Commit) -> tuple[list[bytes], list[dict[str, Any] | None]]:
+    """The log lines of one commit: its events, then a checkout record when
+    HEAD does not end on the last of them; members of a commit of more than
+    one line carry ``txn`` markers so a crash keeps all or none."""
+    objs: list[dict[str, Any]] = [
+        {
+            "id": e.id,
+            "parent_id": e.parent_id,
+            "branch_from": e.branch_from,
+            "kind": e.kind,
+            "role": e.role,
+            "timestamp": e.timestamp,
+            "record": None if e.payload is None else orjson.Fragment(e.payload),
+            "digest": e.digest,
+        }
+        for e in commit.events
+    ]
+    if not commit.events or commit.events[-1].id != commit.head:
+        stamp = commit.events[-1].timestamp if commit.events else format_timestamp(time.time_ns())
+        objs.append({"op": "checkout", "head": commit.head, "timestamp": stamp})
+    n = len(objs)
+    if n > 1:
+        for i, obj in enumerate(objs):
+            obj["txn"] = [i, n]
+    return [encode_line(obj) for obj in objs], [obj if is_event(obj) else None for obj in objs]
