@@ -241,17 +241,23 @@ class Store:
             raise
         return timeline
 
+    def _timeline(self, session_id: str) -> Timeline:
+        """A writer's core over a freshly opened storage (its lease released
+        again if the core cannot start on it)."""
+        storage = self.backend.open(session_id, readonly=False)
+        try:
+            return Timeline(storage, blob_threshold=self.blob_threshold)
+        except BaseException:
+            storage.close()
+            raise
+
     def open(self, session_id: str, readonly: bool = False) -> Session:
         """Open a session; for writing it takes the lease (SessionLocked if held)."""
         check_session_id(session_id)
         if readonly:
             storage = self.backend.open(session_id, readonly=True)
             return Session(self, Timeline(storage, blob_threshold=self.blob_threshold))
-        timeline = WRITERS.acquire(
-            self.url,
-            session_id,
-            lambda: Timeline(self.backend.open(session_id, readonly=False), blob_threshold=self.blob_threshold),
-        )
+        timeline = WRITERS.acquire(self.url, session_id, lambda: self._timeline(session_id))
         session = Session(self, timeline)
         try:
             self._leave_breadcrumb(session_id, session.meta.get("working_dir"))
