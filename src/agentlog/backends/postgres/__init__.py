@@ -173,7 +173,7 @@ class PostgresBackend(Backend):
                 except psycopg.errors.UniqueViolation:
                     raise SessionExists(session_id) from None
                 if initial is not None:
-                    insert_commit(lease.conn, session_id, initial, channel_of(self.schema, session_id))
+                    insert_commit(lease.conn, session_id, initial, channel_of(self.schema, session_id), None)
         except BaseException:
             lease.release()
             raise

@@ -71,51 +71,67 @@ def _event(row: tuple[Any, ...]) -> Event:
     return Event(row[0], row[1], row[2], row[3], row[4], record, row[6], row[7])
 
 
-def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str) -> None:
-    """Apply one commit inside the caller's transaction: blobs, events, then
-    HEAD by compare-and-swap, then NOTIFY (delivered only if it commits)."""
-    row = conn.execute(
-        "SELECT head::text, event_count FROM sessions WHERE id = %s FOR UPDATE", (session_id,)
-    ).fetchone()
-    if row is None:
-        raise SessionNotFound(session_id)
-    if row[0] != commit.expected_head:
-        raise HeadConflict(session_id, commit.expected_head, row[0])
+_LEASE_HELD = "SELECT 1 FROM leases WHERE session_id = %s AND token = %s AND expires_at > now() FOR UPDATE"
+
+
+def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lease: PostgresLease | None) -> None:
+    """Apply one commit in one transaction, in two round trips (pipeline mode).
+
+    First the lease check and HEAD's compare-and-swap (an UPDATE whose WHERE
+    names the expected HEAD); then, if both held, the blobs, the events and
+    the NOTIFY (delivered only if the transaction commits) with the COMMIT.
+    A failed check raises, and the transaction rolls back whole."""
     blobs = [(d, b if isinstance(b, bytes) else b.source.get_blob(d)) for d, b in commit.blobs.items()]
-    with conn.cursor() as cur:
-        if blobs:
-            cur.executemany(
-                "INSERT INTO blobs (digest, data, search_text) VALUES (%s, %s, %s) ON CONFLICT (digest) DO NOTHING",
-                [(digest, data, searchable_text(data)) for digest, data in blobs],
-            )
-        if commit.events:
-            cur.executemany(
-                "INSERT INTO events (session_id, seq, id, parent_id, kind, role, ts, record, digest, branch_from,"
-                " search_text) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [
-                    (
-                        session_id,
-                        row[1] + i,
-                        e.id,
-                        e.parent_id,
-                        e.kind,
-                        e.role,
-                        e.timestamp,
-                        None if e.payload is None else e.payload.decode(),
-                        e.digest,
-                        e.branch_from,
-                        None if e.payload is None else searchable_text(e.payload),
-                    )
-                    for i, e in enumerate(commit.events)
-                ],
-            )
-    last = commit.events[-1].id if commit.events else None
-    conn.execute(
-        "UPDATE sessions SET head = %s, event_count = event_count + %s, updated_ns = %s,"
-        " updated_at = now(), last_id = coalesce(%s, last_id) WHERE id = %s",
-        (commit.head, len(commit.events), time.time_ns(), last, session_id),
-    )
-    conn.execute("SELECT pg_notify(%s, %s)", (channel, f"{last or ''} {commit.head}"))
+    n, last = len(commit.events), (commit.events[-1].id if commit.events else None)
+    if lease is not None and lease.lost:
+        raise LeaseLost(session_id, lease.lost)
+    with conn.pipeline() as pipeline, conn.transaction():
+        held = conn.execute(_LEASE_HELD, (session_id, lease.token)) if lease is not None else None
+        swapped = conn.execute(
+            "UPDATE sessions SET head = %s, event_count = event_count + %s, updated_ns = %s, updated_at = now(),"
+            " last_id = coalesce(%s, last_id) WHERE id = %s AND head = %s RETURNING event_count",
+            (commit.head, n, time.time_ns(), last, session_id, commit.expected_head),
+        )
+        pipeline.sync()
+        if held is not None and held.fetchone() is None:
+            assert lease is not None
+            lease.lost = "another writer holds it now"
+            raise LeaseLost(session_id, lease.lost)
+        row = swapped.fetchone()
+        if row is None:
+            actual = conn.execute("SELECT head::text FROM sessions WHERE id = %s", (session_id,)).fetchone()
+            if actual is None:
+                raise SessionNotFound(session_id)
+            raise HeadConflict(session_id, commit.expected_head, actual[0])
+        first_seq = int(row[0]) - n
+        with conn.cursor() as cur:
+            if blobs:
+                cur.executemany(
+                    "INSERT INTO blobs (digest, data, search_text) VALUES (%s, %s, %s) ON CONFLICT (digest) DO NOTHING",
+                    [(digest, data, searchable_text(data)) for digest, data in blobs],
+                )
+            if commit.events:
+                cur.executemany(
+                    "INSERT INTO events (session_id, seq, id, parent_id, kind, role, ts, record, digest, branch_from,"
+                    " search_text) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [
+                        (
+                            session_id,
+                            first_seq + i,
+                            e.id,
+                            e.parent_id,
+                            e.kind,
+                            e.role,
+                            e.timestamp,
+                            None if e.payload is None else e.payload.decode(),
+                            e.digest,
+                            e.branch_from,
+                            None if e.payload is None else searchable_text(e.payload),
+                        )
+                        for i, e in enumerate(commit.events)
+                    ],
+                )
+        conn.execute("SELECT pg_notify(%s, %s)", (channel, f"{last or ''} {commit.head}"))
 
 
 class PostgresSessionStorage(SessionStorage):
@@ -133,9 +149,8 @@ class PostgresSessionStorage(SessionStorage):
             raise ReadOnlySession(self.session_id)
         conn = self._lease.conn
         try:
-            with self._commit_lock, conn.transaction():
-                self._lease.check(conn)
-                insert_commit(conn, self.session_id, commit, channel_of(self._db.schema, self.session_id))
+            with self._commit_lock:
+                insert_commit(conn, self.session_id, commit, channel_of(self._db.schema, self.session_id), self._lease)
         except (HeadConflict, LeaseLost, SessionNotFound) as exc:
             return Ticket(exc)
         except psycopg.OperationalError as exc:
