@@ -23,6 +23,7 @@ from ...errors import (
     StorageError,
 )
 from ...event import NIL_ID, Event, digest_of
+from ...recordtext import record_text
 from ..base import Commit, IndexEntry, SessionStorage, Ticket
 from .lease import PostgresLease
 
@@ -45,20 +46,10 @@ SELECT {", ".join("e." + c for c in _COLUMNS.split(", "))}
 FROM walk JOIN events e ON e.session_id = %(s)s AND e.id = walk.id ORDER BY walk.depth"""
 
 
-def searchable_text(payload: bytes) -> str:
-    """The string values of a record's JSON, one per line: what search
-    indexes (not the keys; NULs dropped, as PostgreSQL text refuses them)."""
-    out: list[str] = []
-    stack = [orjson.loads(payload)]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            out.append(value)
-        elif isinstance(value, dict):
-            stack.extend(reversed(list(value.values())))
-        elif isinstance(value, list):
-            stack.extend(reversed(value))
-    return "\n".join(out).replace("\x00", "")
+def searchable_text(kind: str, payload: bytes) -> str:
+    """What search indexes of a record: its text as the SQLite index and the
+    exports read it (``recordtext``), without NULs, which PostgreSQL text refuses."""
+    return record_text(kind, orjson.loads(payload)).replace("\x00", "")
 
 
 def channel_of(schema: str, session_id: str) -> str:
@@ -83,6 +74,7 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
     A failed check raises, and the transaction rolls back whole."""
     blobs = [(d, b if isinstance(b, bytes) else b.source.get_blob(d)) for d, b in commit.blobs.items()]
     n, last = len(commit.events), (commit.events[-1].id if commit.events else None)
+    kinds = {e.digest: e.kind for e in commit.events if e.digest}  # a blob is indexed as its event's kind
     if lease is not None and lease.lost:
         raise LeaseLost(session_id, lease.lost)
     with conn.pipeline() as pipeline, conn.transaction():
@@ -108,7 +100,7 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
             if blobs:
                 cur.executemany(
                     "INSERT INTO blobs (digest, data, search_text) VALUES (%s, %s, %s) ON CONFLICT (digest) DO NOTHING",
-                    [(digest, data, searchable_text(data)) for digest, data in blobs],
+                    [(digest, data, searchable_text(kinds.get(digest, "custom"), data)) for digest, data in blobs],
                 )
             if commit.events:
                 cur.executemany(
@@ -126,7 +118,7 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
                             None if e.payload is None else e.payload.decode(),
                             e.digest,
                             e.branch_from,
-                            None if e.payload is None else searchable_text(e.payload),
+                            None if e.payload is None else searchable_text(e.kind, e.payload),
                         )
                         for i, e in enumerate(commit.events)
                     ],
