@@ -38,6 +38,12 @@ class Lease:
             if self._count > 0:
                 return
             _held.pop(self.path, None)
+            try:
+                # Empty the note while still holding the lock, so a process
+                # that loses the next race never names this one (gone).
+                os.ftruncate(self._fd, 0)
+            except OSError:
+                pass  # the note is informational; releasing the lock is what matters
             # Closing the descriptor releases the flock; the file stays.
             os.close(self._fd)
 
