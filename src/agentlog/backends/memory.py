@@ -1,7 +1,6 @@
-"""An in-memory backend: the seam's guarantees, nothing on disk.
+"""An in-memory backend: the seam's guarantees, nothing on disk (tests, scratch, the lazy gate's buffer).
 
-For tests, ephemeral sessions and the lazy gate's buffer. It keeps what
-the core hands it (payloads as JSON bytes, blobs by digest), so a read
+It keeps what the core hands it (payloads as JSON bytes), so every read
 returns a fresh copy, as a file read would.
 """
 
@@ -11,6 +10,7 @@ import copy
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BlobIntegrityError, EventNotFound, HeadConflict, SessionExists, SessionNotFound
@@ -19,20 +19,20 @@ from .base import Backend, Commit, IndexEntry, Problem, SessionStats, SessionSto
 
 __all__ = ["MemoryBackend"]
 
-_NAMED: dict[str, MemoryBackend] = {}
+_NAMED: dict[str, MemoryBackend] = {}  # memory:NAME -> the one store of that name in this process
 _NAMED_LOCK = threading.Lock()
 
 
+@dataclass
 class _Data:
-    def __init__(self, meta: dict[str, Any]) -> None:
-        self.meta = copy.deepcopy(meta)
-        self.events: dict[str, StagedEvent] = {}  # in append order
-        self.parents: set[str] = set()
-        self.head = NIL_ID
-        self.blobs: dict[str, bytes] = {}
-        self.sidecars: dict[str, bytes] = {}
-        self.updated_ns = time.time_ns()
-        self.lock = threading.Lock()
+    meta: dict[str, Any]
+    events: dict[str, StagedEvent] = field(default_factory=dict)  # in append order
+    parents: set[str] = field(default_factory=set)
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    sidecars: dict[str, bytes] = field(default_factory=dict)
+    head: str = NIL_ID
+    updated_ns: int = field(default_factory=time.time_ns)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def apply(self, session_id: str, commit: Commit) -> None:
         blobs = {d: b if isinstance(b, bytes) else b.source.get_blob(d) for d, b in commit.blobs.items()}
@@ -40,19 +40,14 @@ class _Data:
             if self.head != commit.expected_head:
                 raise HeadConflict(session_id, commit.expected_head, self.head)
             self.blobs.update(blobs)
-            for event in commit.events:
-                self.events[event.id] = event
-                self.parents.add(event.parent_id)
-            self.head = commit.head
-            self.updated_ns = time.time_ns()
+            self.events.update((e.id, e) for e in commit.events)
+            self.parents.update(e.parent_id for e in commit.events)
+            self.head, self.updated_ns = commit.head, time.time_ns()
 
 
 class MemorySessionStorage(SessionStorage):
     def __init__(self, session_id: str, data: _Data, *, readonly: bool) -> None:
-        self.session_id = session_id
-        self.readonly = readonly
-        self.warnings: list[str] = []
-        self._data = data
+        self.session_id, self.readonly, self.warnings, self._data = session_id, readonly, [], data
 
     def commit(self, commit: Commit) -> Ticket:
         try:
@@ -68,8 +63,7 @@ class MemorySessionStorage(SessionStorage):
         return next(reversed(self._data.events), "")
 
     def get(self, event_id: str) -> Event:
-        staged = self._data.events.get(event_id)
-        if staged is None:
+        if (staged := self._data.events.get(event_id)) is None:
             raise EventNotFound(event_id, self.session_id)
         return staged.to_event()
 
@@ -90,8 +84,7 @@ class MemorySessionStorage(SessionStorage):
         return len(self._data.events)
 
     def get_blob(self, digest: str) -> bytes:
-        data = self._data.blobs.get(digest)
-        if data is None or digest_of(data) != digest:
+        if (data := self._data.blobs.get(digest)) is None or digest_of(data) != digest:
             raise BlobIntegrityError(f"memory:{digest}", None, f"blob {digest} is missing or damaged")
         return data
 
@@ -124,35 +117,30 @@ class MemoryBackend(Backend):
     """Sessions in a dict. ``durability`` is accepted and means nothing here."""
 
     def __init__(self, *, durability: str = "full") -> None:
-        self.durability = durability
-        self.url = f"memory:{id(self):x}"
+        self.durability, self.url = durability, f"memory:{id(self):x}"
         self._sessions: dict[str, _Data] = {}
         self._breadcrumbs: dict[str, str] = {}
         self._lock = threading.Lock()
 
     @classmethod
     def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> MemoryBackend:
-        """``memory:`` is a new, empty store each time; ``memory:NAME`` is the one
-        store of that name in this process (so separate ``Store`` objects, such
-        as successive in-process CLI calls, see the same sessions)."""
-        name = url.partition(":")[2]
-        if not name:
+        """``memory:`` is a new, empty store each time; ``memory:NAME`` the one store of
+        that name in this process (so successive in-process CLI calls share it)."""
+        if not (name := url.partition(":")[2]):
             return cls(durability=durability, **options)
         with _NAMED_LOCK:
-            backend = _NAMED.get(name)
-            if backend is None:
+            if (backend := _NAMED.get(name)) is None:
                 backend = _NAMED[name] = cls(durability=durability, **options)
                 backend.url = f"memory:{name}"
             return backend
 
     def _data(self, session_id: str) -> _Data:
-        data = self._sessions.get(check_session_id(session_id))
-        if data is None:
+        if (data := self._sessions.get(check_session_id(session_id))) is None:
             raise SessionNotFound(session_id)
         return data
 
     def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> SessionStorage:
-        data = _Data(meta)
+        data = _Data(copy.deepcopy(meta))
         if initial is not None:
             data.apply(session_id, initial)  # staged before it is visible
         with self._lock:
