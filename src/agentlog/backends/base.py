@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ..errors import AgentlogError, CorruptionError, SessionNotFound
+from ..errors import AgentlogError, CorruptionError, EventNotFound, SessionNotFound
 from ..event import NIL_ID, Event, digest_of
 
 __all__ = [
@@ -51,6 +51,8 @@ __all__ = [
     "StagedEvent",
     "Ticket",
     "check_links",
+    "event_from_row",
+    "path_from_rows",
     "split_payload",
 ]
 
@@ -220,6 +222,24 @@ class Problem:
     def __str__(self) -> str:
         where = self.path if self.offset is None else f"{self.path}@{self.offset}"
         return f"{self.session_id}: {where}: {self.message}"
+
+
+def event_from_row(row: Sequence[Any]) -> Event:
+    """An event from a SQL row (id, parent_id, kind, role, timestamp, record JSON text, digest, branch_from)."""
+    record = None if row[5] is None else orjson.loads(row[5])
+    return Event(row[0], row[1], row[2], row[3], row[4], record, row[6], row[7])
+
+
+def path_from_rows(
+    storage: SessionStorage, from_id: str, rows: Sequence[Sequence[Any]], bound: int, where: str
+) -> list[Event]:
+    """The events of a SQL path query, checked: more rows than the session
+    holds is a loop in the parent links; none is an unknown ``from_id``."""
+    if len(rows) > bound:
+        raise CorruptionError(where, None, f"parent links loop in session {storage.session_id}")
+    if not rows and from_id != NIL_ID:
+        raise EventNotFound(from_id, storage.session_id)
+    return [event_from_row(row) for row in rows]
 
 
 def check_links(storage: SessionStorage, where: str) -> list[Problem]:

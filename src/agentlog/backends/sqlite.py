@@ -34,7 +34,19 @@ from ..errors import (
     UnknownBackend,
 )
 from ..event import NIL_ID, Event, check_session_id, digest_of
-from .base import Backend, Commit, IndexEntry, ListingRow, Problem, SessionStats, SessionStorage, Ticket, check_links
+from .base import (
+    Backend,
+    Commit,
+    IndexEntry,
+    ListingRow,
+    Problem,
+    SessionStats,
+    SessionStorage,
+    Ticket,
+    check_links,
+    event_from_row,
+    path_from_rows,
+)
 
 __all__ = ["SqliteBackend"]
 
@@ -65,11 +77,6 @@ WITH RECURSIVE walk (depth, {_COLUMNS}) AS (
   FROM walk JOIN events e ON e.session_id = :s AND e.id = walk.parent_id
   WHERE walk.depth < :limit AND walk.kind IS NOT :kind AND walk.id IS NOT :stop)
 SELECT {_COLUMNS} FROM walk ORDER BY depth"""
-
-
-def _event(row: tuple[Any, ...]) -> Event:
-    record = None if row[5] is None else orjson.loads(row[5])
-    return Event(row[0], row[1], row[2], row[3], row[4], record, row[6], row[7])
 
 
 class SqliteSessionStorage(SessionStorage):
@@ -109,7 +116,7 @@ class SqliteSessionStorage(SessionStorage):
         )
         if row is None:
             raise EventNotFound(event_id, self.session_id)
-        return _event(row)
+        return event_from_row(row)
 
     def ancestors(
         self,
@@ -130,11 +137,7 @@ class SqliteSessionStorage(SessionStorage):
                 "limit": min(limit or bound + 1, bound + 1),
             },
         )
-        if len(rows) > bound:
-            raise CorruptionError(self._db.path, None, f"parent links loop in session {self.session_id}")
-        if not rows and from_id != NIL_ID:
-            raise EventNotFound(from_id, self.session_id)
-        return [_event(row) for row in rows]
+        return path_from_rows(self, from_id, rows, bound, self._db.path)
 
     def contains(self, event_id: str) -> bool:
         return self._one("SELECT 1 FROM events WHERE session_id = ? AND id = ?", event_id) is not None

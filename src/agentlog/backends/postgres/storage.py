@@ -14,7 +14,6 @@ from psycopg import sql
 
 from ...errors import (
     BlobIntegrityError,
-    CorruptionError,
     EventNotFound,
     HeadConflict,
     LeaseLost,
@@ -24,7 +23,7 @@ from ...errors import (
 )
 from ...event import NIL_ID, Event, digest_of
 from ...recordtext import record_text
-from ..base import Commit, IndexEntry, SessionStorage, Ticket
+from ..base import Commit, IndexEntry, SessionStorage, Ticket, event_from_row, path_from_rows
 from .lease import PostgresLease
 
 if TYPE_CHECKING:  # the backend module imports this one; the name is for annotations only
@@ -55,11 +54,6 @@ def searchable_text(kind: str, payload: bytes) -> str:
 def channel_of(schema: str, session_id: str) -> str:
     """The NOTIFY channel of one session (an identifier of at most 63 bytes)."""
     return "agentlog_" + hashlib.sha256(f"{schema}/{session_id}".encode()).hexdigest()[:40]
-
-
-def _event(row: tuple[Any, ...]) -> Event:
-    record = None if row[5] is None else orjson.loads(row[5])
-    return Event(row[0], row[1], row[2], row[3], row[4], record, row[6], row[7])
 
 
 _LEASE_HELD = "SELECT 1 FROM leases WHERE session_id = %s AND token = %s AND expires_at > now() FOR UPDATE"
@@ -190,7 +184,7 @@ class PostgresSessionStorage(SessionStorage):
         )
         if row is None:
             raise EventNotFound(event_id, self.session_id)
-        return _event(row)
+        return event_from_row(row)
 
     def ancestors(
         self,
@@ -211,11 +205,7 @@ class PostgresSessionStorage(SessionStorage):
                 "limit": min(limit or bound + 1, bound + 1),
             },
         )
-        if len(rows) > bound:
-            raise CorruptionError(self._db.url, None, f"parent links loop in session {self.session_id}")
-        if not rows and from_id != NIL_ID:
-            raise EventNotFound(from_id, self.session_id)
-        return [_event(row) for row in rows]
+        return path_from_rows(self, from_id, rows, bound, self._db.url)
 
     def contains(self, event_id: str) -> bool:
         return self._one("SELECT 1 FROM events WHERE session_id = %s AND id = %s", event_id) is not None
