@@ -47,6 +47,7 @@ def describe(peers: list[Peer]) -> dict[str, Any]:
         p.key: {
             "label": p.label,
             "durability": p.durability,
+            "sync": p.sync,
             "writers": p.writers_note,
             "loads_everything": p.loads_everything,
         }

@@ -88,6 +88,9 @@ class AgentlogPeer(Peer):
             "postgresql": "synchronous_commit on: WAL flush per commit",
             "memory": "none (reference: the core without storage)",
         }[backend]
+        self.sync = {"file": "fdatasync", "sqlite": "WAL fsync", "postgresql": "WAL flush", "memory": "no sync"}[
+            backend
+        ]
         self._stores: dict[tuple[str, str], Store] = {}
 
     def unavailable(self) -> str | None:
@@ -212,4 +215,3 @@ def _append_all(sess: Any, events: Iterable[Ev]) -> None:
         if run:
             path += [e.id for e in sess.append_many([(k, r, ro) for k, ro, r in run])]
         del path[:-1000]  # only the recent ids are ever kept
-

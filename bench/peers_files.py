@@ -100,13 +100,14 @@ class JsonlPeer(Peer):
         self.fsync = fsync
         self.key = "jsonl-fsync" if fsync else "jsonl"
         self.label = "pi-style JSONL" + (" + fdatasync" if fsync else " (no sync)")
+        self.sync = "fdatasync" if fsync else "no sync"
         self.durability = "fdatasync per line" if fsync else "page cache only: survives a process crash, not power loss"
 
     def path(self, loc: str, sid: str) -> str:
-        return os.path.join(loc, f"{sid}.jsonl")
+        return os.path.join(loc, "sessions", f"{sid}.jsonl")
 
     def build(self, loc: str, events: Iterable[Ev], name: str = "bench") -> str:
-        os.makedirs(loc, exist_ok=True)
+        os.makedirs(os.path.join(loc, "sessions"), exist_ok=True)
         header = {"type": "session", "version": 3, "id": name, "timestamp": _now(), "cwd": "/work/project"}
         recent: list[str] = []
         with open(self.path(loc, name), "wb") as f:
@@ -134,7 +135,7 @@ class JsonlPeer(Peer):
     def listing(self, loc: str) -> int:
         # pi's listing: every file parsed for its first message, count and time.
         rows = []
-        with os.scandir(loc) as it:
+        with os.scandir(os.path.join(loc, "sessions")) as it:
             for entry in it:
                 if not entry.name.endswith(".jsonl"):
                     continue
@@ -171,7 +172,11 @@ def chat_message(ev: Ev) -> dict[str, Any]:
         return {"role": role, "content": record["content"]}
     if kind == "tool_call":
         fn = {"name": record["name"], "arguments": record["arguments"]}
-        return {"role": "assistant", "content": None, "tool_calls": [{"id": record["id"], "type": "function", "function": fn}]}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": record["id"], "type": "function", "function": fn}],
+        }
     if kind == "tool_result":
         return {"role": "tool", "tool_call_id": record["tool_call_id"], "content": record["content"]}
     raise ValueError(f"no chat message for {kind}")
@@ -217,15 +222,16 @@ class WholeJsonPeer(Peer):
     key = "json"
     label = "whole-file JSON + fsync"
     durability = "temp file, fsync, rename, on every save (no directory fsync)"
+    sync = "fsync + rename"
     shares_session = False
     writers_note = "8 threads, a session file each"
     loads_everything = "one JSON document: loading any of it parses all of it"
 
     def path(self, loc: str, sid: str) -> str:
-        return os.path.join(loc, f"{sid}.json")
+        return os.path.join(loc, "sessions", f"{sid}.json")
 
     def build(self, loc: str, events: Iterable[Ev], name: str = "bench", summary: str = "") -> str:
-        os.makedirs(loc, exist_ok=True)
+        os.makedirs(os.path.join(loc, "sessions"), exist_ok=True)
         now = _now()
         doc: dict[str, Any] = {"id": name, "created_at": now, "updated_at": now, "summary": summary, "title": None}
         doc.update(archived=False, project_root="/work/project", compactions=[], messages=[], transcript=[])
@@ -257,7 +263,7 @@ class WholeJsonPeer(Peer):
     def listing(self, loc: str) -> int:
         # The seed's listing: every file loaded for its id, time and summary.
         rows = []
-        with os.scandir(loc) as it:
+        with os.scandir(os.path.join(loc, "sessions")) as it:
             for entry in it:
                 if entry.name.endswith(".json"):
                     doc = _load(entry.path)

@@ -58,6 +58,7 @@ class LangGraphPeer(Peer):
     key = "langgraph"
     label = "LangGraph SqliteSaver"
     durability = "SQLite WAL, synchronous=FULL (the defaults): WAL fsync per checkpoint"
+    sync = "WAL fsync"
     shares_session = False
     writers_note = "8 threads, a thread id each, one saver (a thread id takes one writer at a time)"
     loads_everything = "a checkpoint holds the whole messages list"

@@ -55,6 +55,8 @@ class Peer:
     label = ""
     #: What an acknowledged append survives, in a few words.
     durability = ""
+    #: The same in a word or two, for plot legends.
+    sync = ""
     #: True: the 8-writer figure runs 8 threads on one session (one Writer
     #: shared); False: 8 sessions, a writer each, in the same store.
     shares_session = False

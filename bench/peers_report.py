@@ -130,9 +130,9 @@ def resume_tables(doc: dict[str, Any]) -> list[str]:
     res = fig["result"]
     sizes = sorted(res["sizes"], key=int)
     out = []
-    for what, col, title in (
-        ("whole_s", "whole", "**Resume: open + the whole history**"),
-        ("last_s", "last", f"**Open + the newest {res['last']} items**"),
+    for what, title in (
+        ("whole_s", "**Resume: open + the whole history**"),
+        ("last_s", f"**Open + the newest {res['last']} items**"),
     ):
         rows = []
         for key in res["sizes"][sizes[0]]:
@@ -148,7 +148,6 @@ def resume_tables(doc: dict[str, Any]) -> list[str]:
             *_table(["store", *[f"{int(s):,} events" for s in sizes]], rows),
             "",
         ]
-        del col
     out += [_note(fig), ""]
     return out
 
@@ -187,14 +186,13 @@ def disk_table(doc: dict[str, Any]) -> list[str]:
                 f"{b:,}" if b is not None else "in memory",
                 fmt_bytes(b) if b is not None else "",
                 _ratio(ref, b),
-                fmt_s(row["append_wall_s"]),
             ]
         )
     return [
         f"**Bytes on disk after a {res['turns']}-turn session** with tool outputs "
         f"({payload:,} characters of message and tool text):",
         "",
-        *_table(["store", "bytes", "", "agentlog (file) / store", f"time of the {res['turns'] * 4} appends"], rows),
+        *_table(["store", "bytes", "", "agentlog (file) / store"], rows),
         "",
         _note(fig),
         "",

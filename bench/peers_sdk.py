@@ -37,7 +37,12 @@ def sdk_item(ev: Ev) -> dict[str, Any] | None:
     if kind == "message":
         return {"role": role, "content": record["content"]}
     if kind == "tool_call":
-        return {"type": "function_call", "call_id": record["id"], "name": record["name"], "arguments": record["arguments"]}
+        return {
+            "type": "function_call",
+            "call_id": record["id"],
+            "name": record["name"],
+            "arguments": record["arguments"],
+        }
     if kind == "tool_result":
         return {"type": "function_call_output", "call_id": record["tool_call_id"], "output": record["content"]}
     if kind == COMPACTION:
@@ -63,6 +68,7 @@ class SdkPeer(Peer):
     shares_session = True
     writers_note = "one session, 8 threads sharing one session object (its lock serialises them)"
     durability = "SQLite WAL, synchronous=FULL (the defaults): WAL fsync per commit"
+    sync = "WAL fsync"
 
     def __init__(self, advanced: bool = False, browse_limit: bool = False) -> None:
         self.advanced = advanced
