@@ -51,8 +51,8 @@ def pg_schema_bytes(schema: str) -> int:
 
     with psycopg.connect(PG_URL) as conn:
         row = conn.execute(
-            "SELECT coalesce(sum(pg_relation_size(c.oid)), 0) FROM pg_class c"
-            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s",
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind IN ('r', 'm')",
             (schema,),
         ).fetchone()
     return int(row[0]) if row else 0
@@ -158,6 +158,11 @@ class AgentlogPeer(Peer):
 
     def listing(self, loc: str) -> int:
         return len(self.store(loc).list())
+
+    def listing_rows(self, loc: str) -> int:
+        """The backend's part of a listing alone: its rows (stored meta and
+        stats), before the core builds and sorts a SessionInfo for each."""
+        return sum(1 for _ in self.store(loc).backend.listing())
 
     def disk_bytes(self, loc: str) -> int | None:
         if self.backend == "postgresql":

@@ -158,11 +158,17 @@ def listing_table(doc: dict[str, Any]) -> list[str]:
         return []
     res = fig["result"]
     ref = res["times"].get(REF)
-    rows = [[_label(doc, k), fmt_s(t), _ratio(ref, t)] for k, t in res["times"].items()]
+    backend = res.get("backend_rows", {})
+    rows = []
+    for k, t in res["times"].items():
+        part = backend.get(k)
+        rows.append([_label(doc, k), fmt_s(t), _ratio(ref, t), f"{fmt_s(part)} ({part / t:.0%})" if part else ""])
+    n = res["sessions"]
     return [
-        f"**Listing {res['sessions']:,} sessions**, newest first, median of {res['runs']}:",
+        f"**Listing {n:,} sessions**, newest first, median of {res['runs']}; for agentlog, the "
+        "backend's rows alone (stored meta and stats, before the core builds a `SessionInfo` each):",
         "",
-        *_table(["store", "time", "agentlog (file) / store"], rows),
+        *_table(["store", "time", "agentlog (file) / store", "agentlog: backend rows"], rows),
         "",
         _note(fig),
         "",
