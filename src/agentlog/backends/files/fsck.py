@@ -276,6 +276,7 @@ def _verify_index_entries(index: Index, data: bytes, path: str, scan: _Scan, add
             entry = index.entry_at(i)
         except NamesBehind as exc:  # the entry reached the disk, the header's new name did not
             add(path, at, f"{exc}; the next open rebuilds the index", "warning")
+            continue
         except IndexDamaged as exc:
             if not data[at : at + ENTRY_SIZE].strip(b"\0"):  # size reached the disk before the data: a crash
                 add(path, at, f"index entry {i} was never written (zeros); the next open rebuilds the index", "warning")
