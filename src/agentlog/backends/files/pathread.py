@@ -287,16 +287,8 @@ def _load(storage: FileSessionStorage, want: str, size: int) -> tuple[list[bytes
     entry = storage._lookup(want)
     if entry is None:
         raise EventNotFound(want, storage.session_id)
-    loc = entry.get("location") or {}
-    chunk, offset, length = loc.get("chunk"), loc.get("offset"), loc.get("length")
-    if not (
-        isinstance(chunk, int)
-        and isinstance(offset, int)
-        and isinstance(length, int)
-        and 0 <= chunk < len(storage.log.numbers)
-        and offset >= 0
-        and 0 < length <= storage.log.chunk_size
-    ):
+    chunk, offset, length = entry.chunk, entry.offset, entry.length
+    if not (0 <= chunk < len(storage.log.numbers) and 0 < length <= storage.log.chunk_size):
         return [], None  # a damaged entry, or a record larger than a chunk
     end = offset + length
     start = max(0, end - max(size, length))
