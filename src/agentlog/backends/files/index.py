@@ -70,6 +70,7 @@ MAX_NAMES = (HEADER_SIZE - _NAMES_AT) // _NAME_SLOT  # 127
 _HEAD = struct.Struct("<8sIII")  # magic, version, number of names, CRC of the header with this field zero
 #: id, parent, timestamp ns, offset, length, chunk, kind code, role code, flags, (pad), CRC of the first 60 bytes
 _SLOT = struct.Struct("<16s16sqQIIBBBxI")
+_BODY = struct.Struct("<16s16sqQIIBBBx")  # the same without the CRC
 _CRC_AT = 60
 _NO_NAME = 0  # role None
 _OVERFLOW = 255  # the name is only in the record
@@ -169,10 +170,9 @@ def _canonical_ns(stamp: str) -> int | None:
 
 # --- one slot ------------------------------------------------------------------
 def pack_slot(fields: tuple[Any, ...]) -> bytes:
-    """64 bytes of an entry from its raw fields (``unpack_slot``'s first 10),
-    with its checksum."""
-    body = _SLOT.pack(*fields, 0)[:_CRC_AT]
-    return body + struct.pack("<I", zlib.crc32(body))
+    """64 bytes of an entry from its raw fields (``unpack_slot``'s), with its checksum."""
+    body = _BODY.pack(*fields)
+    return body + zlib.crc32(body).to_bytes(4, "little")
 
 
 def unpack_slot(raw: bytes) -> tuple[Any, ...] | None:
