@@ -251,11 +251,11 @@ def _follow(
     key = want.encode()
     while pos >= 0 and budget > 0:
         line = lines[pos]
-        n = len(line)
-        if line[7:_ID_END] != key or line[:7] != prefix or line[n - 18 : n - 10] != crc_prefix:
+        # (a bytes slice is cheaper than a memoryview at these sizes)
+        if line[7:_ID_END] != key or line[:7] != prefix or line[-18:-10] != crc_prefix:
             break
         try:
-            if crc32(b"}", crc32(memoryview(line)[: n - 18])) != int(line[n - 10 : n - 2], 16):
+            if crc32(b"}", crc32(line[:-18])) != int(line[-10:-2], 16):
                 break
             rec = loads(line)
             parent, kind, role, stamp = rec["parent_id"], rec["kind"], rec["role"], rec["timestamp"]
@@ -266,7 +266,7 @@ def _follow(
                 rec["id"] == want
                 and rec["digest"] is None
                 and rec["branch_from"] is None
-                and line[n - 2 :] == b'"}'
+                and line[-2:] == b'"}'
                 and "op" not in rec
                 and ((kind, role) in good or _learn(kind, role))
                 and len(parent) == 36
