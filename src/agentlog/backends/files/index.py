@@ -137,13 +137,14 @@ def _id_text(raw: bytes) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-_STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{9})Z\Z")
+_STAMP = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]{9})Z\Z")
 _second: tuple[str, int] = ("", 0)  # the last second parsed; appends come many a second
 
 
-def _stamp_ns(stamp: str) -> int | None:
-    """Nanoseconds of a timestamp in the canonical form, or None for any
-    other form (it is then read from the record, exactly as written)."""
+def _canonical_ns(stamp: str) -> int | None:
+    """Nanoseconds of a timestamp in the canonical form (the one
+    ``format_timestamp`` writes), or None for any other form: it is then
+    read from the record, exactly as written."""
     global _second
     m = _STAMP.match(stamp)
     if m is None:
@@ -155,17 +156,13 @@ def _stamp_ns(stamp: str) -> int | None:
             secs = calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M:%S"))
         except ValueError:
             return None
+        # strptime takes a leap second (":60") that formats back as another
+        # second: only a second that round-trips is canonical.
+        if time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) != head:
+            return None
         cached = _second = (head, secs)
     ns = cached[1] * 1_000_000_000 + int(frac)
     return ns if 0 <= ns < 1 << 63 else None  # else it does not fit the slot: kept in the record
-
-
-def _canonical_ns(stamp: str) -> int | None:
-    ns = _stamp_ns(stamp)
-    # strptime accepts a leap second (":60") that formats back differently
-    if ns is None or (stamp[17:19] >= "60" and format_timestamp(ns) != stamp):
-        return None
-    return ns
 
 
 # --- one slot ------------------------------------------------------------------
