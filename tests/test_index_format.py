@@ -17,6 +17,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentlog import FileBackend, RecoveryWarning, Store
 from agentlog._fs import OsFs
@@ -25,9 +27,11 @@ from agentlog.backends.files.index import (
     HEADER_SIZE,
     MAX_NAMES,
     Index,
+    _canonical_ns,
     entry_of,
     read_intact_entries,
 )
+from agentlog.event import format_timestamp
 from helpers import errors_of, index_at, index_path, rewrite_index_entry
 
 FIXTURE = Path(__file__).parent / "fixtures" / "format-v1" / "v1"
@@ -153,9 +157,11 @@ def test_fields_the_slot_cannot_hold_are_read_from_the_record(tmp_path):
         if e.complete:
             assert (e.kind, e.role, e.timestamp, e.digest) == (r["kind"], r["role"], r["timestamp"], r["digest"])
         else:  # the record holds what the slot could not
-            assert r["digest"] is not None or not r["timestamp"].endswith("Z") or r["kind"] not in {
-                f"k{i}" for i in range(MAX_NAMES)
-            }
+            assert (
+                r["digest"] is not None
+                or not r["timestamp"].endswith("Z")
+                or r["kind"] not in {f"k{i}" for i in range(MAX_NAMES)}
+            )
 
 
 def test_entries_of_a_session_with_unusual_fields_match_its_records(file_store):
@@ -235,3 +241,15 @@ def test_a_crash_that_kept_an_entry_but_not_its_new_name_is_a_warning(home):
         with store.open("s") as s:
             assert [e.kind for e in s.entries()] == ["message", "custom.late"]
     assert store.fsck("s") == []
+
+
+@given(ns=st.integers(0, (1 << 63) - 1))
+def test_a_canonical_timestamp_round_trips_through_the_slot(ns):
+    stamp = format_timestamp(ns)
+    assert _canonical_ns(stamp) == ns
+
+
+@given(stamp=st.text(max_size=40))
+def test_any_other_timestamp_is_left_to_the_record(stamp):
+    ns = _canonical_ns(stamp)
+    assert ns is None or format_timestamp(ns) == stamp

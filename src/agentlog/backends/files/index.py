@@ -70,6 +70,7 @@ MAX_NAMES = (HEADER_SIZE - _NAMES_AT) // _NAME_SLOT  # 127
 _HEAD = struct.Struct("<8sIII")  # magic, version, number of names, CRC of the header with this field zero
 #: id, parent, timestamp ns, offset, length, chunk, kind code, role code, flags, (pad), CRC of the first 60 bytes
 _SLOT = struct.Struct("<16s16sqQIIBBBxI")
+_BODY = struct.Struct("<16s16sqQIIBBBx")  # the same without the CRC
 _CRC_AT = 60
 _NO_NAME = 0  # role None
 _OVERFLOW = 255  # the name is only in the record
@@ -136,13 +137,14 @@ def _id_text(raw: bytes) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-_STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{9})Z\Z")
+_STAMP = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]{9})Z\Z")
 _second: tuple[str, int] = ("", 0)  # the last second parsed; appends come many a second
 
 
-def _stamp_ns(stamp: str) -> int | None:
-    """Nanoseconds of a timestamp in the canonical form, or None for any
-    other form (it is then read from the record, exactly as written)."""
+def _canonical_ns(stamp: str) -> int | None:
+    """Nanoseconds of a timestamp in the canonical form (the one
+    ``format_timestamp`` writes), or None for any other form: it is then
+    read from the record, exactly as written."""
     global _second
     m = _STAMP.match(stamp)
     if m is None:
@@ -154,25 +156,20 @@ def _stamp_ns(stamp: str) -> int | None:
             secs = calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M:%S"))
         except ValueError:
             return None
+        # strptime takes a leap second (":60") that formats back as another
+        # second: only a second that round-trips is canonical.
+        if time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) != head:
+            return None
         cached = _second = (head, secs)
     ns = cached[1] * 1_000_000_000 + int(frac)
     return ns if 0 <= ns < 1 << 63 else None  # else it does not fit the slot: kept in the record
 
 
-def _canonical_ns(stamp: str) -> int | None:
-    ns = _stamp_ns(stamp)
-    # strptime accepts a leap second (":60") that formats back differently
-    if ns is None or (stamp[17:19] >= "60" and format_timestamp(ns) != stamp):
-        return None
-    return ns
-
-
 # --- one slot ------------------------------------------------------------------
 def pack_slot(fields: tuple[Any, ...]) -> bytes:
-    """64 bytes of an entry from its raw fields (``unpack_slot``'s first 10),
-    with its checksum."""
-    body = _SLOT.pack(*fields, 0)[:_CRC_AT]
-    return body + struct.pack("<I", zlib.crc32(body))
+    """64 bytes of an entry from its raw fields (``unpack_slot``'s), with its checksum."""
+    body = _BODY.pack(*fields)
+    return body + zlib.crc32(body).to_bytes(4, "little")
 
 
 def unpack_slot(raw: bytes) -> tuple[Any, ...] | None:
