@@ -241,8 +241,8 @@ def rss_tables(doc: dict[str, Any]) -> list[str]:
                 [
                     "store",
                     "on disk",
-                    "peak RSS growth",
-                    "ru_maxrss (with imports)",
+                    "RSS growth during the browse",
+                    "peak RSS, ru_maxrss (imports included)",
                     "agentlog (file) / store",
                     "time",
                     "items loaded to resume",
