@@ -35,14 +35,18 @@ _Records = list[dict[str, Any] | None]
 
 
 class _Request(Ticket):
-    """A submitted commit and its own ticket, completed by a group's leader."""
+    """A submitted commit and its own ticket, completed by a group's leader.
 
-    __slots__ = ("_storage", "commit", "settled", "waiters")
+    Its lines are framed when it is submitted, by the submitting thread, so
+    that a leader between two syncs only checks HEAD, joins and writes."""
+
+    __slots__ = ("_storage", "commit", "lines", "records", "settled", "waiters")
 
     def __init__(self, storage: GroupCommit, commit: Commit) -> None:
         self._error: BaseException | None = None  # Ticket's slot, set without a super() call
         self._storage = storage
         self.commit = commit
+        self.lines, self.records = frame_commit(commit)
         self.settled = False  # set (under the queue lock) after ``_error``
         self.waiters: list[threading.Lock] | None = None  # held locks of threads blocked on it
 
@@ -157,20 +161,19 @@ class GroupCommit:
         elif self._closed:
             failure = SessionClosed(self.session_id)
         head = self._head
-        if len(group) == 1 and failure is None:  # the common case: one commit, framed once
+        if len(group) == 1 and failure is None:  # the common case: a group of one
             req = group[0]
             c = req.commit
             if c.expected_head != head:
                 req._error = HeadConflict(self.session_id, c.expected_head, head)
                 return
-            lines, records = frame_commit(c)
             try:
-                self._write_lines(lines, records, c.blobs, c.head)
+                self._write_lines(req.lines, req.records, c.blobs, c.head)
             except BaseException as exc:
                 req._error = exc
             return
-        lines = []
-        records = []
+        lines: _Lines = []
+        records: _Records = []
         blobs: dict[str, bytes | BlobCopy] = {}
         written: list[_Request] = []
         for req in group:
@@ -180,10 +183,10 @@ class GroupCommit:
             if failure is not None:
                 req._error = failure
                 continue
-            more_lines, more_records = frame_commit(c)
-            lines += more_lines
-            records += more_records
-            blobs.update(c.blobs)
+            lines += req.lines
+            records += req.records
+            if c.blobs:
+                blobs.update(c.blobs)
             head = c.head
             written.append(req)
         if not written:
@@ -202,11 +205,11 @@ class GroupCommit:
         head: str,
     ) -> None:
         """Blobs, then the lines in one write and one sync; then the derived
-        state. Only the log and its sync precede the acknowledgement by
-        necessity: HEAD and the index are caches the next open completes."""
+        state. Only the log and its sync must precede the acknowledgement:
+        HEAD and the index are caches that the next open completes."""
         log = self.log
-        total = sum(map(len, lines)) if len(lines) > 1 else len(lines[0])
-        if log.needs_rotation(total):
+        data = lines[0] if len(lines) == 1 else b"".join(lines)
+        if log.needs_rotation(len(data)):
             log.rotate()
         chunk, start = log.current, log.end
         if blobs:
@@ -216,7 +219,7 @@ class GroupCommit:
             if wrote_blob:
                 self.blobs.sync_dir()
         try:
-            log.append(lines[0] if len(lines) == 1 else b"".join(lines))
+            log.append(data)
             log.sync()
         except StorageError as exc:
             self._rollback(chunk, start, exc)
