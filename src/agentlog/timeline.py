@@ -245,18 +245,19 @@ class Timeline:
             stamp = format_timestamp(time.time_ns())
             blobs: dict[str, bytes | BlobCopy] = {}
             staged: list[StagedEvent] = []
-            events: list[Event] = []
+            events: list[tuple[Any, ...]] = []
             for i, (draft, payload) in enumerate(zip(drafts, payloads, strict=True)):
                 event_id = self._ids.next()
                 inline, digest = split_payload(payload, self.blob_threshold, blobs)
                 first = branch_from if i == 0 else None
-                staged.append(StagedEvent(event_id, current, draft.kind, draft.role, stamp, inline, digest, first))
-                events.append(
-                    Event(event_id, current, draft.kind, draft.role, stamp, orjson.loads(payload), digest, first)
-                )
+                staged.append(_new_staged(event_id, current, draft.kind, draft.role, stamp, inline, digest, first))
+                events.append((event_id, current, draft.kind, draft.role, stamp, payload, digest, first))
                 current = event_id
-            commit = Commit(tuple(staged), current, self._tip, blobs)
-            return events, commit, self._submit(commit)
+            commit = _new_commit(tuple(staged), current, self._tip, blobs)
+            ticket = self._submit(commit)
+        # The returned records are decoded copies, as every read returns them.
+        made = [_new_event(i, p, k, r, t, orjson.loads(b), d, f, {}) for i, p, k, r, t, b, d, f in events]
+        return made, commit, ticket
 
     def submit_one(
         self, kind: str, record: Any, role: str | None, *, parent: str | None = None
