@@ -202,7 +202,7 @@ _names = st.from_regex(r"[a-z][a-z0-9_.-]{0,31}", fullmatch=True)
 
 
 @given(
-    payload=st.one_of(st.none(), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)),
+    payload=st.one_of(st.none(), st.dictionaries(st.text(max_size=5), st.integers(-(2**63), 2**63 - 1), max_size=3)),
     role=st.one_of(st.none(), _names),
     kind=_names,
     branch=st.booleans(),

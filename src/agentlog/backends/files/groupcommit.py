@@ -224,17 +224,24 @@ class GroupCommit:
         except StorageError as exc:
             self._rollback(chunk, start, exc)
             raise
-        entries = []
-        offset = start
-        for line, obj in zip(lines, records, strict=True):
-            if obj is not None:
-                entries.append(index_entry(obj, chunk, offset, len(line)))
-                self._last_id = obj["id"]
-            offset += len(line)
+        end = start + len(data)
+        last = None
+        if len(lines) == 1:  # an append: one line, one entry
+            last = records[0]
+            entries = [] if last is None else [index_entry(last, chunk, start, end - start)]
+        else:
+            entries = []
+            offset = start
+            for line, obj in zip(lines, records, strict=True):
+                if obj is not None:
+                    entries.append(index_entry(obj, chunk, offset, len(line)))
+                    last = obj
+                offset += len(line)
         with self._state:
             self._head = head
-            self._scan_from = (chunk, offset)
-            if entries:
+            self._scan_from = (chunk, end)
+            if last is not None:
+                self._last_id = last["id"]
                 self.index.add(entries)
 
     def _put_blob(self, digest: str, blob: bytes | BlobCopy) -> bool:
