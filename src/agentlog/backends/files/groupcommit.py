@@ -118,7 +118,7 @@ class GroupCommit:
                 continue
             self._writing = True
             group, self._queue = self._queue, []  # req is in it: nothing was in flight
-            self._inflight = group[-1]
+            self._inflight = group[-1] if group else None
             mu.release()
             try:
                 self._write_group(group)
