@@ -23,7 +23,6 @@ import orjson
 from ..._codec import LineError, decode_line
 from ..._fs import OsFs
 from ...errors import (
-    AgentlogError,
     CorruptionError,
     EventNotFound,
     ReadOnlySession,
@@ -458,17 +457,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
     def close(self) -> None:
         if self._closed:
             return
-        with self._cv:
-            pending = self._queue[-1] if self._queue else None
-        if pending is not None:
-            try:
-                self._finish(pending)  # commits nobody waited for are written, not dropped
-            except AgentlogError:
-                pass  # that commit's submitter is told by its own ticket
-        with self._cv:
-            while self._writing:
-                self._cv.wait()
-            self._closed = True
+        self._stop_writes()  # commits nobody waited for are written, not dropped
         try:
             if not self.readonly and self._poisoned is None:
                 self._sync_head_file()
