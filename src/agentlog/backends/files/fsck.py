@@ -3,8 +3,11 @@
 ``verify_session`` reads every byte a session stores and changes nothing.
 ``repair_session`` is the only code that removes bytes from a chunk: it
 moves each damaged record into ``chunks/<n>.jsonl.quarantine`` (never
-deleting it), rewrites the chunk without it (temp file, sync, rename),
-then lets the next open rebuild the index and HEAD from the log.
+deleting it), writes a tombstone in the place of each damaged event
+record whose id and parent it can recover (tombstone.py), so that every
+intact event keeps its path and HEAD stays, rewrites the chunk (temp file,
+sync, rename), then lets the next open rebuild the index and HEAD from
+the log.
 """
 
 from __future__ import annotations
@@ -325,15 +328,13 @@ def repair_session(
     session_id: str,
     chunk_size: int,
     open_writer: Callable[[], SessionStorage],
-    *,
-    tombstones: bool = False,
 ) -> list[str]:
     """Quarantine damaged records, then let a writer rebuild index and HEAD.
     The caller holds the session's lease; ``open_writer`` opens its storage.
 
-    With ``tombstones``, a damaged event record whose id and parent can be
-    recovered (tombstone.py) is replaced by a tombstone in the same place,
-    so every intact event after it keeps its path and HEAD stays."""
+    A damaged event record whose id and parent can be recovered
+    (tombstone.py) is replaced by a tombstone in the same place, so every
+    intact event after it keeps its path and HEAD stays."""
     actions: list[str] = []
     meta_path = layout.meta(session_id)
     try:
@@ -354,7 +355,9 @@ def repair_session(
         # never deletes (and damage can look like a torn tail).
         for b in scan.bad + ([scan.torn] if scan.torn else []):
             by_chunk.setdefault(b.chunk, []).append(b)
-        plan = _plan_tombstones(fs, layout.index(session_id), log, scan) if tombstones else {}
+        planned = _plan_tombstones(fs, layout.index(session_id), log, scan)
+        plan = planned.lines
+        already_cut = _cut_before(scan, planned)
         for chunk, bads in sorted(by_chunk.items()):
             actions += _quarantine(fs, log, chunk, bads, plan)
         if plan:
@@ -388,7 +391,7 @@ def repair_session(
         # Always: the index is derived, and fsck can find it wrong (a
         # damaged line, a wrong location) while every chunk is whole.
         fs.unlink(index)
-        actions.append("removed index.jsonl; rebuilt from the chunks on open")
+        actions.append(f"removed {os.path.basename(index)}; rebuilt from the chunks on open")
     storage = open_writer()
     try:
         if actions:
@@ -402,7 +405,7 @@ def repair_session(
                 # path active. Nothing is rewritten: a checkout is appended.
                 storage.commit(Commit((), head, storage.head())).wait()
                 actions.append(f"moved HEAD to {head}: the path to the old HEAD ran through a quarantined record")
-            actions += _unreachable_report(fs, layout, session_id)
+            actions += _unreachable_report(fs, layout, session_id, already_cut)
     finally:
         storage.close()
     return actions
@@ -429,9 +432,24 @@ def _restore_layout(fs: OsFs, layout: Layout, session_id: str) -> list[str]:
 _KEEP = b""  # plan value: an intact batch member stays where it is
 
 
-def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> dict[tuple[int, int], bytes]:
-    """(chunk, offset) of a bad line -> its tombstone line, or _KEEP for an
-    intact member of a batch that a tombstone makes whole again."""
+@dataclass
+class _Plan:
+    """What repair will write in place of the bad lines."""
+
+    #: (chunk, offset) of a bad line -> its tombstone line, or _KEEP for an
+    #: intact member of a batch that a tombstone makes whole again
+    lines: dict[tuple[int, int], bytes]
+    #: the ids the bad lines are known to hold (tombstones, intact members of
+    #: condemned batches, kept or not)
+    ids: set[str]
+    #: (id before, id after) in log order around each damaged line that
+    #: gets no tombstone: its id, unknown, sorts between them
+    unknown: list[tuple[str, str | None]]
+
+
+def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> _Plan:
+    """A tombstone for each damaged event line whose identity is recovered
+    and fits; the intact members of batches those make whole are kept."""
     entries = index_entries_by_location(fs, index_path)
     bads = sorted(scan.bad, key=lambda b: (b.chunk, b.offset))
     # Every intact event in log order: those the scan applied, and the intact
@@ -462,17 +480,19 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> d
     # Ids some record names as its parent but no line holds: the intact
     # events' parents, and the parents read from other damaged lines.
     missing |= {r.parent_id for _, r in found if r is not None} - present - {NIL_ID}
+    unknown: list[tuple[str, str | None]] = []
     for b, recovered in found:
+        i = bisect.bisect_left(locs, (b.chunk, b.offset))
+        before = ids[i - 1] if i else ""
+        after = ids[i] if i < len(ids) else None
         if recovered is None:
+            unknown.append((before, after))
             continue
         # The batch marker comes from the intact lines around it: a flipped
         # digit in the damaged marker itself would still look like one.
         prev_rec, next_rec = _around(log, lines_of, b)
         if prev_rec is not None or next_rec is not None:
             recovered.txn = neighbour_txn(prev_rec, next_rec)
-        i = bisect.bisect_left(locs, (b.chunk, b.offset))
-        before = ids[i - 1] if i else ""
-        after = ids[i] if i < len(ids) else None
         if recovered.source != "index" and recovered.id not in missing:
             # A damaged id can still look like an id: the missing id that
             # sorts here and is nearest to it (a flipped byte or two; ids
@@ -487,6 +507,7 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> d
                 recovered.id = near[0][1]
         known = set(ids[:i]) | planned  # a parent comes before its child
         if not fits(recovered, before, after, known):
+            unknown.append((before, after))
             continue
         stamp = recovered.timestamp
         if stamp is None or not _STAMP_OK.match(stamp):
@@ -504,7 +525,30 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> d
     if plan:
         for at in keep:
             plan[at] = _KEEP
-    return plan
+    return _Plan(plan, planned | {intact[at]["id"] for at in keep}, unknown)
+
+
+def _cut_before(scan: _Scan, plan: _Plan) -> set[str]:
+    """Intact events already cut from the root before this repair: their
+    ancestry names an id that no line holds, not even a damaged one (an
+    earlier repair took it). A missing id that sorts where an unidentified
+    damaged line sits may be that line's: its loss is this repair's."""
+    present = set(scan.order) | plan.ids | {NIL_ID}
+    ok: set[str] = set()
+    cut: set[str] = set()
+    for event_id in scan.order:
+        parent = scan.events[event_id]["parent_id"]
+        if parent in cut:
+            cut.add(event_id)
+        elif (
+            parent in ok
+            or parent in present
+            or any(parent > lo and (hi is None or parent < hi) for lo, hi in plan.unknown)
+        ):
+            ok.add(event_id)
+        else:
+            cut.add(event_id)
+    return cut
 
 
 def _around(
@@ -527,8 +571,10 @@ def _around(
     return (decoded(at - 1), decoded(at + 1)) if at is not None else (None, None)
 
 
-def _unreachable_report(fs: OsFs, layout: Layout, session_id: str) -> list[str]:
-    """Name the events whose path to the root a quarantine cut."""
+def _unreachable_report(fs: OsFs, layout: Layout, session_id: str, already_cut: set[str]) -> list[str]:
+    """Name every intact event whose path to the root this repair cut (a
+    damaged record whose id could not be recovered), and apart from them
+    those an earlier repair had cut."""
     log = ChunkLog(fs, layout.chunks(session_id), chunk_size=1 << 62, durable=False, writable=False)
     try:
         scan = _scan_log(log)
@@ -541,10 +587,20 @@ def _unreachable_report(fs: OsFs, layout: Layout, session_id: str) -> list[str]:
             intact.add(event_id)
         else:
             cut.append(event_id)
-    if not cut:
-        return []
-    shown = ", ".join(cut[:20]) + (f" and {len(cut) - 20} more" if len(cut) > 20 else "")
-    return [f"{len(cut)} intact events are no longer reachable from the root (a lost parent): {shown}"]
+    now = [e for e in cut if e not in already_cut]
+    before = [e for e in cut if e in already_cut]
+    out = []
+    if now:
+        out.append(
+            f"{len(now)} intact events are no longer reachable from the root "
+            f"(a damaged record's id could not be recovered): {', '.join(now)}"
+        )
+    if before:
+        out.append(
+            f"{len(before)} intact events were already unreachable from the root "
+            f"(an earlier repair quarantined a parent): {', '.join(before)}"
+        )
+    return out
 
 
 def _quarantine(fs: OsFs, log: ChunkLog, chunk: int, bads: list[_Bad], plan: dict[tuple[int, int], bytes]) -> list[str]:
