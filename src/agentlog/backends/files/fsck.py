@@ -358,8 +358,10 @@ def repair_session(
         planned = _plan_tombstones(fs, layout.index(session_id), log, scan)
         plan = planned.lines
         already_cut = _cut_before(scan, planned)
+        rewrites: dict[int, _Rewrite] = {}
         for chunk, bads in sorted(by_chunk.items()):
-            actions += _quarantine(fs, log, chunk, bads, plan)
+            done, rewrites[chunk] = _quarantine(fs, log, chunk, bads, plan)
+            actions += done
         if plan:
             # A tombstone or a kept batch member that still does not fit (a
             # recovered id out of order, a batch still short) is found by the
@@ -367,10 +369,14 @@ def repair_session(
             log.close()
             log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=True, writable=True)
             again: dict[int, list[_Bad]] = {}
-            for b in _scan_log(log).bad:
+            rescan = _scan_log(log)
+            # A kept batch still short at the end of the log reads as a torn
+            # tail: quarantined too, or the writer's open would cut it off.
+            for b in rescan.bad + ([rescan.torn] if rescan.torn else []):
                 again.setdefault(b.chunk, []).append(b)
             for chunk, bads in sorted(again.items()):
-                actions += _quarantine(fs, log, chunk, bads, {})
+                unchanged = _Rewrite([(0, 0, 1 << 62)], set())  # a chunk the first pass left alone
+                actions += _quarantine(fs, log, chunk, bads, {}, rewrites.get(chunk, unchanged))[0]
         blobs = BlobStore(fs, layout.blobs(session_id), durable=True)
         # Leftovers of blob writes a crash interrupted; never named by an
         # event (the rename comes first), so removing them loses nothing.
@@ -442,9 +448,9 @@ class _Plan:
     #: the ids the bad lines are known to hold (tombstones, intact members of
     #: condemned batches, kept or not)
     ids: set[str]
-    #: (id before, id after) in log order around each damaged line that
-    #: gets no tombstone: its id, unknown, sorts between them
-    unknown: list[tuple[str, str | None]]
+    #: (id before, id after) in log order around each damaged line: what it
+    #: held (one record, or more when a lost newline merged lines) sorts between
+    slots: list[tuple[str, str | None]]
 
 
 def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> _Plan:
@@ -476,17 +482,20 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> _
     plan: dict[tuple[int, int], bytes] = {}
     planned: set[str] = set()
     lines_of: dict[int, list[Line]] = {}
-    found = [(b, recover(data.rstrip(b"\n"), entries.get((b.chunk, b.offset, b.length)))) for b, data in damaged]
+    found = [
+        (b, recover(data.rstrip(b"\n"), entry))
+        for (b, data), entry in zip(damaged, _index_entries_for(entries, damaged, locs, ids, present), strict=True)
+    ]
     # Ids some record names as its parent but no line holds: the intact
     # events' parents, and the parents read from other damaged lines.
     missing |= {r.parent_id for _, r in found if r is not None} - present - {NIL_ID}
-    unknown: list[tuple[str, str | None]] = []
+    slots: list[tuple[str, str | None]] = []
     for b, recovered in found:
         i = bisect.bisect_left(locs, (b.chunk, b.offset))
         before = ids[i - 1] if i else ""
         after = ids[i] if i < len(ids) else None
+        slots.append((before, after))
         if recovered is None:
-            unknown.append((before, after))
             continue
         # The batch marker comes from the intact lines around it: a flipped
         # digit in the damaged marker itself would still look like one.
@@ -507,7 +516,6 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> _
                 recovered.id = near[0][1]
         known = set(ids[:i]) | planned  # a parent comes before its child
         if not fits(recovered, before, after, known):
-            unknown.append((before, after))
             continue
         stamp = recovered.timestamp
         if stamp is None or not _STAMP_OK.match(stamp):
@@ -522,17 +530,47 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> _
         plan[(b.chunk, b.offset)] = tombstone_line(recovered, stamp, where)
         planned.add(recovered.id)
         missing.discard(recovered.id)  # found: no second damaged line may take it
-    if plan:
-        for at in keep:
-            plan[at] = _KEEP
-    return _Plan(plan, planned | {intact[at]["id"] for at in keep}, unknown)
+    for at in keep:
+        # Kept even without a tombstone (damage inserted between members);
+        # a batch still short is found by the second scan and quarantined.
+        plan[at] = _KEEP
+    return _Plan(plan, planned | {intact[at]["id"] for at in keep}, slots)
+
+
+def _index_entries_for(
+    entries: dict[tuple[int, int, int], dict[str, Any]],
+    damaged: list[tuple[_Bad, bytes]],
+    locs: list[tuple[int, int]],
+    ids: list[str],
+    present: set[str],
+) -> list[dict[str, Any] | None]:
+    """The index entry of each damaged line: the one that frames it exactly,
+    else by order: the entries for ids no line holds that sort between the
+    same two intact lines, when there are exactly as many as damaged lines
+    there (damage that changed a length shifts every later offset)."""
+    out: list[dict[str, Any] | None] = [entries.get((b.chunk, b.offset, b.length)) for b, _ in damaged]
+    slots: dict[int, list[int]] = {}
+    for k, (b, _) in enumerate(damaged):
+        slots.setdefault(bisect.bisect_left(locs, (b.chunk, b.offset)), []).append(k)
+    by_id = sorted((e["id"], e) for e in entries.values() if is_event_id(e.get("id")) and e["id"] not in present)
+    for i, members in slots.items():
+        if all(out[k] is not None for k in members):
+            continue
+        lo, hi = ids[i - 1] if i else "", ids[i] if i < len(ids) else None
+        candidates = [e for eid, e in by_id if eid > lo and (hi is None or eid < hi)]
+        if len(candidates) == len(members) and all(
+            out[k] is None or out[k] is e for k, e in zip(members, candidates, strict=True)
+        ):
+            for k, e in zip(members, candidates, strict=True):
+                out[k] = e
+    return out
 
 
 def _cut_before(scan: _Scan, plan: _Plan) -> set[str]:
     """Intact events already cut from the root before this repair: their
     ancestry names an id that no line holds, not even a damaged one (an
-    earlier repair took it). A missing id that sorts where an unidentified
-    damaged line sits may be that line's: its loss is this repair's."""
+    earlier repair took it). A missing id that sorts where a damaged line
+    sits may be that line's: its loss is this repair's."""
     present = set(scan.order) | plan.ids | {NIL_ID}
     ok: set[str] = set()
     cut: set[str] = set()
@@ -543,7 +581,7 @@ def _cut_before(scan: _Scan, plan: _Plan) -> set[str]:
         elif (
             parent in ok
             or parent in present
-            or any(parent > lo and (hi is None or parent < hi) for lo, hi in plan.unknown)
+            or any(parent > lo and (hi is None or parent < hi) for lo, hi in plan.slots)
         ):
             ok.add(event_id)
         else:
@@ -603,43 +641,87 @@ def _unreachable_report(fs: OsFs, layout: Layout, session_id: str, already_cut: 
     return out
 
 
-def _quarantine(fs: OsFs, log: ChunkLog, chunk: int, bads: list[_Bad], plan: dict[tuple[int, int], bytes]) -> list[str]:
+@dataclass
+class _Rewrite:
+    """Where each byte of a chunk repair rewrote came from."""
+
+    #: (new offset, offset in the chunk as repair found it, length) of each
+    #: run of bytes kept, in order
+    kept: list[tuple[int, int, int]]
+    #: the tombstone lines repair wrote (not the user's bytes)
+    written: set[bytes]
+
+    def origin(self, offset: int) -> int | None:
+        """The offset a kept byte had before the rewrite (None: repair wrote it)."""
+        i = bisect.bisect_right(self.kept, (offset, 1 << 62, 0)) - 1
+        if i >= 0:
+            new, old, length = self.kept[i]
+            if offset < new + length:
+                return old + offset - new
+        return None
+
+
+def _quarantine(
+    fs: OsFs,
+    log: ChunkLog,
+    chunk: int,
+    bads: list[_Bad],
+    plan: dict[tuple[int, int], bytes],
+    before: _Rewrite | None = None,
+) -> tuple[list[str], _Rewrite]:
+    """Move ``bads`` out of the chunk (tombstones or kept members in their
+    place, per ``plan``). ``before``: the chunk is repair's own rewrite (a
+    second pass); a tombstone it wrote that does not fit is dropped (the
+    damaged bytes it stood for are in quarantine already), and the user's
+    bytes are quarantined under the offsets they had when repair began."""
     path = log.path(chunk)
     data = fs.read_file(path)
     keep = bytearray()
+    rewrite = _Rewrite([], set())
     qpath = path + ".quarantine"
     qfd = fs.open(qpath, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     actions = []
+
+    def copy(start: int, end: int) -> None:
+        if end > start:
+            rewrite.kept.append((len(keep), start, end - start))
+            keep.extend(data[start:end])
+
     try:
         pos = 0
         for b in sorted(bads, key=lambda b: b.offset):
-            keep += data[pos : b.offset]
+            copy(pos, b.offset)
+            pos = b.offset + b.length
             damaged = data[b.offset : b.offset + b.length]
             instead = plan.get((chunk, b.offset))
             if instead == _KEEP:
-                keep += damaged  # an intact batch member: its batch is whole again
-                pos = b.offset + b.length
+                copy(b.offset, pos)  # an intact batch member: its batch is whole again
                 continue
+            if before is not None and damaged in before.written and before.origin(b.offset) is None:
+                event_id = orjson.loads(damaged)["id"]
+                actions.append(f"took back the tombstone for event {event_id}: it does not fit the log around it")
+                continue
+            offset = b.offset if before is None else before.origin(b.offset)
             header = orjson.dumps(
                 {
                     "quarantined_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "from": os.path.basename(path),
-                    "offset": b.offset,
+                    "offset": offset,
                     "length": len(damaged),
                     "reason": b.reason,
                 }
             )
             fs.write(qfd, header + b"\n" + damaged + b"\n", qpath)
-            actions.append(f"moved {len(damaged)} bytes at {path}@{b.offset} to {qpath}: {b.reason}")
+            actions.append(f"moved {len(damaged)} bytes at {path}@{offset} to {qpath}: {b.reason}")
             if instead:
                 keep += instead
+                rewrite.written.add(instead)
                 event_id = orjson.loads(instead)["id"]
                 actions.append(f"wrote a tombstone for event {event_id} in its place: its children keep their path")
-            pos = b.offset + b.length
-        keep += data[pos:]
+        copy(pos, len(data))
         fs.fsync(qfd, qpath)
     finally:
         fs.close(qfd)
     fs.fsync_dir(os.path.dirname(path))
     fs.write_atomic(path, bytes(keep), durable=True)
-    return actions
+    return actions, rewrite
