@@ -474,9 +474,9 @@ def main(argv: list[str]) -> None:
         h = run_plain(target, work, int(argv[4]), int(argv[5]) if len(argv) > 5 else 0)
         print(json.dumps({"cases": h.cases, "outcomes": h.outcomes}))
         return
-    import atheris
-
     import importlib.util
+
+    import atheris
 
     spec = importlib.util.find_spec("agentlog")  # found, not imported: imports below are instrumented
     assert spec is not None and spec.origin is not None
