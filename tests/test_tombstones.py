@@ -156,7 +156,7 @@ def test_a_second_repair_names_only_what_it_cut(tmp_path: Path) -> None:
         "2 intact events are no longer reachable from the root "
         "(a damaged record's id could not be recovered): " + ", ".join(more[2:]),
         "7 intact events were already unreachable from the root "
-        "(an earlier repair quarantined a parent): " + ", ".join(ids[3:]),
+        "(a parent no line of the log holds): " + ", ".join(ids[3:]),
     ], actions
 
 
@@ -282,3 +282,21 @@ def test_a_flip_after_the_ids_never_loses_an_intact_event(
         for i in ids:  # every event's path reaches the root
             assert s.path(i)[0].parent_id == "00000000-0000-0000-0000-000000000000"
     assert [p for p in store.fsck(SID) if p.severity == "error"] == []
+
+
+def test_a_byte_turned_into_a_newline_is_one_damaged_record(tmp_path: Path) -> None:
+    """The split halves of one record are two bad lines; together they span
+    exactly what the index framed, so they are one record again, and its
+    tombstone keeps the chain whole."""
+    store = _store(tmp_path)
+    ids = _chain(store, 10)
+    path = _chunk(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[data.index(b"turn 004")] = ord("\n")
+    path.write_bytes(bytes(data))
+    actions = store.repair(SID)
+    assert any(f"tombstone for event {ids[4]}" in a for a in actions), actions
+    assert sum(" bytes at " in a for a in actions) == 1  # one piece, the whole record
+    with store.open(SID, readonly=True) as s:
+        assert s.head == ids[-1]
+        assert [e.id for e in s.transcript()] == ids

@@ -350,12 +350,14 @@ def repair_session(
     log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=True, writable=True)
     try:
         scan = _scan_log(log)
+        entries = index_entries_by_location(fs, layout.index(session_id))
+        scan.bad = _merge_split(scan.bad, entries)
         by_chunk: dict[int, list[_Bad]] = {}
         # A torn tail too: a writer's open would cut it off, but repair
         # never deletes (and damage can look like a torn tail).
         for b in scan.bad + ([scan.torn] if scan.torn else []):
             by_chunk.setdefault(b.chunk, []).append(b)
-        planned = _plan_tombstones(fs, layout.index(session_id), log, scan)
+        planned = _plan_tombstones(entries, log, scan)
         plan = planned.lines
         already_cut = _cut_before(scan, planned)
         rewrites: dict[int, _Rewrite] = {}
@@ -403,15 +405,16 @@ def repair_session(
         if actions:
             log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=False, writable=False)
             try:
-                head = _intact_head(_scan_log(log))
+                final = _scan_log(log)
             finally:
                 log.close()
+            head = _intact_head(final)
             if head != storage.head():
                 # A quarantined event cut HEAD's path; keep the newest whole
                 # path active. Nothing is rewritten: a checkout is appended.
                 storage.commit(Commit((), head, storage.head())).wait()
                 actions.append(f"moved HEAD to {head}: the path to the old HEAD ran through a quarantined record")
-            actions += _unreachable_report(fs, layout, session_id, already_cut)
+            actions += _unreachable_report(final, already_cut)
     finally:
         storage.close()
     return actions
@@ -453,10 +456,38 @@ class _Plan:
     slots: list[tuple[str, str | None]]
 
 
-def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> _Plan:
+def _merge_split(bads: list[_Bad], entries: dict[tuple[int, int, int], dict[str, Any]]) -> list[_Bad]:
+    """A byte turned into a newline splits one record into two lines: bad
+    lines that together span exactly what one index entry frames are one
+    damaged record again."""
+    bads = sorted(bads, key=lambda b: (b.chunk, b.offset))
+    spans = {(c, o): n for c, o, n in entries}
+    out: list[_Bad] = []
+    i = 0
+    while i < len(bads):
+        b = bads[i]
+        want = spans.get((b.chunk, b.offset))
+        j, end = i, b.offset + b.length
+        if want is not None:
+            while (
+                end < b.offset + want
+                and j + 1 < len(bads)
+                and (bads[j + 1].chunk, bads[j + 1].offset) == (b.chunk, end)
+            ):
+                j += 1
+                end += bads[j].length
+        if j > i and end == b.offset + want:
+            out.append(_Bad(b.chunk, b.offset, end - b.offset, b.reason + " (a newline inside the record)"))
+        else:
+            out.append(b)
+            j = i
+        i = j + 1
+    return out
+
+
+def _plan_tombstones(entries: dict[tuple[int, int, int], dict[str, Any]], log: ChunkLog, scan: _Scan) -> _Plan:
     """A tombstone for each damaged event line whose identity is recovered
     and fits; the intact members of batches those make whole are kept."""
-    entries = index_entries_by_location(fs, index_path)
     bads = sorted(scan.bad, key=lambda b: (b.chunk, b.offset))
     # Every intact event in log order: those the scan applied, and the intact
     # members of batches a damaged member condemned (kept if a tombstone
@@ -609,15 +640,11 @@ def _around(
     return (decoded(at - 1), decoded(at + 1)) if at is not None else (None, None)
 
 
-def _unreachable_report(fs: OsFs, layout: Layout, session_id: str, already_cut: set[str]) -> list[str]:
+def _unreachable_report(scan: _Scan, already_cut: set[str]) -> list[str]:
     """Name every intact event whose path to the root this repair cut (a
     damaged record whose id could not be recovered), and apart from them
-    those an earlier repair had cut."""
-    log = ChunkLog(fs, layout.chunks(session_id), chunk_size=1 << 62, durable=False, writable=False)
-    try:
-        scan = _scan_log(log)
-    finally:
-        log.close()
+    those that were cut before it. ``scan``: the log as repair left it (a
+    checkout repair appends moves no event)."""
     intact: set[str] = {NIL_ID}
     cut: list[str] = []
     for event_id in scan.order:
@@ -636,7 +663,7 @@ def _unreachable_report(fs: OsFs, layout: Layout, session_id: str, already_cut: 
     if before:
         out.append(
             f"{len(before)} intact events were already unreachable from the root "
-            f"(an earlier repair quarantined a parent): {', '.join(before)}"
+            f"(a parent no line of the log holds): {', '.join(before)}"
         )
     return out
 
