@@ -30,6 +30,7 @@ of single fields (the damage a CRC cannot see). For every damaged store:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -550,85 +551,119 @@ def test_plain_fsck_never_changes_a_damaged_store(base, scratch):
             shutil.rmtree(home)
 
 
-# --- coverage-guided (optional) --------------------------------------------------------
+# --- coverage-guided (fuzzer.py) ------------------------------------------------------
 
-ATHERIS = r"""
-import os, shutil, sys, warnings
-import atheris
-with atheris.instrument_imports():
-    from agentlog import Store
-    from agentlog.errors import AgentlogError
-base = sys.argv[1]
-files = {}
-for dirpath, _, names in os.walk(base):
-    for name in names:
-        path = os.path.join(dirpath, name)
-        files[os.path.relpath(path, base)] = open(path, "rb").read()
-targets = sorted(rel for rel in files if rel.startswith("sessions/"))
-work = sys.argv[2]  # the test's own directory: libFuzzer exits without Python's cleanup
-warnings.simplefilter("ignore")
+#: cases per target under ``make fuzz`` (1,000,000 in all); AGENTLOG_FUZZ_SCALE scales them
+ATHERIS_CASES = {"log": 400_000, "index": 250_000, "repair": 350_000}
+PLAIN_CASES = 150  # per target, in `make test`: the harness's own properties on random byte damage
 
-def one(data):
-    fdp = atheris.FuzzedDataProvider(data)
-    rel = targets[fdp.ConsumeIntInRange(0, len(targets) - 1)]
-    original = files[rel]
-    pos = fdp.ConsumeIntInRange(0, len(original))
-    cut = fdp.ConsumeIntInRange(0, 64)
-    insert = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 256))
-    home = os.path.join(work, "home")
-    shutil.rmtree(home, ignore_errors=True)
-    for r, content in files.items():
-        path = os.path.join(home, r)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(original[:pos] + insert + original[pos + cut:] if r == rel else content)
-    store = Store(home, chunk_size=2048, blob_threshold=300)
-    for readonly in (True, False):
-        try:
-            with store.open("fz", readonly=readonly) as s:
-                s.path()
-                s.context(resolve=True)
-        except AgentlogError:
-            pass
-    store.fsck("fz")
-    try:
-        store.repair("fz")
-        with store.open("fz") as s:
-            s.append("message", {"content": "after repair"}, "user")
-    except AgentlogError:
-        pass
 
-atheris.Setup([sys.argv[0]] + sys.argv[3:], one)
-atheris.Fuzz()
-"""
+@pytest.mark.parametrize("target", sorted(ATHERIS_CASES))
+def test_fuzz_harness_sampled(target, scratch):
+    """The coverage-guided harness's cases, driven by plain random byte
+    mutations (flips, cuts, inserts, copies, zeros): the same properties
+    ``make fuzz`` checks a million times (tests/reliability/fuzzer.py)."""
+    from . import fuzzer
+
+    h = fuzzer.run_plain(target, scratch, PLAIN_CASES, SEED)
+    record_figure("fuzz", f"harness {target} (plain, sampled)", cases=h.cases, **_labels(h.outcomes))
+    assert h.cases == PLAIN_CASES
+
+
+def _labels(outcomes: dict[str, int]) -> dict[str, int]:
+    return {
+        k.replace(" ", "_").replace(",", "").replace(":", "").replace("(", "").replace(")", ""): v
+        for k, v in outcomes.items()
+    }
 
 
 @pytest.mark.skipif(not EXHAUSTIVE, reason="coverage-guided fuzzing runs under `make fuzz` only")
-@pytest.mark.timeout(1800)
-def test_fuzz_atheris_coverage_guided(base, tmp_path):
-    """libFuzzer mutations of one stored file at a time: splice arbitrary bytes
-    in; every open, read, fsck and repair succeeds or raises AgentlogError
-    (any other exception or a hang crashes the fuzzer and fails this test)."""
-    pytest.importorskip("atheris", reason="atheris is optional (pip install atheris)")
+@pytest.mark.timeout(3 * 3600)
+def test_fuzz_atheris_coverage_guided(tmp_path):
+    """libFuzzer (atheris) on the recovery, index and repair code: one
+    process per target, all at once, each in its own tmpfs directory, for
+    ATHERIS_CASES cases. A failed property or an exception that is not an
+    AgentlogError stops that fuzzer with a crash file, and fails this test."""
+    pytest.importorskip("atheris", reason="atheris is the `fuzz` extra (pip install -e '.[fuzz]')")
     import subprocess
     import sys
+    import time
 
-    runs = 4000
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            ATHERIS,
-            base.dir,
-            str(tmp_path),
-            f"-runs={runs}",
-            f"-seed={SEED}",
-            "-max_len=512",
-            "-timeout=20",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1700,
+    scale = float(os.environ.get("AGENTLOG_FUZZ_SCALE", "1"))
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else str(tmp_path)
+    root = tempfile.mkdtemp(prefix="agentlog-atheris-", dir=base)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    procs = {}
+    start = time.monotonic()
+    load_before = os.getloadavg()
+    for target, cases in sorted(ATHERIS_CASES.items()):
+        work = os.path.join(root, target)
+        os.makedirs(work)
+        runs = max(int(cases * scale), 1)
+        log = open(os.path.join(work, "libfuzzer.log"), "w")
+        procs[target] = (
+            runs,
+            work,
+            log,
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.reliability.fuzzer",
+                    target,
+                    work,
+                    f"-runs={runs}",
+                    f"-seed={SEED}",
+                    "-max_len=8192",
+                    "-len_control=0",
+                    "-timeout=20",
+                    "-rss_limit_mb=4096",
+                    "-print_final_stats=1",
+                    f"-artifact_prefix={work}/",
+                ],
+                cwd=repo,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            ),
+        )
+    failures, total = [], 0
+    for target, (_runs, work, log, proc) in procs.items():
+        proc.wait()
+        log.close()
+        text = open(os.path.join(work, "libfuzzer.log"), errors="replace").read()
+        done = [line for line in text.splitlines() if line.startswith("Done ")]
+        if proc.returncode != 0 or not done:
+            failures.append(f"{target}: exit {proc.returncode}\n{text[-4000:]}")
+            continue
+        ran = int(done[-1].split()[1])
+        stats = {}
+        for name in os.listdir(work):
+            if name.startswith("stats-") and name.endswith(".json"):
+                with open(os.path.join(work, name)) as f:
+                    stats = json.load(f)
+        cov = [line for line in text.splitlines() if line.startswith("#") and "cov:" in line]
+        edges = int(cov[-1].split("cov:")[1].split()[0]) if cov else 0
+        seconds = int(done[-1].split(" in ")[1].split()[0])
+        record_figure(
+            "fuzz",
+            f"atheris {target}",
+            cases=ran,
+            seconds=seconds,
+            coverage_edges=edges,
+            **_labels(stats.get("outcomes", {})),
+        )
+        total += ran
+    load_after = os.getloadavg()
+    record_figure(
+        "fuzz",
+        "atheris, all targets",
+        cases=total,
+        wall_seconds=int(time.monotonic() - start),
+        load_before=f"{load_before[0]:.2f}",
+        load_after=f"{load_after[0]:.2f}",
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    record_figure("fuzz", "stored bytes (atheris)", cases=runs)
+    assert not failures, "\n\n".join(failures)
+    shutil.rmtree(root, ignore_errors=True)  # kept when a target failed: its crash file is the reproducer
+    assert total >= int(sum(ATHERIS_CASES.values()) * scale)

@@ -521,6 +521,7 @@ def _plan_tombstones(entries: dict[tuple[int, int, int], dict[str, Any]], log: C
     # events' parents, and the parents read from other damaged lines.
     missing |= {r.parent_id for _, r in found if r is not None} - present - {NIL_ID}
     slots: list[tuple[str, str | None]] = []
+    txn_ends: dict[tuple[int, int], list[int]] = {}  # (chunk, end) of a tombstone -> its batch marker
     for b, recovered in found:
         i = bisect.bisect_left(locs, (b.chunk, b.offset))
         before = ids[i - 1] if i else ""
@@ -531,6 +532,8 @@ def _plan_tombstones(entries: dict[tuple[int, int, int], dict[str, Any]], log: C
         # The batch marker comes from the intact lines around it: a flipped
         # digit in the damaged marker itself would still look like one.
         prev_rec, next_rec = _around(log, lines_of, b)
+        if prev_rec is None and (b.chunk, b.offset) in txn_ends:
+            prev_rec = {"txn": txn_ends[(b.chunk, b.offset)]}  # the tombstone just before it
         if prev_rec is not None or next_rec is not None:
             recovered.txn = neighbour_txn(prev_rec, next_rec)
         if recovered.source != "index" and recovered.id not in missing:
@@ -559,6 +562,8 @@ def _plan_tombstones(entries: dict[tuple[int, int, int], dict[str, Any]], log: C
             "reason": b.reason,
         }
         plan[(b.chunk, b.offset)] = tombstone_line(recovered, stamp, where)
+        if recovered.txn is not None:
+            txn_ends[(b.chunk, b.offset + b.length)] = recovered.txn
         planned.add(recovered.id)
         missing.discard(recovered.id)  # found: no second damaged line may take it
     for at in keep:
@@ -668,6 +673,17 @@ def _unreachable_report(scan: _Scan, already_cut: set[str]) -> list[str]:
     return out
 
 
+def _lines_of(data: bytes) -> list[tuple[int, bytes]]:
+    """(offset, line) of each line in ``data``, newlines kept."""
+    out, pos = [], 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end + 1
+        out.append((pos, data[pos:end]))
+        pos = end
+    return out
+
+
 @dataclass
 class _Rewrite:
     """Where each byte of a chunk repair rewrote came from."""
@@ -714,6 +730,12 @@ def _quarantine(
             rewrite.kept.append((len(keep), start, end - start))
             keep.extend(data[start:end])
 
+    if before is not None:  # one line at a time: a span may hold tombstones and the user's lines
+        bads = [
+            _Bad(b.chunk, b.offset + start, len(line), b.reason)
+            for b in bads
+            for start, line in _lines_of(data[b.offset : b.offset + b.length])
+        ]
     try:
         pos = 0
         for b in sorted(bads, key=lambda b: b.offset):
