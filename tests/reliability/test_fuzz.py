@@ -42,7 +42,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentlog import Store
+from agentlog import NIL_ID, Store
 from agentlog._codec import LineError, decode_index_entry, decode_line, encode_index_entry, encode_line
 from agentlog.errors import AgentlogError
 
@@ -289,16 +289,16 @@ def _quarantine_parts(path: str) -> list[tuple[int, bytes]]:
     return parts
 
 
-def exercise(base: Base, home: str, rel: str, damage_at: int, tombstones: bool = False) -> str:
+def exercise(base: Base, home: str, rel: str, damage_at: int) -> str:
     """Everything a user can do to the damaged session; returns an outcome label.
-    With ``tombstones``, repair writes one in place of each damaged event
-    record it can identify (backends/files/tombstone.py)."""
+    Repair writes a tombstone in place of each damaged event record it can
+    identify (backends/files/tombstone.py)."""
     damaged_blob = os.path.basename(rel) if "/blobs/" in rel else None
     must_read = base.before(rel, damage_at)
     # Repair quarantines a batch whole when one member is damaged (invariant
     # 6), so after repair the guarantee holds at batch granularity.
     must_survive_repair = base.before(rel, damage_at, whole_batches=True)
-    store = Store(home, **OPTIONS, tombstones=tombstones)
+    store = Store(home, **OPTIONS)
     store.scan()
     store.list()
     read_ok = False
@@ -331,14 +331,16 @@ def exercise(base: Base, home: str, rel: str, damage_at: int, tombstones: bool =
         for n in os.listdir(chunk_dir)
         if n.endswith(".quarantine")
     }
-    store.repair(SID)
+    actions = store.repair(SID)
     stones = 0
     for name, original in damaged.items():
         kept = open(os.path.join(chunk_dir, name), "rb").read()
-        if tombstones:  # what repair wrote in place of quarantined records
-            lines = kept.splitlines(keepends=True)
-            kept = b"".join(line for line in lines if not _is_tombstone(line))
-            stones += len(lines) - len(kept.splitlines(keepends=True))
+        # what repair wrote in place of quarantined records
+        lines = [line + b"\n" for line in kept.split(b"\n")[:-1]] + (
+            [kept.rsplit(b"\n", 1)[-1]] if not kept.endswith(b"\n") and kept else []
+        )
+        kept = b"".join(line for line in lines if not _is_tombstone(line))
+        stones += sum(_is_tombstone(line) for line in lines)
         qpath = os.path.join(chunk_dir, name + ".quarantine")
         moved = _quarantine_parts(qpath)[old_quarantine.get(name + ".quarantine", 0) :] if os.path.exists(qpath) else []
         # Put each quarantined piece back at its offset, kept bytes between.
@@ -353,9 +355,21 @@ def exercise(base: Base, home: str, rel: str, damage_at: int, tombstones: bool =
         for line in bytes(rebuilt[len(original) :]).splitlines(keepends=True):
             # All repair may add is a checkout keeping HEAD on a whole path.
             assert decode_line(line).get("op") == "checkout", f"repair added {line[:80]!r}"
+    named: set[str] = set()
+    for a in actions:
+        if "reachable from the root" in a:
+            named |= set(a.split(": ", 1)[1].split(", "))
     with store.open(SID, readonly=True) as s:
         for event_id in must_survive_repair:
             _same(base, s, event_id, damaged_blob)
+        # Every event reaches the root, or the report names it, exactly.
+        parents = {e.id: e.parent_id for e in s.entries()}
+        reachable = {NIL_ID}
+        for event_id in sorted(parents):
+            if parents[event_id] in reachable:
+                reachable.add(event_id)
+        assert named == set(parents) - reachable, f"report names {named}, cut {set(parents) - reachable}"
+        assert s.head in reachable, "HEAD is not on a whole path after repair"
     with store.open(SID) as s:
         try:
             ev = s.append("message", {"content": "after repair"}, "user")
@@ -387,7 +401,7 @@ def _is_tombstone(line: bytes) -> bool:
         return False  # a damaged line repair kept is not one it wrote
 
 
-def _run(base: Base, rel: str, data: bytes, root: str, tombstones: bool = False) -> str:
+def _run(base: Base, rel: str, data: bytes, root: str) -> str:
     home = tempfile.mkdtemp(dir=root)
     try:
         _write_tree(base.files, home)
@@ -403,7 +417,7 @@ def _run(base: Base, rel: str, data: bytes, root: str, tombstones: bool = False)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return exercise(base, home, rel, damage_at, tombstones)
+                return exercise(base, home, rel, damage_at)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
@@ -446,34 +460,6 @@ def test_fuzz_stored_bytes(base, scratch):
     assert total > EXAMPLES // 2
 
 
-@pytest.mark.timeout(1800 if EXHAUSTIVE else 300)
-def test_fuzz_stored_bytes_with_tombstones(base, scratch):
-    """The same damage and the same guarantees, repair writing tombstones:
-    it still moves bytes and never deletes them (a tombstone is the only
-    line it adds in place), and every event before the damage survives."""
-    outcomes: dict[str, int] = {}
-
-    @settings(FUZZ_SETTINGS, max_examples=max(EXAMPLES // 3, 20))
-    @given(st.data())
-    def case(data):
-        rel = data.draw(st.sampled_from(base.targets), label="file")
-        mutated, kind = data.draw(mutation(base.files[rel], rel), label="mutation")
-        if mutated == base.files[rel]:
-            return
-        outcome = _run(base, rel, mutated, scratch, tombstones=True)
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
-
-    case()
-    total = sum(outcomes.values())
-    record_figure(
-        "fuzz",
-        "stored bytes, repair with tombstones (hypothesis)",
-        cases=total,
-        **{k.replace(" ", "_").replace(",", ""): v for k, v in outcomes.items()},
-    )
-    assert total > max(EXAMPLES // 3, 20) // 2
-
-
 # --- repair, case by case ------------------------------------------------------------
 
 
@@ -485,9 +471,12 @@ def _damaged_copy(base: Base, root: str, rel: str, data: bytes) -> str:
     return home
 
 
-def _reassemble(chunk_path: str) -> bytes:
-    """The chunk as it was before repair: kept bytes with quarantined pieces put back."""
+def _reassemble(chunk_path: str, without_tombstones: bool = False) -> bytes:
+    """The chunk as it was before repair: kept bytes (tombstones taken out)
+    with the quarantined pieces put back."""
     kept = open(chunk_path, "rb").read()
+    if without_tombstones:
+        kept = b"".join(line + b"\n" for line in kept.split(b"\n")[:-1] if not _is_tombstone(line + b"\n"))
     qpath = chunk_path + ".quarantine"
     rebuilt, k = bytearray(), 0
     for offset, piece in sorted(_quarantine_parts(qpath) if os.path.exists(qpath) else []):
@@ -503,11 +492,14 @@ def _last_chunk(base: Base) -> str:
 
 
 def test_repair_moves_a_damaged_record_to_quarantine_and_says_why(base, scratch):
+    """A flipped byte in a record: the record goes to quarantine (its bytes
+    kept, the header says where from and why), a tombstone with its id and
+    parent takes its place, every other event and HEAD stay."""
     rel = f"sessions/{SID}/chunks/000000.jsonl"
     original = base.files[rel]
     second = original.index(b"\n") + 1
     flipped = bytearray(original)
-    flipped[second + 20] ^= 0x04
+    flipped[second + 20] ^= 0x04  # inside the id: the index still knows it
     home = _damaged_copy(base, scratch, rel, bytes(flipped))
     store = Store(home, **OPTIONS)
     with warnings.catch_warnings():
@@ -515,20 +507,28 @@ def test_repair_moves_a_damaged_record_to_quarantine_and_says_why(base, scratch)
         actions = store.repair(SID)
     path = os.path.join(home, rel)
     length = original.index(b"\n", second) + 1 - second
+    damaged_id = base.index[1]["id"]
     moved = [a for a in actions if " bytes at " in a]
     assert moved == [
         f"moved {length} bytes at {path}@{second} to {path}.quarantine: "
         f"checksum mismatch" + moved[0].split("checksum mismatch", 1)[1]
     ]
-    assert _reassemble(path) == bytes(flipped)
+    assert f"wrote a tombstone for event {damaged_id} in its place: its children keep their path" in actions
+    assert not any("moved HEAD" in a or "reachable" in a for a in actions), actions
+    stone_line = open(path, "rb").read()[second:].split(b"\n", 1)[0] + b"\n"
+    assert _is_tombstone(stone_line)
+    assert _reassemble(path, without_tombstones=True) == bytes(flipped)
     header = orjson.loads(open(path + ".quarantine", "rb").read().split(b"\n", 1)[0])
     assert (header["offset"], header["length"], header["from"]) == (second, length, "000000.jsonl")
     assert any("index.jsonl" in a for a in actions)  # the index is rebuilt from the chunks
-    damaged_id = base.index[1]["id"]
     with store.open(SID, readonly=True) as s:
-        assert damaged_id not in s
-        _same(base, s, base.index[0]["id"], None)
-        assert s.head in s
+        stone = s.event(damaged_id)
+        assert stone.kind == "tombstone" and stone.parent_id == base.index[0]["id"]
+        assert stone.record["quarantined"]["offset"] == second
+        for e in base.index:
+            if e["id"] != damaged_id:
+                _same(base, s, e["id"], None)
+        assert [e.id for e in s.entries()] == [e["id"] for e in base.index]
     assert [p for p in store.fsck(SID) if p.severity == "error"] == []
 
 
