@@ -476,7 +476,7 @@ def _merge_split(bads: list[_Bad], entries: dict[tuple[int, int, int], dict[str,
             ):
                 j += 1
                 end += bads[j].length
-        if j > i and end == b.offset + want:
+        if want is not None and j > i and end == b.offset + want:
             out.append(_Bad(b.chunk, b.offset, end - b.offset, b.reason + " (a newline inside the record)"))
         else:
             out.append(b)
