@@ -18,6 +18,7 @@ from typing import Any
 
 from agentlog import RecoveryWarning, Store
 from agentlog._fs import OsFs
+from agentlog.backends.files.index import ENTRY_SIZE, HEADER_SIZE, pack_slot, unpack_slot
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -39,7 +40,26 @@ def chunk_paths(store: Store, session_id: str) -> list[Path]:
 
 
 def index_path(store: Store, session_id: str) -> Path:
-    return session_dir(store, session_id) / "index.jsonl"
+    return session_dir(store, session_id) / "index.bin"
+
+
+def index_at(i: int) -> int:
+    """The byte offset of index entry ``i`` (after the header)."""
+    return HEADER_SIZE + i * ENTRY_SIZE
+
+
+_SLOT_FIELDS = ("id", "parent", "ns", "offset", "length", "chunk", "kind", "role", "flags")
+
+
+def rewrite_index_entry(path: Path, i: int, **changes: object) -> None:
+    """Rewrite fields of index entry ``i`` with a valid checksum (a wrong but
+    intact entry, as a bug or a stale file would leave it)."""
+    data = bytearray(path.read_bytes())
+    fields = unpack_slot(bytes(data[index_at(i) : index_at(i + 1)]))
+    assert fields is not None, "the entry is already damaged"
+    raw = dict(zip(_SLOT_FIELDS, fields, strict=True)) | changes
+    data[index_at(i) : index_at(i + 1)] = pack_slot(tuple(raw[k] for k in _SLOT_FIELDS))
+    path.write_bytes(bytes(data))
 
 
 def head_path(store: Store, session_id: str) -> Path:

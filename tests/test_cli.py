@@ -402,9 +402,9 @@ def test_home_that_is_a_file_is_a_one_line_error(tmp_path):
 
 def test_recovery_warnings_are_one_line(cli_home):
     sid, ids = chat(cli_home, 3)
-    index = cli_home / "sessions" / sid / "index.jsonl"
+    index = cli_home / "sessions" / sid / "index.bin"
     data = bytearray(index.read_bytes())
-    data[data.rindex(b'"kind":"message"') + 9] ^= 0x01  # the last entry's checksum fails
+    data[-20] ^= 0x01  # the last entry's checksum fails
     index.write_bytes(bytes(data))
     result = run(cli_home, "log", sid, "--json")
     assert result.exit_code == 0, result.stderr

@@ -378,7 +378,7 @@ def test_du_and_stats(home):
     data = bytearray(chunk.read_bytes())
     data[data.index(b"second message 1") + 2] ^= 0x01
     chunk.write_bytes(bytes(data))
-    (home / "sessions" / second / "index.jsonl").unlink()
+    (home / "sessions" / second / "index.bin").unlink()
     result = run(home, "stats", "--json")
     assert result.exit_code == 0
     doc = json.loads(result.stdout)

@@ -22,7 +22,6 @@ from agentlog import (
     RecoveryWarning,
     Store,
 )
-from agentlog._codec import INDEX_WIDTH, decode_index_entry, encode_index_entry
 from helpers import (
     BLOB_THRESHOLD,
     RecordingFs,
@@ -33,9 +32,11 @@ from helpers import (
     errors_of,
     flip_byte,
     head_path,
+    index_at,
     index_path,
     line_spans,
     open_quietly,
+    rewrite_index_entry,
     session_dir,
     truncate,
 )
@@ -53,7 +54,7 @@ def build(store: Store, n: int = 5, **record) -> list:
 
 def drop_index_entries(store: Store, keep: int) -> None:
     """The index as a crash before its write leaves it: the first ``keep`` entries."""
-    truncate(index_path(store, SID), keep * INDEX_WIDTH)
+    truncate(index_path(store, SID), index_at(keep))
 
 
 def path_ids(session) -> list[str]:
@@ -127,12 +128,12 @@ def test_zero_filled_tail_is_a_torn_tail(file_store):
 
 def test_torn_index_line_is_cut(file_store):
     events = build(file_store)
-    truncate(index_path(file_store, SID), 4 * INDEX_WIDTH + 100)
+    truncate(index_path(file_store, SID), index_at(4) + 40)
     s, _ = open_quietly(file_store, SID)
     with s:
         assert s.head == events[-1].id
         assert [e.id for e in s.entries()] == [e.id for e in events]
-    assert index_path(file_store, SID).stat().st_size == 5 * INDEX_WIDTH
+    assert index_path(file_store, SID).stat().st_size == index_at(5)
     assert file_store.fsck(SID) == []
 
 
@@ -267,14 +268,8 @@ def test_damaged_session_json_is_reported(file_store):
 
 
 # === the derived index (invariant 2: validated and rebuilt from the log) =====
-def _rewrite_index_line(store: Store, line: int, **changes) -> None:
-    path = index_path(store, SID)
-    data = bytearray(path.read_bytes())
-    entry = decode_index_entry(bytes(data[line * INDEX_WIDTH : (line + 1) * INDEX_WIDTH]))
-    for key, value in changes.items():
-        entry["location"][key] = value
-    data[line * INDEX_WIDTH : (line + 1) * INDEX_WIDTH] = encode_index_entry(entry)
-    path.write_bytes(bytes(data))
+def _rewrite_index_line(store: Store, line: int, **changes: int) -> None:
+    rewrite_index_entry(index_path(store, SID), line, **changes)
 
 
 def test_bad_length_in_the_last_index_entry_rebuilds_the_index(file_store):
@@ -290,7 +285,7 @@ def test_bad_length_in_the_last_index_entry_rebuilds_the_index(file_store):
 
 def test_bad_length_mid_index_rebuilds_on_read(file_store):
     events = build(file_store)
-    _rewrite_index_line(file_store, 1, length=INDEX_WIDTH * 3)
+    _rewrite_index_line(file_store, 1, length=3 * 512)
     s, _ = open_quietly(file_store, SID)
     with s:
         with pytest.warns(RecoveryWarning, match="index rebuilt"):
@@ -315,7 +310,7 @@ def test_missing_index_is_rebuilt(file_store):
     with s:
         assert s.head == events[-1].id
         assert path_ids(s) == [e.id for e in events]
-    assert index_path(file_store, SID).stat().st_size == 5 * INDEX_WIDTH
+    assert index_path(file_store, SID).stat().st_size == index_at(5)
     assert file_store.fsck(SID) == []
 
 
@@ -332,7 +327,7 @@ def test_missing_index_does_not_stop_a_reader(file_store):
 
 def test_damaged_index_line_is_rebuilt(file_store):
     events = build(file_store)
-    flip_byte(index_path(file_store, SID), 2 * INDEX_WIDTH + 120)  # in a field, not the id
+    flip_byte(index_path(file_store, SID), index_at(2) + 40)  # in a field, not the id
     s, _ = open_quietly(file_store, SID)
     with s:
         # the whole-path read takes records from the log in blocks: it does
@@ -347,7 +342,7 @@ def test_damaged_id_in_the_index_does_not_hide_an_event(file_store):
     """A lookup is a binary search over ids; a flipped id byte must not turn
     an event that is in the log into EventNotFound."""
     events = build(file_store, 7)
-    flip_byte(index_path(file_store, SID), 3 * INDEX_WIDTH + 7 + 30)
+    flip_byte(index_path(file_store, SID), index_at(3) + 14)
     s, _ = open_quietly(file_store, SID)
     with s:
         with pytest.warns(RecoveryWarning, match="index rebuilt"):
@@ -359,8 +354,8 @@ def test_damaged_id_in_the_index_does_not_hide_an_event(file_store):
 def test_damaged_index_is_reported_by_fsck(file_store):
     build(file_store)
     index = index_path(file_store, SID)
-    flip_byte(index, INDEX_WIDTH + 200)
-    assert any(p.path == str(index) and p.offset == INDEX_WIDTH for p in errors_of(file_store.fsck(SID)))
+    flip_byte(index, index_at(1) + 50)
+    assert any(p.path == str(index) and p.offset == index_at(1) for p in errors_of(file_store.fsck(SID)))
 
 
 def test_index_lagging_the_log_is_completed_from_the_tail(home):
@@ -376,7 +371,7 @@ def test_index_lagging_the_log_is_completed_from_the_tail(home):
         assert s.head == events[-1].id
         assert len(s) == 30
         assert min(off for off, _ in fs.reads_of(chunk)) == last_indexed
-    assert index_path(store, SID).stat().st_size == 30 * INDEX_WIDTH
+    assert index_path(store, SID).stat().st_size == index_at(30)
     assert store.fsck(SID) == []
 
 

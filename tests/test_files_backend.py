@@ -64,7 +64,7 @@ def test_listing_reads_no_event_log(home):
     rows = Store(backend=FileBackend(str(home), fs=fs)).list()
     assert sorted(r.id for r in rows) == ["s0", "s1", "s2"]
     assert all(r.event_count == 5 for r in rows)
-    assert not [p for p in fs.opened if "/chunks/" in p or p.endswith("index.jsonl")]
+    assert not [p for p in fs.opened if "/chunks/" in p or p.endswith("index.bin")]
 
 
 def test_context_reads_only_around_the_records_it_returns(home, monkeypatch):

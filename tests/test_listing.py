@@ -113,7 +113,7 @@ def test_listing_opens_no_chunk_and_no_blob(tmp_path):
     names = {os.path.basename(p) for p in fs.opened}
     assert names == {"session.json"}, fs.opened
     assert not any(
-        f"{os.sep}chunks{os.sep}" in p or f"{os.sep}blobs{os.sep}" in p or p.endswith("index.jsonl") for p in fs.opened
+        f"{os.sep}chunks{os.sep}" in p or f"{os.sep}blobs{os.sep}" in p or p.endswith("index.bin") for p in fs.opened
     )
 
 

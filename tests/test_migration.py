@@ -350,6 +350,7 @@ def test_leftovers_of_an_earlier_attempt_are_discarded(tmp_path):
     (directory / "blobs").mkdir()
     (directory / "blobs" / ".tmp-x").write_bytes(b"partial blob")
     (directory / "index.jsonl").write_bytes(b"garbage" * 10)
+    (directory / "index.bin").write_bytes(b"garbage" * 10)
     (directory / "HEAD.tmp").write_text("nonsense")
     store = Store(home, blob_threshold=BLOB_THRESHOLD)
     with store.open(SID) as s:

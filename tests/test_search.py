@@ -218,7 +218,7 @@ def _files_opened_by(monkeypatch, action) -> list[str]:
     return [
         p
         for p in opened
-        if f"{os.sep}chunks{os.sep}" in p or f"{os.sep}blobs{os.sep}" in p or p.endswith("index.jsonl")
+        if f"{os.sep}chunks{os.sep}" in p or f"{os.sep}blobs{os.sep}" in p or p.endswith("index.bin")
     ]
 
 
@@ -326,7 +326,7 @@ def test_a_damaged_session_is_reported_not_skipped_silently(tmp_path):
     data = bytearray(chunk.read_bytes())
     data[data.index(b"koala 1") + 1] ^= 0x01  # a complete line, now failing its checksum
     chunk.write_bytes(bytes(data))
-    (tmp_path / "home" / "sessions" / "damaged" / "index.jsonl").unlink()  # force a rescan
+    (tmp_path / "home" / "sessions" / "damaged" / "index.bin").unlink()  # force a rescan
     with pytest.warns(SearchWarning, match="damaged.*agentlog fsck damaged"):
         hits = search(store, "koala")
     assert "healthy" in {h.session_id for h in hits}

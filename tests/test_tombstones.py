@@ -44,7 +44,7 @@ def _flip(home: Path, needle: bytes, delta: int = 1) -> None:
 
 
 def _index(home: Path) -> Path:
-    return home / "sessions" / SID / "index.jsonl"
+    return home / "sessions" / SID / "index.bin"
 
 
 @pytest.mark.parametrize("with_index", [True, False])

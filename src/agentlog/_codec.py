@@ -1,4 +1,4 @@
-"""Byte formats of chunk lines and index lines (see docs/format.md).
+"""The byte format of chunk lines (see docs/format.md; the index is binary: index.py).
 
 A line is one JSON object whose last member is ``"crc":"<8 hex>"``, the
 CRC-32 of the object's bytes as if that member were absent. The line stays
@@ -13,24 +13,10 @@ from typing import Any
 
 import orjson
 
-__all__ = [
-    "INDEX_WIDTH",
-    "LineError",
-    "decode_line",
-    "encode_index_entry",
-    "encode_line",
-    "decode_index_entry",
-]
+__all__ = ["LineError", "decode_line", "encode_line"]
 
 _CRC_PREFIX = b',"crc":"'
 _SUFFIX_LEN = len(_CRC_PREFIX) + 8 + 2  # ,"crc":"  8 hex  "}
-
-#: Every index line is padded with spaces to exactly this many bytes
-#: (newline included), so line i starts at byte i * INDEX_WIDTH and a
-#: lookup by id is a binary search that parses one line.
-INDEX_WIDTH = 512
-#: The id of an index line sits at this fixed place: {"id":"<36 chars>"
-INDEX_ID_SLICE = slice(7, 43)
 
 
 class LineError(ValueError):
@@ -70,21 +56,3 @@ def decode_line(line: bytes | memoryview) -> dict[str, Any]:
         raise LineError("record is not a JSON object")
     del obj["crc"]
     return obj
-
-
-def encode_index_entry(entry: dict[str, Any]) -> bytes:
-    """Encode an index entry padded to INDEX_WIDTH; ``id`` must come first."""
-    line = encode_line(entry)
-    pad = INDEX_WIDTH - len(line)
-    if pad < 0:  # pragma: no cover - field lengths are bounded by validation
-        raise ValueError("index entry too long")
-    return line[:-1] + b" " * pad + b"\n"
-
-
-def decode_index_entry(line: bytes) -> dict[str, Any]:
-    if len(line) != INDEX_WIDTH or line[-1:] != b"\n":
-        raise LineError("index line has the wrong width")
-    entry = decode_line(line)
-    if not isinstance(entry.get("id"), str):
-        raise LineError("index line has no id")
-    return entry

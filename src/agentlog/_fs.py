@@ -44,6 +44,19 @@ class OsFs:
         except OSError as exc:
             raise _wrap("write", path, exc) from exc
 
+    def pwrite(self, fd: int, data: bytes, offset: int, path: str = "?") -> None:
+        """Write all of ``data`` at ``offset`` (the file position is unchanged)."""
+        view = memoryview(data)
+        try:
+            while view:
+                n = os.pwrite(fd, view, offset)
+                if n <= 0:  # pragma: no cover - a zero-length write means no progress
+                    raise OSError(_errno.EIO, "write made no progress")
+                view = view[n:]
+                offset += n
+        except OSError as exc:
+            raise _wrap("write", path, exc) from exc
+
     def truncate(self, fd: int, size: int, path: str = "?") -> None:
         try:
             os.ftruncate(fd, size)

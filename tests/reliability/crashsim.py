@@ -85,6 +85,10 @@ class RecordingFs(OsFs):
         super().write(fd, data, path)
         self.ops.append(("write", self._tokens[fd], bytes(data)))
 
+    def pwrite(self, fd: int, data: bytes, offset: int, path: str = "?") -> None:
+        super().pwrite(fd, data, offset, path)
+        self.ops.append(("pwrite", self._tokens[fd], offset, bytes(data)))
+
     def truncate(self, fd: int, size: int, path: str = "?") -> None:
         super().truncate(fd, size, path)
         self.ops.append(("truncate", self._tokens[fd], size))
@@ -241,6 +245,11 @@ class FsModel:
             f.pending.append(("w", off, data))
             _apply_data(f.data, ("w", off, data))
             slot[1] = off + len(data)
+        elif kind == "pwrite":
+            _, token, off, data = op
+            f = self.inodes[self.tokens[token][0]]
+            f.pending.append(("w", off, data))
+            _apply_data(f.data, ("w", off, data))
         elif kind == "truncate":
             _, token, size = op
             f = self.inodes[self.tokens[token][0]]

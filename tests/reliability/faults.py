@@ -91,6 +91,13 @@ class FaultyFs(OsFs):
             self._fail("write", path)
         super().write(fd, data, path)
 
+    def pwrite(self, fd: int, data: bytes, offset: int, path: str = "?") -> None:
+        if self._gate("write", path, True):
+            if self.partial and len(data) > 1:
+                os.pwrite(fd, bytes(data[: len(data) // 2]), offset)
+            self._fail("write", path)
+        super().pwrite(fd, data, offset, path)
+
     def truncate(self, fd: int, size: int, path: str = "?") -> None:
         if self._gate("truncate", path, True):
             self._fail("truncate", path)

@@ -43,7 +43,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentlog import NIL_ID, Store
-from agentlog._codec import LineError, decode_index_entry, decode_line, encode_index_entry, encode_line
+from agentlog._codec import LineError, decode_line, encode_line
+from agentlog._fs import OsFs
+from agentlog.backends.files.index import ENTRY_SIZE, HEADER_SIZE, pack_slot, read_intact_entries, unpack_slot
 from agentlog.errors import AgentlogError
 
 from .conftest import EXHAUSTIVE, SEED, record_figure
@@ -120,42 +122,37 @@ class Base:
         _build(self.dir)
         self.files = _tree(self.dir)
         sdir = f"sessions/{SID}/"
-        self.index = [
-            decode_index_entry(self.files[sdir + "index.jsonl"][i : i + 512])
-            for i in range(0, len(self.files[sdir + "index.jsonl"]), 512)
-        ]
+        self.index = read_intact_entries(OsFs(), os.path.join(self.dir, sdir, "index.bin"))
         store = Store(self.dir, **OPTIONS)
         self.records = {}
         with store.open(SID, readonly=True) as s:
             for e in self.index:
-                ev = s.event(e["id"])
-                self.records[e["id"]] = (s.resolve(ev).record, ev.digest)
+                ev = s.event(e.id)
+                self.records[e.id] = (s.resolve(ev).record, ev.digest)
         self.targets = sorted(rel for rel in self.files if rel.startswith(sdir) and not rel.startswith("locks"))
         # Where each event's batch ends (a single event is its own batch).
         self.batch_end: dict[str, tuple[int, int]] = {}
         members: list[str] = []
         for e in self.index:
-            loc = e["location"]
-            chunk = self.files[f"{sdir}chunks/{loc['chunk']:06d}.jsonl"]
-            txn = decode_line(chunk[loc["offset"] : loc["offset"] + loc["length"]]).get("txn")
-            members.append(e["id"])
+            chunk = self.files[f"{sdir}chunks/{e.chunk:06d}.jsonl"]
+            txn = decode_line(chunk[e.offset : e.offset + e.length]).get("txn")
+            members.append(e.id)
             if txn is None or txn[0] == txn[1] - 1:
                 for m in members:
-                    self.batch_end[m] = (loc["chunk"], loc["offset"] + loc["length"])
+                    self.batch_end[m] = (e.chunk, e.offset + e.length)
                 members = []
 
     def before(self, rel: str, offset: int, *, whole_batches: bool = False) -> list[str]:
         """Events whose line (or whole batch) ends at or before byte ``offset``
         of ``rel`` in log order; every event when ``rel`` is not a chunk."""
         if "/chunks/" not in rel:
-            return [e["id"] for e in self.index]
+            return [e.id for e in self.index]
         chunk = int(os.path.basename(rel).split(".")[0])
         out = []
         for e in self.index:
-            loc = e["location"]
-            end = self.batch_end[e["id"]] if whole_batches else (loc["chunk"], loc["offset"] + loc["length"])
+            end = self.batch_end[e.id] if whole_batches else (e.chunk, e.offset + e.length)
             if end[0] < chunk or (end[0] == chunk and end[1] <= offset):
-                out.append(e["id"])
+                out.append(e.id)
         return out
 
 
@@ -203,7 +200,10 @@ def mutation(draw, data: bytes, rel: str):
     lines = _lines(data)
     if len(lines) >= 2:
         kinds += ["swap_lines", "duplicate_line"]
-    if lines and ("/chunks/" in rel or rel.endswith("index.jsonl")):
+    index = rel.endswith("index.bin")
+    if index and len(data) >= HEADER_SIZE + ENTRY_SIZE:
+        kinds += ["slot_rewrite", "slot_rewrite", "huge_length"]
+    elif lines and "/chunks/" in rel:
         kinds += ["field_rewrite", "field_rewrite", "huge_length"]
     kind = draw(st.sampled_from(kinds))
     if n == 0 and kind not in ("huge_line", "invalid_utf8"):
@@ -232,6 +232,8 @@ def mutation(draw, data: bytes, rel: str):
         newline = draw(st.booleans())
         at = draw(st.sampled_from([0, pos, n]))
         return data[:at] + b"{" + b"9" * size + (b"\n" if newline else b"") + data[at:], kind
+    if index and kind in ("slot_rewrite", "huge_length"):
+        return _slot_rewrite(draw, data, kind), kind
     i = draw(st.integers(0, len(lines) - 1))
     if kind == "swap_lines":
         j = draw(st.integers(0, len(lines) - 1))
@@ -242,25 +244,44 @@ def mutation(draw, data: bytes, rel: str):
         lines.insert(at, lines[i])
         return b"".join(lines), kind
     # Checksum-valid damage: decode a line, change one field, encode it again.
-    index = rel.endswith("index.jsonl")
     try:
-        obj = decode_index_entry(lines[i]) if index else decode_line(lines[i])
+        obj = decode_line(lines[i])
     except ValueError:
         return data[:pos], "truncate"
-    if kind == "huge_length" and index:
-        obj["location"] = dict(
-            obj["location"],
-            **{draw(st.sampled_from(["length", "offset", "chunk"])): draw(st.sampled_from([2**40, 2**62, 10**20, -5]))},
-        )
-    else:
-        key = draw(st.sampled_from(sorted(obj) + ["txn", "op", "head"]))
-        obj[key] = draw(st.sampled_from(HOSTILE_VALUES))
+    key = draw(st.sampled_from(sorted(obj) + ["txn", "op", "head"]))
+    obj[key] = draw(st.sampled_from(HOSTILE_VALUES))
     try:
-        line = encode_index_entry(obj) if index else encode_line(obj)
+        line = encode_line(obj)
     except (ValueError, TypeError):
         return data[:pos], "truncate"
     lines[i] = line
     return b"".join(lines), kind
+
+
+#: Raw fields of an index slot (index.unpack_slot) and hostile values for each.
+_SLOT_VALUES = {
+    1: [bytes(16), b"\xff" * 16],  # parent
+    2: [0, -1, 2**62],  # timestamp ns
+    3: [0, 2**40, 2**63],  # offset
+    4: [0, 1, 2**31, 2**32 - 1],  # length
+    5: [1, 7, 2**32 - 1],  # chunk
+    6: [0, 1, 126, 200, 255],  # kind code
+    7: [0, 1, 126, 200, 255],  # role code
+    8: [0, 1, 2, 3, 255],  # flags
+}
+
+
+def _slot_rewrite(draw, data: bytes, kind: str) -> bytes:
+    """Checksum-valid damage to the binary index: one field of one slot."""
+    i = draw(st.integers(0, (len(data) - HEADER_SIZE) // ENTRY_SIZE - 1))
+    at = HEADER_SIZE + i * ENTRY_SIZE
+    fields = unpack_slot(data[at : at + ENTRY_SIZE])
+    if fields is None:
+        return data[:at]
+    field = draw(st.sampled_from([3, 4, 5] if kind == "huge_length" else sorted(_SLOT_VALUES)))
+    changed = list(fields)
+    changed[field] = draw(st.sampled_from(_SLOT_VALUES[field]))
+    return data[:at] + pack_slot(tuple(changed)) + data[at + ENTRY_SIZE :]
 
 
 # --- the check ---------------------------------------------------------------------
@@ -507,7 +528,7 @@ def test_repair_moves_a_damaged_record_to_quarantine_and_says_why(base, scratch)
         actions = store.repair(SID)
     path = os.path.join(home, rel)
     length = original.index(b"\n", second) + 1 - second
-    damaged_id = base.index[1]["id"]
+    damaged_id = base.index[1].id
     moved = [a for a in actions if " bytes at " in a]
     assert moved == [
         f"moved {length} bytes at {path}@{second} to {path}.quarantine: "
@@ -520,22 +541,22 @@ def test_repair_moves_a_damaged_record_to_quarantine_and_says_why(base, scratch)
     assert _reassemble(path, without_tombstones=True) == bytes(flipped)
     header = orjson.loads(open(path + ".quarantine", "rb").read().split(b"\n", 1)[0])
     assert (header["offset"], header["length"], header["from"]) == (second, length, "000000.jsonl")
-    assert any("index.jsonl" in a for a in actions)  # the index is rebuilt from the chunks
+    assert any("index.bin" in a for a in actions)  # the index is rebuilt from the chunks
     with store.open(SID, readonly=True) as s:
         stone = s.event(damaged_id)
-        assert stone.kind == "tombstone" and stone.parent_id == base.index[0]["id"]
+        assert stone.kind == "tombstone" and stone.parent_id == base.index[0].id
         assert stone.record["quarantined"]["offset"] == second
         for e in base.index:
-            if e["id"] != damaged_id:
-                _same(base, s, e["id"], None)
-        assert [e.id for e in s.entries()] == [e["id"] for e in base.index]
+            if e.id != damaged_id:
+                _same(base, s, e.id, None)
+        assert [e.id for e in s.entries()] == [e.id for e in base.index]
     assert [p for p in store.fsck(SID) if p.severity == "error"] == []
 
 
 def test_plain_fsck_never_changes_a_damaged_store(base, scratch):
     targets = [
         f"sessions/{SID}/chunks/000000.jsonl",
-        f"sessions/{SID}/index.jsonl",
+        f"sessions/{SID}/index.bin",
         f"sessions/{SID}/HEAD",
         f"sessions/{SID}/session.json",
         _last_chunk(base),

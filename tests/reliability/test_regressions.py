@@ -12,7 +12,8 @@ import orjson
 import pytest
 
 from agentlog import CorruptionError, InvalidEvent, SessionPoisoned, StorageError, Store
-from agentlog._codec import INDEX_WIDTH, decode_line, encode_index_entry, encode_line
+from agentlog._codec import decode_line, encode_line
+from agentlog.backends.files.index import ENTRY_SIZE, HEADER_SIZE, pack_slot, unpack_slot
 
 from .crashsim import FsModel, RecordingFs, materialize
 from .faults import FaultyFs
@@ -35,7 +36,16 @@ def _chunk(home, sid, n=0):
 
 
 def _index(home, sid):
-    return os.path.join(str(home), "sessions", sid, "index.jsonl")
+    return os.path.join(str(home), "sessions", sid, "index.bin")
+
+
+def _rewrite_slot(path: str, i: int, field: int, value: object) -> None:
+    """Give field ``field`` of index slot ``i`` a new value, checksum intact."""
+    data = open(path, "rb").read()
+    at = HEADER_SIZE + i * ENTRY_SIZE
+    fields = list(unpack_slot(data[at : at + ENTRY_SIZE]) or ())
+    fields[field] = value
+    open(path, "wb").write(data[:at] + pack_slot(tuple(fields)) + data[at + ENTRY_SIZE :])
 
 
 def _rewrite_line(path: str, i: int, change) -> None:
@@ -57,7 +67,7 @@ def test_index_ending_inside_a_batch_is_not_corruption(tmp_path):
         batch = s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(3)])
     index = _index(tmp_path, "s")
     data = open(index, "rb").read()
-    open(index, "wb").write(data[: 3 * INDEX_WIDTH])  # one single + two of three members
+    open(index, "wb").write(data[: HEADER_SIZE + 3 * ENTRY_SIZE])  # one single + two of three members
     for readonly in (True, False):
         with store.open("s", readonly=readonly) as s:
             assert [e.id for e in s.path()][-3:] == [e.id for e in batch]
@@ -135,7 +145,7 @@ def test_zero_filled_index_line_is_a_warning_not_an_error(tmp_path):
         s.append("message", {"content": "two"}, "user")
     index = _index(tmp_path, "s")
     data = open(index, "rb").read()
-    open(index, "wb").write(data[:INDEX_WIDTH] + bytes(INDEX_WIDTH))
+    open(index, "wb").write(data[: HEADER_SIZE + ENTRY_SIZE] + bytes(ENTRY_SIZE))
     problems = store.fsck("s")
     assert problems and all(p.severity == "warning" for p in problems)
     with store.open("s") as s:
@@ -202,10 +212,7 @@ def test_huge_length_in_an_index_line_is_not_a_huge_read(tmp_path):
     with store.create(session_id="s") as s:
         ev = s.append("message", {"content": "one"}, "user")
     index = _index(tmp_path, "s")
-    entry = orjson.loads(open(index, "rb").read()[:INDEX_WIDTH].rstrip())
-    entry.pop("crc")
-    entry["location"]["length"] = 2**62
-    open(index, "wb").write(encode_index_entry(entry))
+    _rewrite_slot(index, 0, 4, 2**32 - 1)  # the largest length a slot holds
     with store.open("s", readonly=True) as s:
         assert s.event(ev.id).record == {"content": "one"}
 
@@ -286,12 +293,12 @@ def test_index_line_with_a_non_object_location_does_not_crash_fsck(tmp_path):
     with store.create(session_id="s") as s:
         s.append("message", {"content": "one"}, "user")
     index = _index(tmp_path, "s")
-    entry = orjson.loads(open(index, "rb").read().rstrip())
-    entry.pop("crc")
-    entry["location"] = -1
-    open(index, "wb").write(encode_index_entry(entry))
+    _rewrite_slot(index, 0, 3, 10**6)  # an offset past the chunk
     problems = store.fsck("s")
     assert any("wrong location" in p.message for p in problems)
+    _rewrite_slot(index, 0, 3, 2**63)  # an offset no file has: reported, never read
+    problems = store.fsck("s")
+    assert any("offset" in p.message and p.severity == "error" for p in problems)
 
 
 def test_repair_rebuilds_an_index_fsck_finds_wrong(tmp_path):
@@ -304,7 +311,7 @@ def test_repair_rebuilds_an_index_fsck_finds_wrong(tmp_path):
             s.append("message", {"content": f"m{i}"}, "user")
     index = _index(tmp_path, "s")
     data = bytearray(open(index, "rb").read())
-    data[INDEX_WIDTH + 60] ^= 0x01
+    data[HEADER_SIZE + ENTRY_SIZE + 40] ^= 0x01
     open(index, "wb").write(bytes(data))
     assert [p for p in store.fsck("s") if p.severity == "error"]
     store.repair("s")

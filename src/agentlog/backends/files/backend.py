@@ -12,7 +12,6 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
-from ..._codec import INDEX_WIDTH
 from ..._fs import OsFs
 from ..._lease import Lease, acquire
 from ...errors import (
@@ -26,6 +25,7 @@ from ...errors import (
 from ...event import NIL_ID, check_session_id
 from ..base import Backend, Commit, Problem, SessionStats
 from .fsck import repair_session, verify_session
+from .index import ENTRY_SIZE, HEADER_SIZE, LEGACY_INDEX_WIDTH, empty_index
 from .layout import Layout, chunk_name
 from .meta import encode_meta, parse_meta
 from .migrate import legacy_meta, migrate_legacy, needs_migration
@@ -178,7 +178,7 @@ class FileBackend(Backend):
             fs.mkdir(os.path.join(tmp, sub))
         for path, data in (
             (os.path.join(tmp, "chunks", chunk_name(0)), b""),
-            (os.path.join(tmp, "index.jsonl"), b""),
+            (os.path.join(tmp, "index.bin"), empty_index()),
             (os.path.join(tmp, "HEAD"), NIL_ID.encode() + b"\n"),
             (os.path.join(tmp, "session.json"), encode_meta(meta)),
         ):
@@ -230,8 +230,21 @@ class FileBackend(Backend):
             with self.lease(session_id):
                 migrate_legacy(self.fs, self.layout, session_id, lambda: self.storage(session_id, readonly=False))
         if readonly:
+            self._upgrade_index(session_id)
             return self.storage(session_id, readonly=True)
         return self._leased(session_id, self.lease(session_id))
+
+    def _upgrade_index(self, session_id: str) -> None:
+        """Build the index of a format-1 session (``index.jsonl``) before a
+        reader opens it, when no writer holds it: else every read-only open
+        would derive the index from the whole log. A writer that holds it
+        has built it already; a store the reader may not write reads the log."""
+        if self.fs.exists(self.layout.index(session_id)) or not self.fs.exists(self.layout.legacy_index(session_id)):
+            return
+        try:
+            self._leased(session_id, self.lease(session_id)).close()
+        except (SessionLocked, StorageError, CorruptionError):
+            pass  # a writer holds it (and built the index), the store is read-only, or damage the reader reports
 
     def exists(self, session_id: str) -> bool:
         return os.path.isdir(self.layout.session_dir(session_id))
@@ -272,13 +285,19 @@ class FileBackend(Backend):
         try:
             st = self.fs.stat(self.layout.index(session_id))
         except StorageError as exc:
-            if exc.errno != errno.ENOENT or not needs_migration(self.fs, self.layout, session_id):
+            if exc.errno != errno.ENOENT:
                 raise
+            try:  # format version 1, not opened by a writer since: its index counts the same
+                st = self.fs.stat(self.layout.legacy_index(session_id))
+                return SessionStats(st.st_size // LEGACY_INDEX_WIDTH, st.st_mtime_ns)
+            except StorageError as exc2:
+                if exc2.errno != errno.ENOENT or not needs_migration(self.fs, self.layout, session_id):
+                    raise
             # A legacy layout not yet upgraded: count its lines (until it is).
             path = os.path.join(self.layout.session_dir(session_id), "events.jsonl")
             data = self.fs.read_file(path)
             return SessionStats(max(data.count(b"\n") - 1, 0), self.fs.stat(path).st_mtime_ns)
-        return SessionStats(st.st_size // INDEX_WIDTH, st.st_mtime_ns)
+        return SessionStats(max(st.st_size - HEADER_SIZE, 0) // ENTRY_SIZE, st.st_mtime_ns)
 
     def delete(self, session_id: str) -> None:
         check_session_id(session_id)

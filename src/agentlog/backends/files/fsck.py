@@ -23,13 +23,14 @@ from typing import Any
 
 import orjson
 
-from ..._codec import INDEX_WIDTH, LineError, decode_index_entry, decode_line
+from ..._codec import LineError, decode_line
 from ..._fs import OsFs
 from ...errors import CorruptionError, StorageError
 from ...event import NIL_ID, digest_of, format_timestamp, is_event_id, stored_record_problem
 from ..base import Commit, Problem, SessionStorage
 from .blobs import BlobStore
 from .chunklog import ChunkLog, Line
+from .index import ENTRY_SIZE, HEADER_SIZE, Index, IndexDamaged, NamesBehind
 from .layout import Layout, chunk_name, parse_chunk_name
 from .meta import encode_meta, read_meta_file
 from .tombstone import fits, index_entries_by_location, neighbour_txn, recover, tombstone_line
@@ -220,7 +221,7 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
                     )
                 else:
                     add(log.path(chunk), offset, f"event {event_id} names a missing parent {parent}")
-        _verify_index(fs, layout.index(session_id), scan, add)
+        _verify_index(fs, layout.index(session_id), layout.legacy_index(session_id), scan, add)
         _verify_head(fs, layout.head(session_id), scan, add)
         _verify_blobs(fs, BlobStore(fs, layout.blobs(session_id), durable=False), scan, add)
     finally:
@@ -248,43 +249,60 @@ def _intact_head(scan: _Scan) -> str:
     return next((e for e in reversed(scan.order) if e in intact), NIL_ID)
 
 
-def _verify_index(fs: OsFs, path: str, scan: _Scan, add: Report) -> None:
+def _verify_index(fs: OsFs, path: str, legacy: str, scan: _Scan, add: Report) -> None:
+    if not fs.exists(path) and fs.exists(legacy):
+        add(legacy, None, "index in format version 1; the next open builds index.bin from the chunks", "warning")
+        return
     try:
         data = fs.read_file(path)
     except StorageError as exc:
         add(path, None, f"index unreadable ({exc.detail}); the next writer rebuilds it", "warning")
         return
-    count, torn = divmod(len(data), INDEX_WIDTH)
-    if torn:
-        add(path, count * INDEX_WIDTH, "torn final index line; the next writer cuts it off", "warning")
-    for i in range(count):
-        line = data[i * INDEX_WIDTH : (i + 1) * INDEX_WIDTH]
-        try:
-            entry = decode_index_entry(line)
-        except LineError as exc:
-            if not line.strip(b"\0"):  # size reached the disk before the data: a crash
-                add(
-                    path,
-                    i * INDEX_WIDTH,
-                    f"index line {i} was never written (zeros); the next open rebuilds the index",
-                    "warning",
-                )
-            else:
-                add(path, i * INDEX_WIDTH, f"index line {i}: {exc}")
-            continue
-        if i >= len(scan.order) or entry["id"] != scan.order[i]:
-            add(path, i * INDEX_WIDTH, f"index line {i} names {entry['id']}, the log does not agree")
+    index = Index(fs, path, writable=False)
+    try:
+        if index.reset_reason is not None:
+            # The header is rewritten in place and never synced: a crash can tear it.
+            add(path, 0, f"index header: {index.reset_reason}; the next writer rebuilds the index", "warning")
             return
-        loc = entry.get("location")
-        loc = loc if isinstance(loc, dict) else {}
-        want = scan.events[entry["id"]]["_loc"]
-        if (loc.get("chunk"), loc.get("offset"), loc.get("length")) != want:
-            add(path, i * INDEX_WIDTH, f"index line {i} gives the wrong location for {entry['id']}")
-    if count < len(scan.order):
+        _verify_index_entries(index, data, path, scan, add)
+    finally:
+        index.close()
+
+
+def _verify_index_entries(index: Index, data: bytes, path: str, scan: _Scan, add: Report) -> None:
+    if index.torn_bytes:
+        at = HEADER_SIZE + index.count * ENTRY_SIZE
+        add(path, at, "torn final index entry; the next writer cuts it off", "warning")
+    for i in range(index.count):
+        at = HEADER_SIZE + i * ENTRY_SIZE
+        try:
+            entry = index.entry_at(i)
+        except NamesBehind as exc:  # the entry reached the disk, the header's new name did not
+            add(path, at, f"{exc}; the next open rebuilds the index", "warning")
+            continue
+        except IndexDamaged as exc:
+            if not data[at : at + ENTRY_SIZE].strip(b"\0"):  # size reached the disk before the data: a crash
+                add(path, at, f"index entry {i} was never written (zeros); the next open rebuilds the index", "warning")
+            else:
+                add(path, at, str(exc))
+            continue
+        if i >= len(scan.order) or entry.id != scan.order[i]:
+            add(path, at, f"index entry {i} names {entry.id}, the log does not agree")
+            return
+        rec = scan.events[entry.id]
+        if (entry.chunk, entry.offset, entry.length) != rec["_loc"]:
+            add(path, at, f"index entry {i} gives the wrong location for {entry.id}")
+        elif entry.parent_id != rec["parent_id"] or (
+            entry.complete
+            and (entry.kind, entry.role, entry.timestamp, entry.branch_from, entry.digest)
+            != (rec["kind"], rec.get("role"), rec["timestamp"], rec.get("branch_from"), rec.get("digest"))
+        ):
+            add(path, at, f"index entry {i} disagrees with the record of {entry.id}")
+    if index.count < len(scan.order):
         add(
             path,
             None,
-            f"index lags the log by {len(scan.order) - count} events; the next writer completes it",
+            f"index lags the log by {len(scan.order) - index.count} events; the next writer completes it",
             "warning",
         )
 
@@ -394,12 +412,12 @@ def repair_session(
                 actions.append(f"moved {path} to {path}.quarantine (content does not match its digest)")
     finally:
         log.close()
-    index = layout.index(session_id)
-    if fs.exists(index):
-        # Always: the index is derived, and fsck can find it wrong (a
-        # damaged line, a wrong location) while every chunk is whole.
-        fs.unlink(index)
-        actions.append(f"removed {os.path.basename(index)}; rebuilt from the chunks on open")
+    for index in (layout.index(session_id), layout.legacy_index(session_id)):
+        if fs.exists(index):
+            # Always: the index is derived, and fsck can find it wrong (a
+            # damaged entry, a wrong location) while every chunk is whole.
+            fs.unlink(index)
+            actions.append(f"removed {os.path.basename(index)}; rebuilt from the chunks on open")
     storage = open_writer()
     try:
         if actions:

@@ -271,7 +271,7 @@ def usage(home: str) -> list[SessionUsage]:
         for b in _scandir(os.path.join(entry.path, "blobs")):
             blobs += _size(b.path)
             blob_files += 1 if _BLOB_NAME.match(b.name) else 0
-        index = _size(os.path.join(entry.path, "index.jsonl"))
+        index = sum(_size(os.path.join(entry.path, name)) for name in ("index.bin", "index.jsonl"))
         other = _size(entry.path) - chunks - blobs - quarantine - index
         out.append(SessionUsage(entry.name, chunks, chunk_files, blobs, blob_files, index, quarantine, max(other, 0)))
     return out

@@ -18,8 +18,8 @@ from ...errors import HeadConflict, SessionClosed, SessionPoisoned, StorageError
 from ..base import BlobCopy, Commit, Ticket
 from .blobs import BlobStore
 from .chunklog import ChunkLog
-from .index import Index
-from .lines import frame_commit, index_entry
+from .index import Index, entry_of
+from .lines import frame_commit
 
 __all__ = ["GroupCommit"]
 
@@ -166,7 +166,7 @@ class GroupCommit:
         offset = start
         for line, obj in zip(lines, records, strict=True):
             if obj is not None:
-                entries.append(index_entry(obj, chunk, offset, len(line)))
+                entries.append(entry_of(obj, chunk, offset, len(line)))
                 self._last_id = obj["id"]
             offset += len(line)
         with self._state:

@@ -1,76 +1,370 @@
-"""index.jsonl: a derived, fixed-width, id-sorted index of the chunk log.
+"""index.bin: a derived, id-sorted index of the chunk log, 64 bytes an event.
 
-Line i starts at byte i * INDEX_WIDTH and ids increase line by line (event
-ids are time-ordered and never issued out of order within a session), so
-finding an event is a binary search that reads 36 bytes per probe and
-parses one line. Entries the file does not hold yet (recovered from the
-log's tail by a reader, or left over by a failed index write) live in a
-small in-memory tail.
+The file is a 4 KiB header, then one fixed-size binary entry per event in
+log order. Event ids are time-ordered and never issued out of order within
+a session, so entries are sorted by id and finding an event is a binary
+search reading 16 bytes per probe. Each entry carries its own CRC-32, so a
+damaged entry is detected, never believed.
+
+An entry holds the id and parent as 16 raw bytes each, the timestamp as
+nanoseconds, the record's place in the log, and the kind and role as
+one-byte codes into a table of names kept in the header (a session uses a
+handful). A field the entry cannot hold (a blob's digest, a timestamp in
+an older writer's form, a branch point whose origin is not the parent, a
+name past the table's 127 slots) sets the ``INCOMPLETE`` flag: that one
+entry's fields are then read from its record, which costs one positioned
+read, and lookups by id never need them.
+
+The index is derived (invariant 2): it is written after the log's
+fdatasync without a sync of its own, and on open it is checked against
+the log and completed from its tail, or rebuilt when damaged. Entries
+the file does not hold yet (recovered from the log's tail by a reader, or
+left over by a failed write) live in a small in-memory tail.
+
+Format version 2; version 1 was ``index.jsonl``, 512-byte JSON lines (see
+docs/format.md). A writer that opens a version-1 session builds this file
+from the log and removes the old one.
 """
 
 from __future__ import annotations
 
+import calendar
 import os
+import re
+import struct
+import time
+import zlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..._codec import (
-    INDEX_ID_SLICE,
-    INDEX_WIDTH,
-    LineError,
-    decode_index_entry,
-    encode_index_entry,
-)
 from ..._fs import OsFs
 from ...errors import StorageError
+from ...event import format_timestamp
 
-__all__ = ["Index", "IndexDamaged"]
+__all__ = [
+    "ENTRY_SIZE",
+    "HEADER_SIZE",
+    "LEGACY_INDEX_WIDTH",
+    "VERSION",
+    "Entry",
+    "Index",
+    "IndexDamaged",
+    "NamesBehind",
+    "empty_index",
+    "entry_of",
+    "id_bytes",
+    "pack_slot",
+    "read_intact_entries",
+    "unpack_slot",
+]
+
+#: Version 1's index line width: its file size over this counts its events.
+LEGACY_INDEX_WIDTH = 512
+MAGIC = b"ALOGIDX\n"
+VERSION = 2
+HEADER_SIZE = 4096
+ENTRY_SIZE = 64
+_NAME_SLOT = 32  # kinds and roles are at most 32 characters (KIND_PATTERN)
+_NAMES_AT = 32
+MAX_NAMES = (HEADER_SIZE - _NAMES_AT) // _NAME_SLOT  # 127
+_HEAD = struct.Struct("<8sIII")  # magic, version, number of names, CRC of the header with this field zero
+#: id, parent, timestamp ns, offset, length, chunk, kind code, role code, flags, (pad), CRC of the first 60 bytes
+_SLOT = struct.Struct("<16s16sqQIIBBBxI")
+_BODY = struct.Struct("<16s16sqQIIBBBx")  # the same without the CRC
+_CRC_AT = 60
+_NO_NAME = 0  # role None
+_OVERFLOW = 255  # the name is only in the record
+
+BRANCH_IS_PARENT = 1  # branch_from equals parent_id
+INCOMPLETE = 2  # some field is only in the record (see the module docstring)
 
 _SCAN_BLOCK = 1 << 20
+_MAX_OFFSET = 1 << 48  # 256 TiB: larger than any chunk file
+_NIL = bytes(16)
 
 
 class IndexDamaged(Exception):
     """Internal: the derived index disagrees with itself or the log; rebuild it."""
 
 
+class NamesBehind(IndexDamaged):
+    """Internal: an entry names a kind or role the header does not hold yet
+    (a crash kept the entry's write and lost the header's): a crash state."""
+
+
+class Entry(NamedTuple):
+    """What the index knows of one event. When ``complete`` is False, the
+    fields after ``length`` are placeholders: the record holds them."""
+
+    id: str
+    parent_id: str
+    chunk: int
+    offset: int
+    length: int
+    kind: str
+    role: str | None
+    timestamp: str
+    branch_from: str | None
+    digest: str | None
+    complete: bool = True
+
+
+def entry_of(rec: dict[str, Any], chunk: int, offset: int, length: int) -> Entry:
+    """The entry of a verified event record at (chunk, offset, length)."""
+    get = rec.get
+    return Entry(
+        rec["id"],
+        rec["parent_id"],
+        chunk,
+        offset,
+        length,
+        rec["kind"],
+        get("role"),
+        rec["timestamp"],
+        get("branch_from"),
+        get("digest"),
+    )
+
+
+# --- ids and timestamps ------------------------------------------------------
+def id_bytes(event_id: str) -> bytes:
+    """The 16 bytes of a canonical UUID string (callers pass validated ids)."""
+    return bytes.fromhex(event_id.replace("-", ""))
+
+
+def _id_text(raw: bytes) -> str:
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{9})Z\Z")
+_second: tuple[str, int] = ("", 0)  # the last second parsed; appends come many a second
+
+
+def _stamp_ns(stamp: str) -> int | None:
+    """Nanoseconds of a timestamp in the canonical form, or None for any
+    other form (it is then read from the record, exactly as written)."""
+    global _second
+    m = _STAMP.match(stamp)
+    if m is None:
+        return None
+    head, frac = m.groups()
+    cached = _second
+    if cached[0] != head:
+        try:
+            secs = calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M:%S"))
+        except ValueError:
+            return None
+        cached = _second = (head, secs)
+    ns = cached[1] * 1_000_000_000 + int(frac)
+    return ns if 0 <= ns < 1 << 63 else None  # else it does not fit the slot: kept in the record
+
+
+def _canonical_ns(stamp: str) -> int | None:
+    ns = _stamp_ns(stamp)
+    # strptime accepts a leap second (":60") that formats back differently
+    if ns is None or (stamp[17:19] >= "60" and format_timestamp(ns) != stamp):
+        return None
+    return ns
+
+
+# --- one slot ------------------------------------------------------------------
+def pack_slot(fields: tuple[Any, ...]) -> bytes:
+    """64 bytes of an entry from its raw fields (``unpack_slot``'s), with its checksum."""
+    body = _BODY.pack(*fields)
+    return body + zlib.crc32(body).to_bytes(4, "little")
+
+
+def unpack_slot(raw: bytes) -> tuple[Any, ...] | None:
+    """The raw fields of one slot (id, parent, ns, offset, length, chunk,
+    kind code, role code, flags), or None if its checksum fails."""
+    fields = _SLOT.unpack(raw)
+    if zlib.crc32(raw[:_CRC_AT]) != fields[-1]:
+        return None
+    return fields[:-1]
+
+
+class _Names:
+    """The kind and role names of the header, and their codes."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.codes = {n: i + 1 for i, n in enumerate(names)}
+
+    def header(self) -> bytes:
+        table = b"".join(n.encode().ljust(_NAME_SLOT, b"\0") for n in self.names)
+        body = table.ljust(HEADER_SIZE - _NAMES_AT, b"\0")
+        crc = zlib.crc32(body, zlib.crc32(_HEAD.pack(MAGIC, VERSION, len(self.names), 0)))
+        return _HEAD.pack(MAGIC, VERSION, len(self.names), crc).ljust(_NAMES_AT, b"\0") + body
+
+    @staticmethod
+    def parse(data: bytes) -> _Names | str:
+        """The names of a header, or why it is not a header of this version."""
+        if len(data) < HEADER_SIZE:
+            return "header cut short"
+        magic, version, count, crc = _HEAD.unpack_from(data)
+        if magic != MAGIC:
+            return "not an index file (bad magic)"
+        if version != VERSION:
+            return f"index version {version}, this build reads {VERSION}"
+        body = data[_NAMES_AT:HEADER_SIZE]
+        if count > MAX_NAMES or zlib.crc32(body, zlib.crc32(_HEAD.pack(magic, version, count, 0))) != crc:
+            return "header checksum mismatch"
+        names = []
+        for i in range(count):
+            raw = body[i * _NAME_SLOT : (i + 1) * _NAME_SLOT].rstrip(b"\0")
+            try:
+                names.append(raw.decode("ascii"))
+            except UnicodeDecodeError:
+                return "header names are not ASCII"
+        return _Names(names)
+
+
+def empty_index() -> bytes:
+    """The bytes of an index that holds no entry yet (a new session's)."""
+    return _Names([]).header()
+
+
+def read_intact_entries(fs: OsFs, path: str) -> list[Entry]:
+    """Every entry of an index file that passes its own checksum (repair uses
+    them to name a damaged record); a damaged or missing file yields less."""
+    try:
+        data = fs.read_file(path)
+    except StorageError:
+        return []
+    names = _Names.parse(data)
+    if isinstance(names, str):
+        return []
+    out = []
+    for start in range(HEADER_SIZE, len(data) - ENTRY_SIZE + 1, ENTRY_SIZE):
+        fields = unpack_slot(data[start : start + ENTRY_SIZE])
+        if fields is not None:
+            try:
+                out.append(_decode(fields, names))
+            except IndexDamaged:
+                continue  # an entry naming a kind the header lacks recovers nothing
+    return out
+
+
+def _decode(fields: tuple[Any, ...], names: _Names) -> Entry:
+    eid, parent, ns, offset, length, chunk, kind_code, role_code, flags = fields
+    if offset >= _MAX_OFFSET:  # a checksum-valid but impossible place must not become an impossible read
+        raise IndexDamaged(f"entry gives offset {offset}")
+    complete = not flags & INCOMPLETE
+    table = names.names
+    kind = role = None
+    if kind_code == _OVERFLOW or role_code == _OVERFLOW:
+        complete = False
+    else:
+        if not 0 < kind_code <= len(table) or role_code > len(table):
+            raise NamesBehind(f"entry names kind {kind_code} / role {role_code}, the header holds {len(table)}")
+        kind = table[kind_code - 1]
+        role = table[role_code - 1] if role_code else None
+    parent_id = _id_text(parent)
+    return Entry(
+        _id_text(eid),
+        parent_id,
+        chunk,
+        offset,
+        length,
+        kind or "",
+        role,
+        format_timestamp(ns) if complete else "",
+        parent_id if flags & BRANCH_IS_PARENT else None,
+        None,
+        complete,
+    )
+
+
 class Index:
-    def __init__(self, fs: OsFs, path: str, *, writable: bool) -> None:
+    def __init__(self, fs: OsFs, path: str, *, writable: bool, legacy_path: str | None = None) -> None:
         self.fs = fs
         self.path = path
         self.writable = writable
         self.broken = False  # a failed write left the file behind the log
-        self.tail: dict[str, dict[str, Any]] = {}
-        self._last_pos = 0  # the line found last: a walk's next step is near it
-        flags = os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY
-        if writable:
-            flags |= os.O_CREAT
+        self.tail: dict[str, Entry] = {}
+        self.reset_reason: str | None = None  # why an existing file was started over
+        self._last_pos = 0  # the slot found last: a walk's next step is near it
+        self._names = _Names([])
         if not writable and not self.fs.exists(path):
             # A reader derives every entry from the log instead (invariant 2).
             self._fd, self.count, self.torn_bytes = -1, 0, 0
             return
+        flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
         self._fd = self.fs.open(path, flags)
-        size = self.fs.size(self._fd, path)
-        self.count = size // INDEX_WIDTH
-        self.torn_bytes = size - self.count * INDEX_WIDTH
+        try:
+            self._load_header(legacy_path)
+        except BaseException:
+            self.close()
+            raise
+
+    def _load_header(self, legacy_path: str | None) -> None:
+        size = self.fs.size(self._fd, self.path)
+        parsed: _Names | str = "empty file"
+        if size:
+            for _ in range(3):  # a reader may race the writer's header update: read again
+                parsed = _Names.parse(self.fs.pread(self._fd, HEADER_SIZE, 0, self.path))
+                if not isinstance(parsed, str):
+                    break
+        if isinstance(parsed, str):
+            if size:
+                self.reset_reason = parsed
+            self.count, self.torn_bytes = 0, 0
+            if self.writable:
+                self._start_over()
+                if legacy_path is not None and self.fs.exists(legacy_path):
+                    self.fs.unlink(legacy_path)  # version 1's index: this file replaces it
+            else:
+                self._fd, fd = -1, self._fd
+                self.fs.close(fd)
+            return
+        self._names = parsed
+        body = size - HEADER_SIZE
+        self.count = body // ENTRY_SIZE
+        self.torn_bytes = body - self.count * ENTRY_SIZE
+
+    def _start_over(self) -> None:
+        self.fs.truncate(self._fd, 0, self.path)
+        self.fs.pwrite(self._fd, self._names.header(), 0, self.path)
 
     # --- reading -----------------------------------------------------------
-    def _id_at(self, i: int) -> bytes:
-        return self.fs.pread(self._fd, 36, i * INDEX_WIDTH + INDEX_ID_SLICE.start, self.path)
+    def _slot_at(self, i: int) -> bytes:
+        return self.fs.pread(self._fd, ENTRY_SIZE, HEADER_SIZE + i * ENTRY_SIZE, self.path)
 
-    def entry_at(self, i: int) -> dict[str, Any]:
-        line = self.fs.pread(self._fd, INDEX_WIDTH, i * INDEX_WIDTH, self.path)
+    def _id_at(self, i: int) -> bytes:
+        return self.fs.pread(self._fd, 16, HEADER_SIZE + i * ENTRY_SIZE, self.path)
+
+    def _fields(self, raw: bytes, i: int) -> tuple[Any, ...]:
+        if len(raw) != ENTRY_SIZE:
+            raise IndexDamaged(f"{self.path} entry {i} cut short")
+        fields = unpack_slot(raw)
+        if fields is None:
+            raise IndexDamaged(f"{self.path} entry {i}: checksum mismatch")
+        return fields
+
+    def entry_at(self, i: int) -> Entry:
+        return self._entry(self._fields(self._slot_at(i), i), i)
+
+    def _entry(self, fields: tuple[Any, ...], i: int) -> Entry:
+        if max(fields[6], fields[7]) > len(self._names.names) and _OVERFLOW not in (fields[6], fields[7]):
+            self._reload_names()  # the writer added a name after this reader opened
         try:
-            return decode_index_entry(line)
-        except LineError as exc:
-            raise IndexDamaged(f"{self.path} line {i}: {exc}") from None
+            return _decode(fields, self._names)
+        except IndexDamaged as exc:
+            raise type(exc)(f"{self.path} entry {i}: {exc}") from None
+
+    def _reload_names(self) -> None:
+        parsed = _Names.parse(self.fs.pread(self._fd, HEADER_SIZE, 0, self.path))
+        if not isinstance(parsed, str) and len(parsed.names) >= len(self._names.names):
+            self._names = parsed
 
     def position(self, event_id: str) -> int | None:
-        """Line number of ``event_id`` in the file, by binary search.
+        """Slot number of ``event_id`` in the file, by binary search.
 
         A path walk asks for each parent right after its child, and a
-        parent usually sits on the line just before, so that line is tried
-        first: one 36-byte read per step instead of a search."""
-        key = event_id.encode()
+        parent usually sits in the slot just before, so that slot is tried
+        first: one 16-byte read per step instead of a search."""
+        key = id_bytes(event_id)
         guess = self._last_pos - 1
         if 0 <= guess < self.count and self._id_at(guess) == key:
             self._last_pos = guess
@@ -87,14 +381,14 @@ class Index:
         if lo < self.count and self._id_at(lo) == key:
             self._last_pos = lo
             return lo
-        # A miss is trusted only if every line the search stepped on is
+        # A miss is trusted only if every slot the search stepped on is
         # intact: one flipped id byte would otherwise hide an event the log
-        # holds. Misses are rare, and this decodes log2(n) lines.
+        # holds. Misses are rare, and this checks log2(n) slots.
         for i in probed:
             self.entry_at(i)
         return None
 
-    def lookup(self, event_id: str) -> dict[str, Any] | None:
+    def lookup(self, event_id: str) -> Entry | None:
         entry = self.tail.get(event_id)
         if entry is not None:
             return entry
@@ -102,11 +396,11 @@ class Index:
         if i is None:
             return None
         entry = self.entry_at(i)
-        if entry["id"] != event_id:
-            raise IndexDamaged(f"{self.path} line {i}: id field disagrees with its checksum")
+        if entry.id != event_id:  # pragma: no cover - the checksum covers the id
+            raise IndexDamaged(f"{self.path} entry {i}: id disagrees with its checksum")
         return entry
 
-    def last(self) -> dict[str, Any] | None:
+    def last(self) -> Entry | None:
         if self.tail:
             return next(reversed(self.tail.values()))
         if self.count:
@@ -116,43 +410,79 @@ class Index:
     def __len__(self) -> int:
         return self.count + len(self.tail)
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        pos = 0
-        end = self.count * INDEX_WIDTH
+    def __iter__(self) -> Iterator[Entry]:
+        pos, i = HEADER_SIZE, 0
+        end = HEADER_SIZE + self.count * ENTRY_SIZE
         while pos < end:
             block = self.fs.pread(self._fd, min(_SCAN_BLOCK, end - pos), pos, self.path)
-            if not block:
+            usable = len(block) - len(block) % ENTRY_SIZE
+            if not usable:
                 raise IndexDamaged(f"{self.path} shrank while being read")
-            usable = len(block) - len(block) % INDEX_WIDTH
-            for start in range(0, usable, INDEX_WIDTH):
-                try:
-                    yield decode_index_entry(block[start : start + INDEX_WIDTH])
-                except LineError as exc:
-                    raise IndexDamaged(f"{self.path} line {(pos + start) // INDEX_WIDTH}: {exc}") from None
+            for start in range(0, usable, ENTRY_SIZE):
+                yield self._entry(self._fields(block[start : start + ENTRY_SIZE], i), i)
+                i += 1
             pos += usable
         yield from list(self.tail.values())
 
     def has_child(self, parent_id: str) -> bool:
-        needle = b'"parent_id":"' + parent_id.encode() + b'"'
-        if any(e["parent_id"] == parent_id for e in self.tail.values()):
+        """True if an event names ``parent_id`` as its parent. Children sort
+        after their parent, so the search starts at the parent's slot."""
+        if any(e.parent_id == parent_id for e in self.tail.values()):
             return True
-        start_line = self.position(parent_id)
-        pos = (start_line or 0) * INDEX_WIDTH
-        end = self.count * INDEX_WIDTH
-        overlap = len(needle)
+        key = id_bytes(parent_id)
+        first = self.position(parent_id) or 0
+        pos = HEADER_SIZE + first * ENTRY_SIZE
+        end = HEADER_SIZE + self.count * ENTRY_SIZE
         while pos < end:
             block = self.fs.pread(self._fd, min(_SCAN_BLOCK, end - pos), pos, self.path)
             if not block:
                 break
-            if needle in block:
-                return True
-            if pos + len(block) >= end:
-                break
-            pos += max(len(block) - overlap, 1)
+            at = block.find(key)
+            while at >= 0:
+                if at % ENTRY_SIZE == 16:  # the parent field, not an id or a stray match
+                    slot = at - 16
+                    self._fields(block[slot : slot + ENTRY_SIZE], (pos - HEADER_SIZE + slot) // ENTRY_SIZE)
+                    return True
+                at = block.find(key, at + 1)
+            pos += len(block) - len(block) % ENTRY_SIZE or len(block)
         return False
 
     # --- writing -----------------------------------------------------------
-    def add(self, entries: list[dict[str, Any]]) -> None:
+    def _code(self, name: str | None, new: list[str]) -> int:
+        if name is None:
+            return _NO_NAME
+        code = self._names.codes.get(name)
+        if code is not None:
+            return code
+        if len(self._names.names) + len(new) >= MAX_NAMES:
+            return _OVERFLOW
+        new.append(name)
+        code = len(self._names.names) + len(new)
+        self._names.codes[name] = code
+        return code
+
+    def _encode(self, e: Entry, new: list[str]) -> bytes:
+        ns = _canonical_ns(e.timestamp)
+        flags = 0
+        if e.branch_from is not None:
+            flags |= BRANCH_IS_PARENT if e.branch_from == e.parent_id else INCOMPLETE
+        if e.digest is not None or ns is None:
+            flags |= INCOMPLETE
+        return pack_slot(
+            (
+                id_bytes(e.id),
+                id_bytes(e.parent_id),
+                ns or 0,
+                e.offset,
+                e.length,
+                e.chunk,
+                self._code(e.kind, new),
+                self._code(e.role, new),
+                flags,
+            )
+        )
+
+    def add(self, entries: list[Entry]) -> None:
         """Record entries for events already durable in the log.
 
         The index is derived: if writing it fails the entries stay in
@@ -160,10 +490,16 @@ class Index:
         if not self.writable or self.broken:
             self._to_tail(entries)
             return
-        data = b"".join(encode_index_entry(e) for e in entries)
-        before = self.count * INDEX_WIDTH
+        new: list[str] = []
+        data = b"".join([self._encode(e, new) for e in entries])
+        before = HEADER_SIZE + self.count * ENTRY_SIZE
         try:
-            self.fs.write(self._fd, data, self.path)
+            if new:
+                # The names go first: an entry whose name is not in the header
+                # (a crash between the two writes) reads as damage and is rebuilt.
+                self._names = _Names(self._names.names + new)
+                self.fs.pwrite(self._fd, self._names.header(), 0, self.path)
+            self.fs.pwrite(self._fd, data, before, self.path)
         except StorageError:
             # Stop writing the file for this handle's lifetime: a later
             # entry written after a gap would hide the gap from recovery,
@@ -174,22 +510,22 @@ class Index:
             try:
                 self.fs.truncate(self._fd, before, self.path)
             except StorageError:
-                pass  # a partial line left here is truncated on the next open
+                pass  # a partial entry left here is cut off on the next open
             return
         self.count += len(entries)
 
-    def _to_tail(self, entries: list[dict[str, Any]]) -> None:
+    def _to_tail(self, entries: list[Entry]) -> None:
         for e in entries:
-            self.tail[e["id"]] = e
+            self.tail[e.id] = e
 
     def truncate_torn(self) -> None:
-        """Drop a partial last line (an index write cut short by a crash)."""
+        """Drop a partial last entry (an index write cut short by a crash)."""
         if self.torn_bytes and self.writable:
-            self.fs.truncate(self._fd, self.count * INDEX_WIDTH, self.path)
+            self.fs.truncate(self._fd, HEADER_SIZE + self.count * ENTRY_SIZE, self.path)
             self.torn_bytes = 0
 
     def truncate_to(self, count: int) -> None:
-        self.fs.truncate(self._fd, count * INDEX_WIDTH, self.path)
+        self.fs.truncate(self._fd, HEADER_SIZE + count * ENTRY_SIZE, self.path)
         self.count = count
         self.torn_bytes = 0
 

@@ -28,6 +28,10 @@ class Layout:
         return os.path.join(self.session_dir(session_id), "blobs")
 
     def index(self, session_id: str) -> str:
+        return os.path.join(self.session_dir(session_id), "index.bin")
+
+    def legacy_index(self, session_id: str) -> str:
+        """Format version 1's index (512-byte JSON lines), replaced by ``index``."""
         return os.path.join(self.session_dir(session_id), "index.jsonl")
 
     def meta(self, session_id: str) -> str:

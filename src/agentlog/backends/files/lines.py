@@ -10,33 +10,13 @@ import orjson
 from ..._codec import encode_line
 from ...event import format_timestamp
 from ..base import Commit, IndexEntry
+from .index import Entry
 
-__all__ = ["entry_to_index", "frame_commit", "index_entry", "is_event"]
-
-
-def entry_to_index(e: dict[str, Any]) -> IndexEntry:
-    return IndexEntry(
-        e["id"],
-        e["parent_id"],
-        e.get("branch_from"),
-        e["kind"],
-        e.get("role"),
-        e["timestamp"],
-        e.get("digest"),
-    )
+__all__ = ["entry_to_index", "frame_commit", "is_event"]
 
 
-def index_entry(rec: dict[str, Any], chunk: int, offset: int, length: int) -> dict[str, Any]:
-    return {
-        "id": rec["id"],
-        "parent_id": rec["parent_id"],
-        "branch_from": rec.get("branch_from"),
-        "kind": rec["kind"],
-        "role": rec.get("role"),
-        "timestamp": rec["timestamp"],
-        "location": {"chunk": chunk, "offset": offset, "length": length},
-        "digest": rec.get("digest"),
-    }
+def entry_to_index(e: Entry) -> IndexEntry:
+    return IndexEntry(e.id, e.parent_id, e.branch_from, e.kind, e.role, e.timestamp, e.digest)
 
 
 def is_event(rec: dict[str, Any]) -> bool:

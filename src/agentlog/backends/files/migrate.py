@@ -223,7 +223,7 @@ def migrate_legacy(fs: OsFs, layout: Layout, session_id: str, open_writer: Calla
         if fs.exists(path):
             fs.rmtree(path)
         fs.mkdir(path)
-    for name in ("index.jsonl", "HEAD", "HEAD.tmp"):
+    for name in ("index.jsonl", "index.bin", "HEAD", "HEAD.tmp"):
         path = os.path.join(directory, name)
         if fs.exists(path):
             fs.unlink(path)

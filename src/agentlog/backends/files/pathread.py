@@ -187,6 +187,12 @@ def _read(
     parent_stamp_ok = _PARENT_STAMP.match
     build = make_event
     while want != NIL_ID and (limit is None or len(out) < limit):
+        if pos >= 0:
+            # The common case first: the parents sit line after line, back.
+            budget = (bound + 1 if limit is None else limit) - len(out)
+            pos, want, done = _follow(lines, pos, want, out, budget, until_kind, until_id)
+            if done or want == NIL_ID or (limit is not None and len(out) >= limit):
+                break
         event: Event | None = None
         key = want.encode()
         while pos >= 0:
@@ -218,6 +224,65 @@ def _read(
             raise CorruptionError(storage.session_id, None, f"parent links loop at {want}")
         want = event.parent_id
     return out
+
+
+def _follow(
+    lines: list[bytes],
+    pos: int,
+    want: str,
+    out: list[Event],
+    budget: int,
+    until_kind: str | None,
+    until_id: str | None,
+) -> tuple[int, str, bool]:
+    """Take events from ``lines`` going back from ``pos`` for as long as each
+    line is exactly the event wanted next (its parent's line sits just
+    before it) and passes the fast check: the inner loop of a whole-path
+    read, with every name it uses bound locally. Returns the next line to
+    look at, the id wanted next, and whether ``until_kind``/``until_id`` ended
+    the walk. Anything else (a checkout line, a branch, a blob, damage)
+    returns at once, to the general loop, which handles it."""
+    append = out.append
+    good = _GOOD_KIND_ROLE
+    stamp_ok = _PARENT_STAMP.match
+    build = make_event
+    prefix = _ID_PREFIX
+    crc_prefix = _CRC_PREFIX
+    key = want.encode()
+    while pos >= 0 and budget > 0:
+        line = lines[pos]
+        n = len(line)
+        if line[7:_ID_END] != key or line[:7] != prefix or line[n - 18 : n - 10] != crc_prefix:
+            break
+        try:
+            if crc32(b"}", crc32(memoryview(line)[: n - 18])) != int(line[n - 10 : n - 2], 16):
+                break
+            rec = loads(line)
+            parent, kind, role, stamp = rec["parent_id"], rec["kind"], rec["role"], rec["timestamp"]
+            # ``parent + stamp`` raises TypeError unless both are strings, and
+            # the one match checks both (the length first: else a short parent
+            # could borrow the stamp's first byte).
+            if not (
+                rec["id"] == want
+                and rec["digest"] is None
+                and rec["branch_from"] is None
+                and line[n - 2 :] == b'"}'
+                and "op" not in rec
+                and ((kind, role) in good or _learn(kind, role))
+                and len(parent) == 36
+                and stamp_ok(parent + stamp)
+            ):
+                break
+        except (ValueError, KeyError, TypeError):
+            break  # bad hex or JSON, a missing field, an unhashable kind: the careful path reports it
+        append(build(want, parent, kind, role, stamp, rec["record"], None, None))
+        pos -= 1
+        budget -= 1
+        if kind == until_kind or want == until_id:
+            return pos, parent, True
+        want = parent
+        key = parent.encode()
+    return pos, want, False
 
 
 def _fast_event(
@@ -287,16 +352,8 @@ def _load(storage: FileSessionStorage, want: str, size: int) -> tuple[list[bytes
     entry = storage._lookup(want)
     if entry is None:
         raise EventNotFound(want, storage.session_id)
-    loc = entry.get("location") or {}
-    chunk, offset, length = loc.get("chunk"), loc.get("offset"), loc.get("length")
-    if not (
-        isinstance(chunk, int)
-        and isinstance(offset, int)
-        and isinstance(length, int)
-        and 0 <= chunk < len(storage.log.numbers)
-        and offset >= 0
-        and 0 < length <= storage.log.chunk_size
-    ):
+    chunk, offset, length = entry.chunk, entry.offset, entry.length
+    if not (0 <= chunk < len(storage.log.numbers) and 0 < length <= storage.log.chunk_size):
         return [], None  # a damaged entry, or a record larger than a chunk
     end = offset + length
     start = max(0, end - max(size, length))

@@ -37,9 +37,9 @@ from ..base import IndexEntry, SessionStorage
 from .blobs import BlobStore
 from .chunklog import ChunkLog, Line
 from .groupcommit import GroupCommit
-from .index import Index, IndexDamaged
+from .index import Entry, Index, IndexDamaged, entry_of
 from .layout import Layout
-from .lines import entry_to_index, index_entry, is_event
+from .lines import entry_to_index, is_event
 from .meta import read_meta_file
 from .pathread import read_ancestors
 
@@ -75,7 +75,9 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         writable = not readonly
         self.log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=durable, writable=writable)
         try:
-            self.index = Index(fs, layout.index(session_id), writable=writable)
+            self.index = Index(
+                fs, layout.index(session_id), writable=writable, legacy_path=layout.legacy_index(session_id)
+            )
         except BaseException:
             _close_quietly(self.log)
             raise
@@ -97,6 +99,8 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         self._head = NIL_ID
         self._last_id = ""  # the newest event applied: ids must increase (invariant 11)
         self._scan_from = (0, 0)
+        if self.index.reset_reason is not None and self.index.writable:
+            self._warn(f"index rebuilt from the chunks: {self.index.reset_reason}")
         try:
             last = self.index.last()
             if last is not None:
@@ -105,14 +109,13 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             self._rebuild_index(str(exc))
         else:
             if last is not None:
-                loc = last["location"]
-                self._head = self._last_id = last["id"]
-                self._scan_from = (loc["chunk"], loc["offset"] + loc["length"])
+                self._head = self._last_id = last.id
+                self._scan_from = (last.chunk, last.offset + last.length)
             self._scan_tail()
         if writable:
             self._sync_head_file()
 
-    def _resume_entry(self, last: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any] | None:
+    def _resume_entry(self, last: Entry, rec: dict[str, Any]) -> Entry | None:
         """The index entry the log scan resumes after. An index write cut at a
         line boundary (a crash; a reader racing the writer) can end inside a
         batch: then the batch's entries are set aside and it is rescanned whole."""
@@ -127,7 +130,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             return last
         keep = self.index.count - 1 - txn[0]
         if keep < 0:
-            raise IndexDamaged(f"index entry for {last['id']} is inside a batch the index does not begin")
+            raise IndexDamaged(f"index entry for {last.id} is inside a batch the index does not begin")
         if self.readonly:
             self.index.count = keep
         else:
@@ -138,33 +141,31 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         self._check_entry(before)
         return before
 
-    def _check_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
+    def _check_entry(self, entry: Entry) -> dict[str, Any]:
         """The log record an index entry points at, or IndexDamaged."""
-        loc = entry.get("location") or {}
-        try:
-            chunk, offset, length = loc["chunk"], loc["offset"], loc["length"]
-        except (KeyError, TypeError):
-            raise IndexDamaged(f"index entry for {entry.get('id')} has no location") from None
-        if not (isinstance(chunk, int) and 0 <= chunk < len(self.log.numbers)):
-            raise IndexDamaged(f"index entry for {entry['id']} names chunk {chunk!r}")
-        if not (isinstance(offset, int) and isinstance(length, int) and offset >= 0 and length > 0):
-            raise IndexDamaged(f"index entry for {entry['id']} has a malformed location")
+        chunk, offset, length, eid = entry.chunk, entry.offset, entry.length, entry.id
+        if not 0 <= chunk < len(self.log.numbers):
+            raise IndexDamaged(f"index entry for {eid} names chunk {chunk!r}")
+        if length <= 0:
+            raise IndexDamaged(f"index entry for {eid} has a malformed location")
         if length > self._chunk_size and offset + length > self.log.size(chunk):
             # Checked only past chunk_size (a record may outgrow a chunk, never
             # its file): a damaged huge length must not become a huge read.
-            raise IndexDamaged(f"index entry for {entry['id']} runs past the end of its chunk")
+            raise IndexDamaged(f"index entry for {eid} runs past the end of its chunk")
         data = self.log.read(chunk, offset, length)
         if len(data) != length or not data.endswith(b"\n"):
-            raise IndexDamaged(f"index entry for {entry['id']} does not frame a record")
+            raise IndexDamaged(f"index entry for {eid} does not frame a record")
         try:
             rec = decode_line(data)
         except LineError as exc:
-            raise IndexDamaged(f"index entry for {entry['id']}: {exc}") from None
-        if rec.get("id") != entry["id"] or not is_event(rec):
-            raise IndexDamaged(f"index entry for {entry['id']} points at another record")
+            raise IndexDamaged(f"index entry for {eid}: {exc}") from None
+        if rec.get("id") != eid or not is_event(rec):
+            raise IndexDamaged(f"index entry for {eid} points at another record")
         problem = stored_record_problem(rec)
         if problem:  # a rebuild reaches the line and reports it as corruption
-            raise IndexDamaged(f"index entry for {entry['id']}: {problem}")
+            raise IndexDamaged(f"index entry for {eid}: {problem}")
+        if entry_of(rec, chunk, offset, length) != entry and (entry.complete or rec["parent_id"] != entry.parent_id):
+            raise IndexDamaged(f"index entry for {eid} disagrees with its record")
         return rec
 
     def _rebuild_index(self, why: str) -> None:
@@ -264,7 +265,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
                 if problem:
                     raise CorruptionError(self.log.path(line.chunk), line.offset, problem)
                 self._last_id = rec["id"]
-                entries.append(index_entry(rec, line.chunk, line.offset, line.length))
+                entries.append(entry_of(rec, line.chunk, line.offset, line.length))
                 self._head = rec["id"]
             elif rec.get("op") == "checkout" and is_event_id(rec.get("head")):
                 self._head = rec["head"]
@@ -342,7 +343,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
     def last_id(self) -> str:
         return self._last_id
 
-    def _lookup(self, event_id: str) -> dict[str, Any] | None:
+    def _lookup(self, event_id: str) -> Entry | None:
         with self._state:
             try:
                 return self.index.lookup(event_id)
@@ -389,8 +390,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             try:
                 rec = self._check_entry(entry)
             except IndexDamaged as exc2:  # the rebuilt index read the log: it is the log
-                loc = entry["location"]
-                raise CorruptionError(self.log.path(loc["chunk"]), loc["offset"], str(exc2)) from None
+                raise CorruptionError(self.log.path(entry.chunk), entry.offset, str(exc2)) from None
         return Event(
             rec["id"],
             rec["parent_id"],
@@ -422,7 +422,15 @@ class FileSessionStorage(GroupCommit, SessionStorage):
                 self._rebuild_index(str(exc))
                 items = list(self.index)
         for e in items:
-            yield entry_to_index(e)
+            yield entry_to_index(e if e.complete else self._completed(e))
+
+    def _completed(self, entry: Entry) -> Entry:
+        """An entry with the fields the index could not hold, from its record."""
+        try:
+            rec = self._check_entry(entry)
+        except IndexDamaged as exc:
+            raise CorruptionError(self.log.path(entry.chunk), entry.offset, str(exc)) from None
+        return entry_of(rec, entry.chunk, entry.offset, entry.length)
 
     def event_count(self) -> int:
         return len(self.index)

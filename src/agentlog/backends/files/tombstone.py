@@ -23,10 +23,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..._codec import INDEX_WIDTH, LineError, decode_index_entry, encode_line
+from ..._codec import encode_line
 from ..._fs import OsFs
-from ...errors import StorageError
 from ...event import NIL_ID, is_event_id
+from .index import read_intact_entries
 
 __all__ = [
     "TOMBSTONE_KIND",
@@ -69,22 +69,19 @@ class Recovered:
 
 def index_entries_by_location(fs: OsFs, path: str) -> dict[tuple[int, int, int], dict[str, Any]]:
     """Intact entries of the index file (each by its own checksum), keyed by
-    the (chunk, offset, length) they frame. A damaged index yields less."""
-    try:
-        data = fs.read_file(path)
-    except StorageError:
-        return {}  # no index (or unreadable): recovery uses the record bytes
+    the (chunk, offset, length) they frame. A damaged index yields less; a
+    field the index does not hold (see index.py) is None."""
     out: dict[tuple[int, int, int], dict[str, Any]] = {}
-    for i in range(len(data) // INDEX_WIDTH):
-        try:
-            entry = decode_index_entry(data[i * INDEX_WIDTH : (i + 1) * INDEX_WIDTH])
-        except LineError:
-            continue  # a damaged index line recovers nothing
-        loc = entry.get("location")
-        if isinstance(loc, dict):
-            key = (loc.get("chunk"), loc.get("offset"), loc.get("length"))
-            if all(isinstance(v, int) for v in key):
-                out[key] = entry  # type: ignore[index]
+    for e in read_intact_entries(fs, path):
+        out[(e.chunk, e.offset, e.length)] = {
+            "id": e.id,
+            "parent_id": e.parent_id,
+            "branch_from": e.branch_from,
+            "timestamp": e.timestamp or None,
+            "kind": e.kind or None,
+            "role": e.role,
+            "digest": e.digest,
+        }
     return out
 
 
