@@ -153,9 +153,11 @@ def test_fields_the_slot_cannot_hold_are_read_from_the_record(tmp_path):
         if e.complete:
             assert (e.kind, e.role, e.timestamp, e.digest) == (r["kind"], r["role"], r["timestamp"], r["digest"])
         else:  # the record holds what the slot could not
-            assert r["digest"] is not None or not r["timestamp"].endswith("Z") or r["kind"] not in {
-                f"k{i}" for i in range(MAX_NAMES)
-            }
+            assert (
+                r["digest"] is not None
+                or not r["timestamp"].endswith("Z")
+                or r["kind"] not in {f"k{i}" for i in range(MAX_NAMES)}
+            )
 
 
 def test_entries_of_a_session_with_unusual_fields_match_its_records(file_store):

@@ -223,7 +223,7 @@ class Harness:
             f.write(content)
         outcome = getattr(self, "_" + self.target)(rel, original, content)
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
-        if self.cases % 2000 == 0:
+        if self.cases % 500 == 0:
             self.dump()
 
     def dump(self) -> None:
