@@ -300,3 +300,22 @@ def test_a_byte_turned_into_a_newline_is_one_damaged_record(tmp_path: Path) -> N
     with store.open(SID, readonly=True) as s:
         assert s.head == ids[-1]
         assert [e.id for e in s.transcript()] == ids
+
+
+def test_a_lost_newline_loses_neither_record(tmp_path: Path) -> None:
+    """Two records merged into one bad line: cut where the index says the
+    second starts; the first gets a tombstone, the second (intact) stays."""
+    store = _store(tmp_path)
+    ids = _chain(store, 10)
+    path = _chunk(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[data.index(b'{"id":"' + ids[5].encode()) - 1] = ord("x")  # the newline after turn 004
+    path.write_bytes(bytes(data))
+    actions = store.repair(SID)
+    assert any(f"tombstone for event {ids[4]}" in a for a in actions), actions
+    assert not any(ids[5] in a for a in actions), actions
+    with store.open(SID, readonly=True) as s:
+        assert s.head == ids[-1]
+        assert [e.id for e in s.transcript()] == ids
+        assert s.event(ids[4]).kind == "tombstone"
+        assert s.event(ids[5]).record == {"content": "turn 005"}

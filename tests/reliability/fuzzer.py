@@ -349,7 +349,8 @@ class Harness:
             if r != rel:
                 if r < rel or not forged:
                     intact_lines.add(event_id)
-            elif end <= lo or (not forged and off > hi):  # after: its newline before it is intact too
+            elif end <= lo or (not forged and (off > hi or (off == hi and shift == 0))):
+                # after the damage: whole, and found where the index framed it
                 intact_lines.add(event_id)
         intact = {i for i in intact_lines if all(m in intact_lines for m in self.base.batches[self.base.lines[i][4]])}
         last_rel = self.base.chunks[-1]

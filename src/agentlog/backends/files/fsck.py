@@ -369,7 +369,7 @@ def repair_session(
     try:
         scan = _scan_log(log)
         entries = index_entries_by_location(fs, layout.index(session_id))
-        scan.bad = _merge_split(scan.bad, entries)
+        scan.bad = _split_merged(_merge_split(scan.bad, entries), entries, log)
         by_chunk: dict[int, list[_Bad]] = {}
         # A torn tail too: a writer's open would cut it off, but repair
         # never deletes (and damage can look like a torn tail).
@@ -500,6 +500,39 @@ def _merge_split(bads: list[_Bad], entries: dict[tuple[int, int, int], dict[str,
             out.append(b)
             j = i
         i = j + 1
+    return out
+
+
+def _split_merged(bads: list[_Bad], entries: dict[tuple[int, int, int], dict[str, Any]], log: ChunkLog) -> list[_Bad]:
+    """A lost newline merges two records into one line: a bad line that holds,
+    at the very offset the index gives, the start of a record the index
+    frames (``{"id":"<its id>"``) is cut there. The pieces are planned one by
+    one (an intact record among them is kept as it is)."""
+    starts: dict[int, list[tuple[int, str]]] = {}
+    for (c, o, _n), e in entries.items():
+        if isinstance(e.get("id"), str):
+            starts.setdefault(c, []).append((o, e["id"]))
+    for found in starts.values():
+        found.sort()
+    out: list[_Bad] = []
+    for b in bads:
+        inside = [
+            (o, i)
+            for o, i in starts.get(b.chunk, [])[bisect.bisect_right(starts.get(b.chunk, []), (b.offset, "~")) :]
+            if o < b.offset + b.length
+        ]
+        if not inside:
+            out.append(b)
+            continue
+        data = log.read(b.chunk, b.offset, b.length)
+        cuts = [b.offset]
+        cuts += [o for o, i in inside if data[o - b.offset :].startswith(b'{"id":"' + i.encode() + b'"')]
+        cuts.append(b.offset + b.length)
+        if len(cuts) == 2:
+            out.append(b)
+            continue
+        for start, end in itertools.pairwise(cuts):
+            out.append(_Bad(b.chunk, start, end - start, b.reason + " (records merged: a newline lost)"))
     return out
 
 
