@@ -12,6 +12,14 @@ never the index's encoding.
 Targets (each raises AssertionError, which libFuzzer reports as a crash,
 when a property fails; any exception not an ``AgentlogError`` crashes too):
 
+* ``scan``: a chunk replaced; repair's planning alone, no file written:
+  fsck's log scan, the re-joining of split records and cutting of merged
+  ones, the tombstone plan. The scan's events have increasing ids and
+  frame lines that decode to them; the bad ranges lie inside the chunk and
+  do not overlap; each planned line is a tombstone of a new id that sorts
+  between its neighbours (or an intact batch member kept); when the damage
+  is a same-length change inside one event line, that event is planned a
+  tombstone (or still reads). The cheapest target: most of the cases.
 * ``log``: a chunk replaced. Read-only and writer opens, the path, the
   context with blobs resolved, fsck, either work or raise a typed error;
   every event whose line ends before the first changed byte (in log order)
@@ -48,7 +56,7 @@ from typing import Any
 SID = "fz"
 NIL = "00000000-0000-0000-0000-000000000000"
 CHUNK_SIZE, BLOB_THRESHOLD = 1024, 300
-TARGETS = ("log", "index", "repair")
+TARGETS = ("scan", "log", "index", "repair")
 #: instrumented for coverage: what opens, recovers, indexes and repairs a session
 COVERED = (
     "agentlog._codec",
@@ -169,6 +177,16 @@ class Harness:
         self.sdir = os.path.join(self.home, "sessions", SID)
         self.store = Store(backend=FileBackend(self.home, chunk_size=CHUNK_SIZE), blob_threshold=BLOB_THRESHOLD)
         self.candidates = list(self.base.chunks) if target != "index" else [self.base.index, self.base.head_file]
+        from agentlog._fs import OsFs
+        from agentlog.backends.files import fsck
+        from agentlog.backends.files.chunklog import ChunkLog
+        from agentlog.backends.files.tombstone import index_entries_by_location
+
+        self.fs = OsFs()
+        self.fsck = fsck
+        self.ChunkLog = ChunkLog
+        # the base session's intact index, keyed by location (what repair reads)
+        self.entries = index_entries_by_location(self.fs, os.path.join(self.base.home, self.base.index))
         self.Typed = AgentlogError
         self.LineError = LineError
         self.decode_line = decode_line
@@ -244,6 +262,49 @@ class Harness:
         return [i for i, (r, _, end, _, _) in self.base.lines.items() if r < rel or (r == rel and end <= at)]
 
     # --- targets --------------------------------------------------------------------
+    def _scan(self, rel: str, original: bytes, content: bytes) -> str:
+        f = self.fsck
+        log = self.ChunkLog(
+            self.fs, os.path.join(self.sdir, "chunks"), chunk_size=1 << 62, durable=False, writable=False
+        )
+        try:
+            scan = f._scan_log(log)
+            assert scan.order == sorted(set(scan.order)), "scan: event ids do not increase"
+            for event_id in scan.order:
+                chunk, offset, length = scan.events[event_id]["_loc"]
+                rec = self.decode_line(log.read(chunk, offset, length))
+                assert rec["id"] == event_id, "scan: an event's location frames another record"
+            assert scan.head == NIL or scan.head in scan.events, "scan: HEAD names no event"
+            bads = f._split_merged(f._merge_split(scan.bad, self.entries), self.entries, log)
+            ends: dict[int, int] = {}
+            for b in sorted(bads, key=lambda b: (b.chunk, b.offset)):
+                assert b.length > 0 and b.offset >= ends.get(b.chunk, 0), f"scan: bad ranges overlap: {bads}"
+                ends[b.chunk] = b.offset + b.length
+                assert ends[b.chunk] <= os.path.getsize(log.path(b.chunk)), "scan: a bad range past the end"
+            scan.bad = bads
+            plan = f._plan_tombstones(self.entries, log, scan)
+            starts = {(b.chunk, b.offset) for b in bads}
+            stones = set()
+            for at, line in plan.lines.items():
+                assert at in starts, "plan: a line planned where no bad line starts"
+                if line == f._KEEP:
+                    continue
+                rec = self.decode_line(line)
+                assert rec["kind"] == "tombstone" and rec["id"] not in scan.events, "plan: a tombstone for a present id"
+                assert rec["id"] not in stones, "plan: two tombstones for one id"
+                stones.add(rec["id"])
+            assert f._cut_before(scan, plan) <= set(scan.order)
+        finally:
+            log.close()
+        _intact, _head, strong = self._intact(rel, original, content)
+        if strong:
+            lo = _first_difference(original, content)
+            hit = [i for i, (r, off, end, _, _) in self.base.lines.items() if r == rel and off <= lo < end]
+            assert hit and (hit[0] in stones or hit[0] in scan.events), (
+                f"a same-length damage of {hit} got no tombstone"
+            )
+        return "planned tombstones" if stones else ("planned, none" if bads else "no damage found")
+
     def _log(self, rel: str, original: bytes, content: bytes) -> str:
         at = _first_difference(original, content)
         must = self._before_damage(rel, at)

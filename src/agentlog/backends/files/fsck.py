@@ -600,8 +600,8 @@ def _plan_tombstones(entries: dict[tuple[int, int, int], dict[str, Any]], log: C
             if near and near[0][0] <= 2 and (len(near) == 1 or near[1][0] > near[0][0]):
                 recovered.id = near[0][1]
         known = set(ids[:i]) | planned  # a parent comes before its child
-        if not fits(recovered, before, after, known):
-            continue
+        if recovered.id in planned or not fits(recovered, before, after, known):
+            continue  # (a second damaged copy of one record: the first has the tombstone)
         stamp = recovered.timestamp
         if stamp is None or not _STAMP_OK.match(stamp):
             stamp = intact[locs[i - 1]]["timestamp"] if i else format_timestamp(time.time_ns())
