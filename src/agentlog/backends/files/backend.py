@@ -74,7 +74,6 @@ class FileBackend(Backend):
         durability: str = "full",
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         fs: OsFs | None = None,
-        tombstones: bool = False,
     ) -> None:
         if durability not in _DURABILITY:
             raise ValueError(f"durability must be one of {_DURABILITY}, not {durability!r}")
@@ -83,8 +82,6 @@ class FileBackend(Backend):
         self.durability = durability
         self.durable = durability == "full"
         self.chunk_size = chunk_size
-        #: repair writes tombstones for damaged event records (fsck.py)
-        self.tombstones = tombstones
         self.url = "file://" + self.layout.home
         self._mkdirs()
 
@@ -369,5 +366,4 @@ class FileBackend(Backend):
                 session_id,
                 self.chunk_size,
                 lambda: self.storage(session_id, readonly=False),
-                tombstones=self.tombstones,
             )
