@@ -331,6 +331,10 @@ class Index:
     def _id_at(self, i: int) -> bytes:
         return self.fs.pread(self._fd, 16, HEADER_SIZE + i * ENTRY_SIZE, self.path)
 
+    def _key(self, event_id: str) -> bytes:
+        """What ``_id_at`` returns for ``event_id``."""
+        return id_bytes(event_id)
+
     def _fields(self, raw: bytes, i: int) -> tuple[Any, ...]:
         if len(raw) != ENTRY_SIZE:
             raise IndexDamaged(f"{self.path} entry {i} cut short")
@@ -361,7 +365,7 @@ class Index:
         A path walk asks for each parent right after its child, and a
         parent usually sits in the slot just before, so that slot is tried
         first: one 16-byte read per step instead of a search."""
-        key = id_bytes(event_id)
+        key = self._key(event_id)
         guess = self._last_pos - 1
         if 0 <= guess < self.count and self._id_at(guess) == key:
             self._last_pos = guess
