@@ -146,11 +146,16 @@ def _canonical_ns(stamp: str) -> int | None:
     ``format_timestamp`` writes), or None for any other form: it is then
     read from the record, exactly as written."""
     global _second
+    cached = _second
+    if len(stamp) == 30 and stamp[:19] == cached[0] and stamp[19] == "." and stamp[29] == "Z":
+        frac = stamp[20:29]  # the common case: the same second as the last append's
+        if frac.isascii() and frac.isdigit():
+            ns = cached[1] * 1_000_000_000 + int(frac)
+            return ns if ns < 1 << 63 else None
     m = _STAMP.match(stamp)
     if m is None:
         return None
     head, frac = m.groups()
-    cached = _second
     if cached[0] != head:
         try:
             secs = calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M:%S"))
