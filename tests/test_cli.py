@@ -432,7 +432,7 @@ def test_fsck_clean_store(cli_store):
 
 def test_fsck_fails_on_a_flipped_byte_and_repair_quarantines_it(cli_home):
     sid, ids = chat(cli_home, 2)
-    append(cli_home, sid, "message", {"content": "last words"}, "user")
+    last = append(cli_home, sid, "message", {"content": "last words"}, "user")
     chunk = cli_home / "sessions" / sid / "chunks" / "000000.jsonl"
     offset = flip_in_last_line(chunk)
 
@@ -445,10 +445,17 @@ def test_fsck_fails_on_a_flipped_byte_and_repair_quarantines_it(cli_home):
     repaired = run(cli_home, "fsck", "--repair")
     assert repaired.exit_code == 0, (repaired.stdout, repaired.stderr)
     assert f"{chunk}@{offset}" in repaired.stdout and "quarantine" in repaired.stdout
+    assert f"tombstone for event {last}" in repaired.stdout
+    assert "moved HEAD" not in repaired.stdout and "reachable" not in repaired.stdout
     quarantine = Path(str(chunk) + ".quarantine")
     assert b"ast words" in quarantine.read_bytes()  # the damaged record, kept
     assert ok_json(cli_home, "fsck")["ok"] is True
-    assert [e["id"] for e in ok_json(cli_home, "log", sid)] == ids
+    # HEAD stays on the damaged event, now a tombstone; the path is whole
+    log = ok_json(cli_home, "log", sid)
+    assert [e["id"] for e in log] == [*ids, last]
+    assert log[-1]["kind"] == "tombstone" and log[-1]["record"]["quarantined"]["offset"] == offset
+    text = ok(cli_home, "log", sid)
+    assert "tombstone" in text and f"quarantined in 000000.jsonl.quarantine @{offset}: checksum" in text
 
 
 def test_fsck_warnings_do_not_fail(cli_home):
@@ -472,20 +479,36 @@ def test_repair_keeps_the_path_through_a_tombstone(cli_home):
     data = bytearray(chunk.read_bytes())
     data[data.index(b"turn 1")] ^= 0x01  # the middle record
     chunk.write_bytes(bytes(data))
-    Store(cli_home, tombstones=True).repair(sid)  # opt-in for now: see docs/reliability.md
+    repaired = ok(cli_home, "fsck", "--repair")
+    assert f"tombstone for event {ids[1]}" in repaired and "moved HEAD" not in repaired
     assert [e["id"] for e in ok_json(cli_home, "log", sid)] == ids  # HEAD kept, path whole
     text = ok(cli_home, "tree", sid, "--all")
     assert "turn 0" in text and "turn 2" in text and "tombstone" in text
+    assert "damaged message user quarantined in 000000.jsonl.quarantine" in text
     assert "orphaned" not in text and text.count("◀ HEAD") == 1
+    with Store(cli_home).open(sid, readonly=True) as s:  # what a model is sent skips it
+        assert [m["content"] for m in s.to_chat_messages()] == ["turn 0", "turn 2"]
 
 
-def test_tree_still_draws_events_whose_parent_was_quarantined(cli_home):
+def test_tree_still_draws_events_whose_parent_could_not_be_identified(cli_home):
+    """A damaged record whose id and parent are gone (and no index to say
+    them) gets no tombstone: the events after it are drawn, orphaned, and
+    the repair names them."""
     sid, ids = chat(cli_home, 3)
-    chunk = cli_home / "sessions" / sid / "chunks" / "000000.jsonl"
+    sdir = cli_home / "sessions" / sid
+    chunk = sdir / "chunks" / "000000.jsonl"
     data = bytearray(chunk.read_bytes())
-    data[data.index(b"turn 1")] ^= 0x01  # the middle record: turn 2 loses its parent
+    start = data.index(b'{"id":"' + ids[1].encode())
+    data[start + 1 : start + 95] = b"#" * 94  # the middle record's id and parent
     chunk.write_bytes(bytes(data))
-    run(cli_home, "fsck", "--repair")
+    for name in os.listdir(sdir):
+        if name.startswith("index"):
+            os.unlink(sdir / name)  # nor can the index say them
+    repaired = ok(cli_home, "fsck", "--repair")
+    assert (
+        "1 intact events are no longer reachable from the root "
+        f"(a damaged record's id could not be recovered): {ids[2]}"
+    ) in repaired
     text = ok(cli_home, "tree", sid)
     assert "turn 0" in text and "turn 2" in text and "urn 1" not in text
     assert f"orphaned: parent {ids[1]} is missing" in text

@@ -216,9 +216,7 @@ def _files_opened_by(monkeypatch, action) -> list[str]:
         patch.setattr(os, "open", spy_os_open)
         action()
     return [
-        p
-        for p in opened
-        if f"{os.sep}chunks{os.sep}" in p or f"{os.sep}blobs{os.sep}" in p or p.endswith("index.bin")
+        p for p in opened if f"{os.sep}chunks{os.sep}" in p or f"{os.sep}blobs{os.sep}" in p or p.endswith("index.bin")
     ]
 
 

@@ -2,7 +2,8 @@
 
 The issue's case: one damaged record in the middle of a 50-event chain.
 Quarantining it alone used to leave 20 events on the active path; with
-tombstones all 49 intact events stay reachable and HEAD does not move.
+tombstones (what every file store's repair writes) all 49 intact events
+stay reachable and HEAD does not move.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ SID = "s"
 
 
 def _store(home: Path, **kw: object) -> Store:
-    return Store(backend=FileBackend(str(home), durability="off", tombstones=True, **kw))  # type: ignore[arg-type]
+    return Store(backend=FileBackend(str(home), durability="off", **kw))  # type: ignore[arg-type]
 
 
 def _chain(store: Store, n: int = 50) -> list[str]:
@@ -94,18 +95,69 @@ def test_a_damaged_batch_member_is_replaced_and_its_batch_kept(tmp_path: Path) -
         assert path[1].record == {"content": "member 0"} and path[3].record == {"content": "member 2"}
 
 
+def _wipe_identity(home: Path, event_id: str) -> None:
+    """Overwrite a record's id and parent (and the keys around them): nothing
+    in its bytes says who it was."""
+    path = _chunk(home)
+    data = bytearray(path.read_bytes())
+    start = data.index(b'{"id":"' + event_id.encode())
+    data[start + 1 : start + 95] = b"#" * 94
+    path.write_bytes(bytes(data))
+
+
 def test_an_unrecoverable_id_loses_only_itself_and_says_what_is_cut(tmp_path: Path) -> None:
     store = _store(tmp_path)
     ids = _chain(store, 10)
     _index(tmp_path).unlink()
-    _flip(tmp_path, b'{"id":"' + ids[4].encode(), 2)  # the key "id" itself: no id to read
+    _wipe_identity(tmp_path, ids[4])
     actions = store.repair(SID)
     assert not any("tombstone" in a for a in actions)
     cut = [a for a in actions if "no longer reachable" in a]
-    assert cut and "5 intact events" in cut[0] and ids[5] in cut[0], actions
+    # exactly the five events after it, each named
+    assert cut == [
+        "5 intact events are no longer reachable from the root "
+        "(a damaged record's id could not be recovered): " + ", ".join(ids[5:])
+    ], actions
+    assert any(a.startswith(f"moved HEAD to {ids[3]}") for a in actions), actions
     with store.open(SID, readonly=True) as s:
         assert [e.id for e in s.transcript()] == ids[:4]  # HEAD moved to the newest whole path
         assert all(i in s for i in ids[5:])  # the cut events are kept, not deleted
+        assert ids[4] not in s
+
+
+def test_a_damaged_key_around_intact_ids_still_gives_them(tmp_path: Path) -> None:
+    """The ids sit at fixed places: a flip in the key "id" itself does not
+    hide them."""
+    store = _store(tmp_path)
+    ids = _chain(store, 10)
+    _index(tmp_path).unlink()
+    _flip(tmp_path, b'{"id":"' + ids[4].encode(), 2)
+    store.repair(SID)
+    with store.open(SID, readonly=True) as s:
+        assert [e.id for e in s.transcript()] == ids
+        assert s.event(ids[4]).kind == "tombstone"
+
+
+def test_a_second_repair_names_only_what_it_cut(tmp_path: Path) -> None:
+    """Events an earlier repair cut off are reported apart from the ones this
+    repair cuts: the report says exactly which events it made unreachable."""
+    store = _store(tmp_path)
+    ids = _chain(store, 10)
+    _index(tmp_path).unlink()
+    _wipe_identity(tmp_path, ids[2])
+    store.repair(SID)  # ids[3:] cut, HEAD moved to ids[1]
+    with store.open(SID) as s:
+        s.select(ids[1])
+        more = [s.append("message", {"content": f"new {i}"}, role="user").id for i in range(4)]
+    _index(tmp_path).unlink()
+    _wipe_identity(tmp_path, more[1])
+    actions = store.repair(SID)
+    assert [a for a in actions if "reachable" in a] == [
+        "2 intact events are no longer reachable from the root "
+        "(a damaged record's id could not be recovered): " + ", ".join(more[2:]),
+        "7 intact events were already unreachable from the root "
+        "(a parent no line of the log holds): " + ", ".join(ids[3:]),
+    ], actions
 
 
 def test_a_damaged_id_is_taken_from_the_children_that_name_it(tmp_path: Path) -> None:
@@ -159,16 +211,18 @@ def test_a_forged_index_entry_that_does_not_fit_is_not_believed(tmp_path: Path) 
         assert ids[2] not in s
 
 
-def test_default_backend_keeps_the_quarantine_only_repair(tmp_path: Path) -> None:
-    """Tombstones are opt-in on this branch (FileBackend(tombstones=True)) until
-    the CLI's tree test expects them; the default behaves as before."""
+def test_the_default_store_repairs_with_tombstones(tmp_path: Path) -> None:
+    """Tombstones are what repair does: no option turns them on."""
     store = Store(str(tmp_path), durability="off")
     ids = _chain(store, 10)
     _flip(tmp_path, b"turn 004")
     actions = store.repair(SID)
-    assert not any("tombstone" in a for a in actions)
+    assert any(f"tombstone for event {ids[4]}" in a for a in actions), actions
+    assert not any("reachable" in a or "moved HEAD" in a for a in actions), actions
     with store.open(SID, readonly=True) as s:
-        assert ids[4] not in s
+        assert s.head == ids[-1]
+        assert [e.id for e in s.transcript()] == ids
+        assert s.event(ids[4]).kind == "tombstone"
 
 
 # --- randomized: any single flipped byte inside a record ------------------------------
@@ -228,3 +282,40 @@ def test_a_flip_after_the_ids_never_loses_an_intact_event(
         for i in ids:  # every event's path reaches the root
             assert s.path(i)[0].parent_id == "00000000-0000-0000-0000-000000000000"
     assert [p for p in store.fsck(SID) if p.severity == "error"] == []
+
+
+def test_a_byte_turned_into_a_newline_is_one_damaged_record(tmp_path: Path) -> None:
+    """The split halves of one record are two bad lines; together they span
+    exactly what the index framed, so they are one record again, and its
+    tombstone keeps the chain whole."""
+    store = _store(tmp_path)
+    ids = _chain(store, 10)
+    path = _chunk(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[data.index(b"turn 004")] = ord("\n")
+    path.write_bytes(bytes(data))
+    actions = store.repair(SID)
+    assert any(f"tombstone for event {ids[4]}" in a for a in actions), actions
+    assert sum(" bytes at " in a for a in actions) == 1  # one piece, the whole record
+    with store.open(SID, readonly=True) as s:
+        assert s.head == ids[-1]
+        assert [e.id for e in s.transcript()] == ids
+
+
+def test_a_lost_newline_loses_neither_record(tmp_path: Path) -> None:
+    """Two records merged into one bad line: cut where the index says the
+    second starts; the first gets a tombstone, the second (intact) stays."""
+    store = _store(tmp_path)
+    ids = _chain(store, 10)
+    path = _chunk(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[data.index(b'{"id":"' + ids[5].encode()) - 1] = ord("x")  # the newline after turn 004
+    path.write_bytes(bytes(data))
+    actions = store.repair(SID)
+    assert any(f"tombstone for event {ids[4]}" in a for a in actions), actions
+    assert not any(ids[5] in a for a in actions), actions
+    with store.open(SID, readonly=True) as s:
+        assert s.head == ids[-1]
+        assert [e.id for e in s.transcript()] == ids
+        assert s.event(ids[4]).kind == "tombstone"
+        assert s.event(ids[5]).record == {"content": "turn 005"}

@@ -20,11 +20,22 @@ from dataclasses import dataclass
 
 import pytest
 
+from agentlog import Store
 from agentlog.errors import AgentlogError
 
 from .conftest import EXHAUSTIVE, SEED, record_figure
 from .crashsim import CrashState, FsModel, RecordingFs, materialize
-from .workloads import WORKLOADS, Version, Violation, Workload, allowed_versions, check_recovered, repair_all
+from .workloads import (
+    WORKLOADS,
+    Version,
+    Violation,
+    Workload,
+    allowed_versions,
+    check_recovered,
+    check_repair,
+    repair_all,
+    snapshot,
+)
 
 #: Distinct states to check per (workload, durability) when sampling, on
 #: top of the two fixed states at every prefix ("process crash" and "bare
@@ -46,6 +57,18 @@ ENUMERATE_LIMIT = 2000
 #: mode enumerates an ``off`` prefix only up to this many states, then samples
 #: as many more (reported as capped_prefixes).
 OFF_CAP = 300
+#: Every this many states the contract covers, repair runs on the state too
+#: (before recovery) and must keep exactly what a reader saw.
+REPAIR_EVERY = 5 if EXHAUSTIVE else 25
+
+
+def check_repair_all(home: str, *, durability: str, chunk_size: int, blob_threshold: int) -> int:
+    store = Store(home, durability, chunk_size=chunk_size, blob_threshold=blob_threshold)
+    for sid in sorted(store.backend.session_ids()):
+        with store.open(sid, readonly=True) as ro:
+            seen = snapshot(ro)
+        check_repair(store, sid, seen)
+    return 1
 
 
 @dataclass
@@ -90,6 +113,7 @@ def explore(rec: Recording, root: str, rng: random.Random, *, budget: int, exhau
         "off_diverged": 0,
         "capped_prefixes": 0,
         "fixed": 0,
+        "repaired": 0,
     }
     if exhaustive:
         counts["covered"] = 0
@@ -119,6 +143,11 @@ def explore(rec: Recording, root: str, rng: random.Random, *, budget: int, exhau
                 counts["strict"] += 1
                 try:
                     check_recovered(target, rec.versions, k, **kwargs)
+                    if counts["strict"] % REPAIR_EVERY == 0:
+                        # Repair of the same state, before any recovery: it keeps
+                        # exactly what a reader sees (a torn tail goes to quarantine).
+                        materialize(state, target)
+                        counts["repaired"] += check_repair_all(target, **kwargs)
                 except (Violation, AgentlogError) as exc:
                     raise AssertionError(
                         f"{rec.name}/{rec.durability}: crash after {k} of {len(rec.ops)} ops "
@@ -133,6 +162,7 @@ def explore(rec: Recording, root: str, rng: random.Random, *, budget: int, exhau
                 materialize(state, target)
                 try:
                     repair_all(target, **kwargs)
+                    counts["repaired"] += 1
                 except (Violation, AgentlogError) as exc:
                     raise AssertionError(
                         f"{rec.name}/off: repair fails after a crash after {k} ops:\n{exc!r}\n"

@@ -30,6 +30,7 @@ of single fields (the damage a CRC cannot see). For every damaged store:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -41,7 +42,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentlog import Store
+from agentlog import NIL_ID, Store
 from agentlog._codec import LineError, decode_line, encode_line
 from agentlog._fs import OsFs
 from agentlog.backends.files.index import ENTRY_SIZE, HEADER_SIZE, pack_slot, read_intact_entries, unpack_slot
@@ -309,16 +310,16 @@ def _quarantine_parts(path: str) -> list[tuple[int, bytes]]:
     return parts
 
 
-def exercise(base: Base, home: str, rel: str, damage_at: int, tombstones: bool = False) -> str:
+def exercise(base: Base, home: str, rel: str, damage_at: int) -> str:
     """Everything a user can do to the damaged session; returns an outcome label.
-    With ``tombstones``, repair writes one in place of each damaged event
-    record it can identify (backends/files/tombstone.py)."""
+    Repair writes a tombstone in place of each damaged event record it can
+    identify (backends/files/tombstone.py)."""
     damaged_blob = os.path.basename(rel) if "/blobs/" in rel else None
     must_read = base.before(rel, damage_at)
     # Repair quarantines a batch whole when one member is damaged (invariant
     # 6), so after repair the guarantee holds at batch granularity.
     must_survive_repair = base.before(rel, damage_at, whole_batches=True)
-    store = Store(home, **OPTIONS, tombstones=tombstones)
+    store = Store(home, **OPTIONS)
     store.scan()
     store.list()
     read_ok = False
@@ -351,14 +352,16 @@ def exercise(base: Base, home: str, rel: str, damage_at: int, tombstones: bool =
         for n in os.listdir(chunk_dir)
         if n.endswith(".quarantine")
     }
-    store.repair(SID)
+    actions = store.repair(SID)
     stones = 0
     for name, original in damaged.items():
         kept = open(os.path.join(chunk_dir, name), "rb").read()
-        if tombstones:  # what repair wrote in place of quarantined records
-            lines = kept.splitlines(keepends=True)
-            kept = b"".join(line for line in lines if not _is_tombstone(line))
-            stones += len(lines) - len(kept.splitlines(keepends=True))
+        # what repair wrote in place of quarantined records
+        lines = [line + b"\n" for line in kept.split(b"\n")[:-1]] + (
+            [kept.rsplit(b"\n", 1)[-1]] if not kept.endswith(b"\n") and kept else []
+        )
+        kept = b"".join(line for line in lines if not _is_tombstone(line))
+        stones += sum(_is_tombstone(line) for line in lines)
         qpath = os.path.join(chunk_dir, name + ".quarantine")
         moved = _quarantine_parts(qpath)[old_quarantine.get(name + ".quarantine", 0) :] if os.path.exists(qpath) else []
         # Put each quarantined piece back at its offset, kept bytes between.
@@ -373,9 +376,21 @@ def exercise(base: Base, home: str, rel: str, damage_at: int, tombstones: bool =
         for line in bytes(rebuilt[len(original) :]).splitlines(keepends=True):
             # All repair may add is a checkout keeping HEAD on a whole path.
             assert decode_line(line).get("op") == "checkout", f"repair added {line[:80]!r}"
+    named: set[str] = set()
+    for a in actions:
+        if "reachable from the root" in a:
+            named |= set(a.split(": ", 1)[1].split(", "))
     with store.open(SID, readonly=True) as s:
         for event_id in must_survive_repair:
             _same(base, s, event_id, damaged_blob)
+        # Every event reaches the root, or the report names it, exactly.
+        parents = {e.id: e.parent_id for e in s.entries()}
+        reachable = {NIL_ID}
+        for event_id in sorted(parents):
+            if parents[event_id] in reachable:
+                reachable.add(event_id)
+        assert named == set(parents) - reachable, f"report names {named}, cut {set(parents) - reachable}"
+        assert s.head in reachable, "HEAD is not on a whole path after repair"
     with store.open(SID) as s:
         try:
             ev = s.append("message", {"content": "after repair"}, "user")
@@ -407,7 +422,7 @@ def _is_tombstone(line: bytes) -> bool:
         return False  # a damaged line repair kept is not one it wrote
 
 
-def _run(base: Base, rel: str, data: bytes, root: str, tombstones: bool = False) -> str:
+def _run(base: Base, rel: str, data: bytes, root: str) -> str:
     home = tempfile.mkdtemp(dir=root)
     try:
         _write_tree(base.files, home)
@@ -423,7 +438,7 @@ def _run(base: Base, rel: str, data: bytes, root: str, tombstones: bool = False)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return exercise(base, home, rel, damage_at, tombstones)
+                return exercise(base, home, rel, damage_at)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
@@ -466,34 +481,6 @@ def test_fuzz_stored_bytes(base, scratch):
     assert total > EXAMPLES // 2
 
 
-@pytest.mark.timeout(1800 if EXHAUSTIVE else 300)
-def test_fuzz_stored_bytes_with_tombstones(base, scratch):
-    """The same damage and the same guarantees, repair writing tombstones:
-    it still moves bytes and never deletes them (a tombstone is the only
-    line it adds in place), and every event before the damage survives."""
-    outcomes: dict[str, int] = {}
-
-    @settings(FUZZ_SETTINGS, max_examples=max(EXAMPLES // 3, 20))
-    @given(st.data())
-    def case(data):
-        rel = data.draw(st.sampled_from(base.targets), label="file")
-        mutated, kind = data.draw(mutation(base.files[rel], rel), label="mutation")
-        if mutated == base.files[rel]:
-            return
-        outcome = _run(base, rel, mutated, scratch, tombstones=True)
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
-
-    case()
-    total = sum(outcomes.values())
-    record_figure(
-        "fuzz",
-        "stored bytes, repair with tombstones (hypothesis)",
-        cases=total,
-        **{k.replace(" ", "_").replace(",", ""): v for k, v in outcomes.items()},
-    )
-    assert total > max(EXAMPLES // 3, 20) // 2
-
-
 # --- repair, case by case ------------------------------------------------------------
 
 
@@ -505,9 +492,12 @@ def _damaged_copy(base: Base, root: str, rel: str, data: bytes) -> str:
     return home
 
 
-def _reassemble(chunk_path: str) -> bytes:
-    """The chunk as it was before repair: kept bytes with quarantined pieces put back."""
+def _reassemble(chunk_path: str, without_tombstones: bool = False) -> bytes:
+    """The chunk as it was before repair: kept bytes (tombstones taken out)
+    with the quarantined pieces put back."""
     kept = open(chunk_path, "rb").read()
+    if without_tombstones:
+        kept = b"".join(line + b"\n" for line in kept.split(b"\n")[:-1] if not _is_tombstone(line + b"\n"))
     qpath = chunk_path + ".quarantine"
     rebuilt, k = bytearray(), 0
     for offset, piece in sorted(_quarantine_parts(qpath) if os.path.exists(qpath) else []):
@@ -523,11 +513,14 @@ def _last_chunk(base: Base) -> str:
 
 
 def test_repair_moves_a_damaged_record_to_quarantine_and_says_why(base, scratch):
+    """A flipped byte in a record: the record goes to quarantine (its bytes
+    kept, the header says where from and why), a tombstone with its id and
+    parent takes its place, every other event and HEAD stay."""
     rel = f"sessions/{SID}/chunks/000000.jsonl"
     original = base.files[rel]
     second = original.index(b"\n") + 1
     flipped = bytearray(original)
-    flipped[second + 20] ^= 0x04
+    flipped[second + 20] ^= 0x04  # inside the id: the index still knows it
     home = _damaged_copy(base, scratch, rel, bytes(flipped))
     store = Store(home, **OPTIONS)
     with warnings.catch_warnings():
@@ -535,20 +528,28 @@ def test_repair_moves_a_damaged_record_to_quarantine_and_says_why(base, scratch)
         actions = store.repair(SID)
     path = os.path.join(home, rel)
     length = original.index(b"\n", second) + 1 - second
+    damaged_id = base.index[1].id
     moved = [a for a in actions if " bytes at " in a]
     assert moved == [
         f"moved {length} bytes at {path}@{second} to {path}.quarantine: "
         f"checksum mismatch" + moved[0].split("checksum mismatch", 1)[1]
     ]
-    assert _reassemble(path) == bytes(flipped)
+    assert f"wrote a tombstone for event {damaged_id} in its place: its children keep their path" in actions
+    assert not any("moved HEAD" in a or "reachable" in a for a in actions), actions
+    stone_line = open(path, "rb").read()[second:].split(b"\n", 1)[0] + b"\n"
+    assert _is_tombstone(stone_line)
+    assert _reassemble(path, without_tombstones=True) == bytes(flipped)
     header = orjson.loads(open(path + ".quarantine", "rb").read().split(b"\n", 1)[0])
     assert (header["offset"], header["length"], header["from"]) == (second, length, "000000.jsonl")
     assert any("index.bin" in a for a in actions)  # the index is rebuilt from the chunks
-    damaged_id = base.index[1].id
     with store.open(SID, readonly=True) as s:
-        assert damaged_id not in s
-        _same(base, s, base.index[0].id, None)
-        assert s.head in s
+        stone = s.event(damaged_id)
+        assert stone.kind == "tombstone" and stone.parent_id == base.index[0].id
+        assert stone.record["quarantined"]["offset"] == second
+        for e in base.index:
+            if e.id != damaged_id:
+                _same(base, s, e.id, None)
+        assert [e.id for e in s.entries()] == [e.id for e in base.index]
     assert [p for p in store.fsck(SID) if p.severity == "error"] == []
 
 
@@ -571,85 +572,122 @@ def test_plain_fsck_never_changes_a_damaged_store(base, scratch):
             shutil.rmtree(home)
 
 
-# --- coverage-guided (optional) --------------------------------------------------------
+# --- coverage-guided (fuzzer.py) ------------------------------------------------------
 
-ATHERIS = r"""
-import os, shutil, sys, warnings
-import atheris
-with atheris.instrument_imports():
-    from agentlog import Store
-    from agentlog.errors import AgentlogError
-base = sys.argv[1]
-files = {}
-for dirpath, _, names in os.walk(base):
-    for name in names:
-        path = os.path.join(dirpath, name)
-        files[os.path.relpath(path, base)] = open(path, "rb").read()
-targets = sorted(rel for rel in files if rel.startswith("sessions/"))
-work = sys.argv[2]  # the test's own directory: libFuzzer exits without Python's cleanup
-warnings.simplefilter("ignore")
+#: cases per target under ``make fuzz`` (1,000,000 in all); AGENTLOG_FUZZ_SCALE scales them
+ATHERIS_CASES = {"scan": 600_000, "index": 150_000, "log": 100_000, "repair": 150_000}
+PLAIN_CASES = 150  # per target, in `make test`: the harness's own properties on random byte damage
 
-def one(data):
-    fdp = atheris.FuzzedDataProvider(data)
-    rel = targets[fdp.ConsumeIntInRange(0, len(targets) - 1)]
-    original = files[rel]
-    pos = fdp.ConsumeIntInRange(0, len(original))
-    cut = fdp.ConsumeIntInRange(0, 64)
-    insert = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 256))
-    home = os.path.join(work, "home")
-    shutil.rmtree(home, ignore_errors=True)
-    for r, content in files.items():
-        path = os.path.join(home, r)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(original[:pos] + insert + original[pos + cut:] if r == rel else content)
-    store = Store(home, chunk_size=2048, blob_threshold=300)
-    for readonly in (True, False):
-        try:
-            with store.open("fz", readonly=readonly) as s:
-                s.path()
-                s.context(resolve=True)
-        except AgentlogError:
-            pass
-    store.fsck("fz")
-    try:
-        store.repair("fz")
-        with store.open("fz") as s:
-            s.append("message", {"content": "after repair"}, "user")
-    except AgentlogError:
-        pass
 
-atheris.Setup([sys.argv[0]] + sys.argv[3:], one)
-atheris.Fuzz()
-"""
+@pytest.mark.parametrize("target", sorted(ATHERIS_CASES))
+def test_fuzz_harness_sampled(target, scratch):
+    """The coverage-guided harness's cases, driven by plain random byte
+    mutations (flips, cuts, inserts, copies, zeros): the same properties
+    ``make fuzz`` checks a million times (tests/reliability/fuzzer.py)."""
+    from . import fuzzer
+
+    h = fuzzer.run_plain(target, scratch, PLAIN_CASES, SEED)
+    record_figure("fuzz", f"harness {target} (plain, sampled)", cases=h.cases, **_labels(h.outcomes))
+    assert h.cases == PLAIN_CASES
+
+
+def _labels(outcomes: dict[str, int]) -> dict[str, int]:
+    return {
+        k.replace(" ", "_").replace(",", "").replace(":", "").replace("(", "").replace(")", ""): v
+        for k, v in outcomes.items()
+    }
 
 
 @pytest.mark.skipif(not EXHAUSTIVE, reason="coverage-guided fuzzing runs under `make fuzz` only")
-@pytest.mark.timeout(1800)
-def test_fuzz_atheris_coverage_guided(base, tmp_path):
-    """libFuzzer mutations of one stored file at a time: splice arbitrary bytes
-    in; every open, read, fsck and repair succeeds or raises AgentlogError
-    (any other exception or a hang crashes the fuzzer and fails this test)."""
-    pytest.importorskip("atheris", reason="atheris is optional (pip install atheris)")
+@pytest.mark.timeout(3 * 3600)
+def test_fuzz_atheris_coverage_guided(tmp_path):
+    """libFuzzer (atheris) on the recovery, index and repair code: one
+    process per target, all at once, each in its own tmpfs directory, for
+    ATHERIS_CASES cases. A failed property or an exception that is not an
+    AgentlogError stops that fuzzer with a crash file, and fails this test."""
+    pytest.importorskip("atheris", reason="atheris is the `fuzz` extra (pip install -e '.[fuzz]')")
     import subprocess
     import sys
+    import time
 
-    runs = 4000
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            ATHERIS,
-            base.dir,
-            str(tmp_path),
-            f"-runs={runs}",
-            f"-seed={SEED}",
-            "-max_len=512",
-            "-timeout=20",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1700,
+    scale = float(os.environ.get("AGENTLOG_FUZZ_SCALE", "1"))
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else str(tmp_path)
+    root = tempfile.mkdtemp(prefix="agentlog-atheris-", dir=base)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    procs = {}
+    start = time.monotonic()
+    load_before = os.getloadavg()
+    only = os.environ.get("AGENTLOG_FUZZ_TARGETS")  # a comma-separated subset, to rerun one
+    chosen = {t: n for t, n in ATHERIS_CASES.items() if not only or t in only.split(",")}
+    for target, cases in sorted(chosen.items()):
+        work = os.path.join(root, target)
+        os.makedirs(work)
+        runs = max(int(cases * scale), 1)
+        log = open(os.path.join(work, "libfuzzer.log"), "w")
+        procs[target] = (
+            runs,
+            work,
+            log,
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.reliability.fuzzer",
+                    target,
+                    work,
+                    f"-runs={runs}",
+                    f"-seed={SEED}",
+                    # a chunk of the base session is under 1.2 kB; the index 4 kB + 64 B an event
+                    f"-max_len={8192 if target == 'index' else 3072}",
+                    "-len_control=0",
+                    "-timeout=20",
+                    "-rss_limit_mb=4096",
+                    "-print_final_stats=1",
+                    f"-artifact_prefix={work}/",
+                ],
+                cwd=repo,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            ),
+        )
+    failures, total = [], 0
+    for target, (_runs, work, log, proc) in procs.items():
+        proc.wait()
+        log.close()
+        text = open(os.path.join(work, "libfuzzer.log"), errors="replace").read()
+        done = [line for line in text.splitlines() if line.startswith("Done ")]
+        if proc.returncode != 0 or not done:
+            failures.append(f"{target}: exit {proc.returncode}\n{text[-4000:]}")
+            continue
+        ran = int(done[-1].split()[1])
+        stats = {}
+        for name in os.listdir(work):
+            if name.startswith("stats-") and name.endswith(".json"):
+                with open(os.path.join(work, name)) as f:
+                    stats = json.load(f)
+        cov = [line for line in text.splitlines() if line.startswith("#") and "cov:" in line]
+        edges = int(cov[-1].split("cov:")[1].split()[0]) if cov else 0
+        seconds = int(done[-1].split(" in ")[1].split()[0])
+        record_figure(
+            "fuzz",
+            f"atheris {target}",
+            cases=ran,
+            seconds=seconds,
+            coverage_edges=edges,
+            **_labels(stats.get("outcomes", {})),
+        )
+        total += ran
+    load_after = os.getloadavg()
+    record_figure(
+        "fuzz",
+        "atheris, all targets",
+        cases_in_all=total,
+        wall_seconds=int(time.monotonic() - start),
+        load_before=f"{load_before[0]:.2f}",
+        load_after=f"{load_after[0]:.2f}",
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    record_figure("fuzz", "stored bytes (atheris)", cases=runs)
+    assert not failures, "\n\n".join(failures)
+    shutil.rmtree(root, ignore_errors=True)  # kept when a target failed: its crash file is the reproducer
+    assert total >= int(sum(chosen.values()) * scale)

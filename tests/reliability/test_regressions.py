@@ -318,19 +318,51 @@ def test_repair_rebuilds_an_index_fsck_finds_wrong(tmp_path):
     assert store.fsck("s") == []
 
 
-def test_repair_quarantines_a_whole_batch_when_one_member_is_bad(tmp_path):
+def test_repair_keeps_a_batch_whole_when_one_member_is_bad(tmp_path):
     """Fuzz: a batch member with a checksum-valid but malformed field was
     quarantined alone; the members left behind made every open fail with
-    'batch member out of order'. Fix: _scan_log condemns the whole batch."""
+    'batch member out of order'. Fix: _scan_log condemns the whole batch,
+    and repair makes it whole again: a tombstone in the bad member's place
+    (its id and parent from the index), the intact members kept."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        first = s.append("message", {"content": "one"}, "user")
+        batch = s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(3)])
+    _rewrite_line(_chunk(tmp_path, "s"), 2, lambda obj: obj.__setitem__("branch_from", -1))
+    actions = store.repair("s")
+    assert sum(" bytes at " in a for a in actions) == 1
+    assert any(f"tombstone for event {batch[1].id}" in a for a in actions), actions
+    with store.open("s") as s:
+        assert [e.id for e in s.path()] == [first.id] + [e.id for e in batch]
+        assert [e.kind for e in s.path()] == ["message", "message", "tombstone", "message"]
+        assert s.head == batch[-1].id
+        s.append("message", {"content": "after"}, "user")
+
+
+def test_repair_quarantines_a_whole_batch_when_a_member_cannot_be_identified(tmp_path):
+    """Invariant 6 still holds when no tombstone can stand in: a member whose
+    id and parent are gone (no index to say them) condemns its batch whole,
+    and the report names what that cut."""
     store = _session(tmp_path)
     with store.create(session_id="s") as s:
         first = s.append("message", {"content": "one"}, "user")
         s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(3)])
-    _rewrite_line(_chunk(tmp_path, "s"), 2, lambda obj: obj.__setitem__("branch_from", -1))
+        last = s.append("message", {"content": "after the batch"}, "user")
+    os.unlink(_index(tmp_path, "s"))
+    path = _chunk(tmp_path, "s")
+    lines = open(path, "rb").read().splitlines(keepends=True)
+    lines[2] = lines[2][:1] + b"#" * 94 + lines[2][95:]
+    open(path, "wb").write(b"".join(lines))
     actions = store.repair("s")
     assert sum(" bytes at " in a for a in actions) == 3
+    assert not any("tombstone" in a for a in actions)
+    assert [a for a in actions if "reachable" in a] == [
+        "1 intact events are no longer reachable from the root "
+        f"(a damaged record's id could not be recovered): {last.id}"
+    ]
     with store.open("s") as s:
         assert [e.id for e in s.path()] == [first.id]
+        assert last.id in s
         s.append("message", {"content": "after"}, "user")
 
 

@@ -430,14 +430,80 @@ def _check_after_append(store: Store, sid: str, ev) -> None:
 
 def repair_all(home: str, *, durability: str, chunk_size: int, blob_threshold: int) -> list[str]:
     """After damage the contract does not cover (``off`` across a power loss):
-    explicit repair must make every session writable again."""
+    explicit repair must make every session writable again, and lose no
+    intact event (check_repair)."""
     store = Store(home, durability, chunk_size=chunk_size, blob_threshold=blob_threshold)
     actions = []
     for sid in sorted(store.backend.session_ids()):
-        actions += store.repair(sid)
+        actions += check_repair(store, sid)
         with store.open(sid) as s:
             ev = s.append("message", {"content": "after repair"}, "user")
         with store.open(sid, readonly=True) as ro:
             if ro.head != ev.id:
                 raise Violation(f"session {sid}: after repair HEAD is {ro.head}, not {ev.id}")
+    return actions
+
+
+def intact_events(store: Store, sid: str) -> set[str]:
+    """Ids of the event records whose line is whole and checksum-valid in the
+    chunk files, and whose batch (if any) is whole: what repair must keep."""
+    from agentlog._codec import LineError, decode_line
+
+    chunks = os.path.join(store.backend.home, "sessions", sid, "chunks")  # type: ignore[attr-defined]
+    if not os.path.isdir(chunks):
+        return set()
+    out: set[str] = set()
+    batch: list[dict[str, Any] | None] = []
+    for name in sorted(n for n in os.listdir(chunks) if n.endswith(".jsonl")):
+        with open(os.path.join(chunks, name), "rb") as f:
+            lines = f.read().split(b"\n")[:-1]  # past the last newline: torn
+        for line in lines:
+            try:
+                rec: dict[str, Any] | None = decode_line(line)
+            except LineError:
+                rec = None
+            txn = rec.get("txn") if rec is not None else None
+            if txn is None:
+                if batch:  # a batch cut short
+                    batch = []
+                if rec is not None and "op" not in rec:
+                    out.add(rec["id"])
+                continue
+            if txn[0] != len(batch):
+                batch = []
+                if txn[0]:
+                    continue  # a member whose batch did not start here
+            batch.append(rec)
+            if len(batch) == txn[1]:
+                out.update(r["id"] for r in batch if r is not None and "op" not in r)
+                batch = []
+    return out
+
+
+def check_repair(store: Store, sid: str, seen: Snapshot | None = None) -> list[str]:
+    """Repair ``sid`` and check that it lost no intact event: each is still
+    there, every event reaches the root or is named, exactly, as cut in the
+    report, HEAD is on a whole path; with ``seen`` (what a reader saw before,
+    on a state the contract covers) repair changes no event and no HEAD."""
+    intact = intact_events(store, sid)
+    actions = store.repair(sid)
+    named: set[str] = set()
+    for a in actions:
+        if "reachable from the root" in a:
+            named |= set(a.split(": ", 1)[1].split(", "))
+    with store.open(sid, readonly=True) as ro:
+        parents = {e.id: e.parent_id for e in ro.entries()}
+        reachable = {NIL_ID}
+        for event_id in sorted(parents):  # ids increase along every path
+            if parents[event_id] in reachable:
+                reachable.add(event_id)
+        lost = intact - set(parents)
+        if lost:
+            raise Violation(f"session {sid}: repair lost intact events {sorted(lost)}: {actions}")
+        if named != set(parents) - reachable:
+            raise Violation(f"session {sid}: report names {sorted(named)}, cut {sorted(set(parents) - reachable)}")
+        if ro.head not in reachable:
+            raise Violation(f"session {sid}: after repair HEAD {ro.head} is not on a whole path")
+        if seen is not None and (snapshot(ro).entries, ro.head) != (seen.entries, seen.head):
+            raise Violation(f"session {sid}: repair of a legal crash state changed it: {actions}")
     return actions

@@ -50,8 +50,11 @@ def fsck(app: App, session: str | None, repair: bool, as_json: bool) -> None:
     (a torn tail, a lagging index: what the next writer fixes on its own)
     are printed but do not fail. Checking changes nothing; --repair moves
     each damaged record into a .quarantine file beside its chunk, never
-    deleting it, and says what it moved and why. Repair takes the
-    writer's lease, so it fails on a session another process is writing."""
+    deleting it, writes a tombstone with the damaged event's id and parent
+    in its place (so every intact event keeps its path and HEAD stays),
+    and says what it moved and why, and which events, if any, are no
+    longer reachable. Repair takes the writer's lease, so it fails on a
+    session another process is writing."""
     store = app.store
     sid = resolve_session(store, session) if session is not None else None
     if sid is not None:

@@ -50,6 +50,7 @@ KIND_STYLES = {
     "branch_summary": "yellow",
     "state": "dim",
     "label": "green",
+    "tombstone": "bold red",
 }
 
 
@@ -165,10 +166,19 @@ def full_text(kind: str, record: Any) -> str:
     if kind == "label" and "name" in record:
         target = record.get("target")
         return f"{record['name']} -> {target}" if target else str(record["name"])
+    if kind == "tombstone" and isinstance(record.get("quarantined"), dict):
+        return _tombstone_text(record)
     for key in ("content", "summary", "text"):
         if key in record:
             return _parts_text(record[key])
     return _compact(record)
+
+
+def _tombstone_text(record: dict[str, Any]) -> str:
+    """What fsck --repair put in a damaged record's place (docs/format.md)."""
+    q = record["quarantined"]
+    was = " ".join(str(v) for v in (record.get("kind"), record.get("role")) if v)
+    return f"damaged {was or 'event'} quarantined in {q.get('file')} @{q.get('offset')}: {q.get('reason')}"
 
 
 def preview(event: Event, limit: int = PREVIEW_LIMIT) -> str:

@@ -3,8 +3,11 @@
 ``verify_session`` reads every byte a session stores and changes nothing.
 ``repair_session`` is the only code that removes bytes from a chunk: it
 moves each damaged record into ``chunks/<n>.jsonl.quarantine`` (never
-deleting it), rewrites the chunk without it (temp file, sync, rename),
-then lets the next open rebuild the index and HEAD from the log.
+deleting it), writes a tombstone in the place of each damaged event
+record whose id and parent it can recover (tombstone.py), so that every
+intact event keeps its path and HEAD stays, rewrites the chunk (temp file,
+sync, rename), then lets the next open rebuild the index and HEAD from
+the log.
 """
 
 from __future__ import annotations
@@ -343,15 +346,13 @@ def repair_session(
     session_id: str,
     chunk_size: int,
     open_writer: Callable[[], SessionStorage],
-    *,
-    tombstones: bool = False,
 ) -> list[str]:
     """Quarantine damaged records, then let a writer rebuild index and HEAD.
     The caller holds the session's lease; ``open_writer`` opens its storage.
 
-    With ``tombstones``, a damaged event record whose id and parent can be
-    recovered (tombstone.py) is replaced by a tombstone in the same place,
-    so every intact event after it keeps its path and HEAD stays."""
+    A damaged event record whose id and parent can be recovered
+    (tombstone.py) is replaced by a tombstone in the same place, so every
+    intact event after it keeps its path and HEAD stays."""
     actions: list[str] = []
     meta_path = layout.meta(session_id)
     try:
@@ -367,14 +368,20 @@ def repair_session(
     log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=True, writable=True)
     try:
         scan = _scan_log(log)
+        entries = index_entries_by_location(fs, layout.index(session_id))
+        scan.bad = _split_merged(_merge_split(scan.bad, entries), entries, log)
         by_chunk: dict[int, list[_Bad]] = {}
         # A torn tail too: a writer's open would cut it off, but repair
         # never deletes (and damage can look like a torn tail).
         for b in scan.bad + ([scan.torn] if scan.torn else []):
             by_chunk.setdefault(b.chunk, []).append(b)
-        plan = _plan_tombstones(fs, layout.index(session_id), log, scan) if tombstones else {}
+        planned = _plan_tombstones(entries, log, scan)
+        plan = planned.lines
+        already_cut = _cut_before(scan, planned)
+        rewrites: dict[int, _Rewrite] = {}
         for chunk, bads in sorted(by_chunk.items()):
-            actions += _quarantine(fs, log, chunk, bads, plan)
+            done, rewrites[chunk] = _quarantine(fs, log, chunk, bads, plan)
+            actions += done
         if plan:
             # A tombstone or a kept batch member that still does not fit (a
             # recovered id out of order, a batch still short) is found by the
@@ -382,10 +389,14 @@ def repair_session(
             log.close()
             log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=True, writable=True)
             again: dict[int, list[_Bad]] = {}
-            for b in _scan_log(log).bad:
+            rescan = _scan_log(log)
+            # A kept batch still short at the end of the log reads as a torn
+            # tail: quarantined too, or the writer's open would cut it off.
+            for b in rescan.bad + ([rescan.torn] if rescan.torn else []):
                 again.setdefault(b.chunk, []).append(b)
             for chunk, bads in sorted(again.items()):
-                actions += _quarantine(fs, log, chunk, bads, {})
+                unchanged = _Rewrite([(0, 0, 1 << 62)], set())  # a chunk the first pass left alone
+                actions += _quarantine(fs, log, chunk, bads, {}, rewrites.get(chunk, unchanged))[0]
         blobs = BlobStore(fs, layout.blobs(session_id), durable=True)
         # Leftovers of blob writes a crash interrupted; never named by an
         # event (the rename comes first), so removing them loses nothing.
@@ -412,15 +423,16 @@ def repair_session(
         if actions:
             log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=False, writable=False)
             try:
-                head = _intact_head(_scan_log(log))
+                final = _scan_log(log)
             finally:
                 log.close()
+            head = _intact_head(final)
             if head != storage.head():
                 # A quarantined event cut HEAD's path; keep the newest whole
                 # path active. Nothing is rewritten: a checkout is appended.
                 storage.commit(Commit((), head, storage.head())).wait()
                 actions.append(f"moved HEAD to {head}: the path to the old HEAD ran through a quarantined record")
-            actions += _unreachable_report(fs, layout, session_id)
+            actions += _unreachable_report(final, already_cut)
     finally:
         storage.close()
     return actions
@@ -447,10 +459,86 @@ def _restore_layout(fs: OsFs, layout: Layout, session_id: str) -> list[str]:
 _KEEP = b""  # plan value: an intact batch member stays where it is
 
 
-def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> dict[tuple[int, int], bytes]:
-    """(chunk, offset) of a bad line -> its tombstone line, or _KEEP for an
-    intact member of a batch that a tombstone makes whole again."""
-    entries = index_entries_by_location(fs, index_path)
+@dataclass
+class _Plan:
+    """What repair will write in place of the bad lines."""
+
+    #: (chunk, offset) of a bad line -> its tombstone line, or _KEEP for an
+    #: intact member of a batch that a tombstone makes whole again
+    lines: dict[tuple[int, int], bytes]
+    #: the ids the bad lines are known to hold (tombstones, intact members of
+    #: condemned batches, kept or not)
+    ids: set[str]
+    #: (id before, id after) in log order around each damaged line: what it
+    #: held (one record, or more when a lost newline merged lines) sorts between
+    slots: list[tuple[str, str | None]]
+
+
+def _merge_split(bads: list[_Bad], entries: dict[tuple[int, int, int], dict[str, Any]]) -> list[_Bad]:
+    """A byte turned into a newline splits one record into two lines: bad
+    lines that together span exactly what one index entry frames are one
+    damaged record again."""
+    bads = sorted(bads, key=lambda b: (b.chunk, b.offset))
+    spans = {(c, o): n for c, o, n in entries}
+    out: list[_Bad] = []
+    i = 0
+    while i < len(bads):
+        b = bads[i]
+        want = spans.get((b.chunk, b.offset))
+        j, end = i, b.offset + b.length
+        if want is not None:
+            while (
+                end < b.offset + want
+                and j + 1 < len(bads)
+                and (bads[j + 1].chunk, bads[j + 1].offset) == (b.chunk, end)
+            ):
+                j += 1
+                end += bads[j].length
+        if want is not None and j > i and end == b.offset + want:
+            out.append(_Bad(b.chunk, b.offset, end - b.offset, b.reason + " (a newline inside the record)"))
+        else:
+            out.append(b)
+            j = i
+        i = j + 1
+    return out
+
+
+def _split_merged(bads: list[_Bad], entries: dict[tuple[int, int, int], dict[str, Any]], log: ChunkLog) -> list[_Bad]:
+    """A lost newline merges two records into one line: a bad line that holds,
+    at the very offset the index gives, the start of a record the index
+    frames (``{"id":"<its id>"``) is cut there. The pieces are planned one by
+    one (an intact record among them is kept as it is)."""
+    starts: dict[int, list[tuple[int, str]]] = {}
+    for (c, o, _n), e in entries.items():
+        if isinstance(e.get("id"), str):
+            starts.setdefault(c, []).append((o, e["id"]))
+    for found in starts.values():
+        found.sort()
+    out: list[_Bad] = []
+    for b in bads:
+        inside = [
+            (o, i)
+            for o, i in starts.get(b.chunk, [])[bisect.bisect_right(starts.get(b.chunk, []), (b.offset, "~")) :]
+            if o < b.offset + b.length
+        ]
+        if not inside:
+            out.append(b)
+            continue
+        data = log.read(b.chunk, b.offset, b.length)
+        cuts = [b.offset]
+        cuts += [o for o, i in inside if data[o - b.offset :].startswith(b'{"id":"' + i.encode() + b'"')]
+        cuts.append(b.offset + b.length)
+        if len(cuts) == 2:
+            out.append(b)
+            continue
+        for start, end in itertools.pairwise(cuts):
+            out.append(_Bad(b.chunk, start, end - start, b.reason + " (records merged: a newline lost)"))
+    return out
+
+
+def _plan_tombstones(entries: dict[tuple[int, int, int], dict[str, Any]], log: ChunkLog, scan: _Scan) -> _Plan:
+    """A tombstone for each damaged event line whose identity is recovered
+    and fits; the intact members of batches those make whole are kept."""
     bads = sorted(scan.bad, key=lambda b: (b.chunk, b.offset))
     # Every intact event in log order: those the scan applied, and the intact
     # members of batches a damaged member condemned (kept if a tombstone
@@ -476,21 +564,29 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> d
     plan: dict[tuple[int, int], bytes] = {}
     planned: set[str] = set()
     lines_of: dict[int, list[Line]] = {}
-    found = [(b, recover(data.rstrip(b"\n"), entries.get((b.chunk, b.offset, b.length)))) for b, data in damaged]
+    found = [
+        (b, recover(data.rstrip(b"\n"), entry))
+        for (b, data), entry in zip(damaged, _index_entries_for(entries, damaged, locs, ids, present), strict=True)
+    ]
     # Ids some record names as its parent but no line holds: the intact
     # events' parents, and the parents read from other damaged lines.
     missing |= {r.parent_id for _, r in found if r is not None} - present - {NIL_ID}
+    slots: list[tuple[str, str | None]] = []
+    txn_ends: dict[tuple[int, int], list[int]] = {}  # (chunk, end) of a tombstone -> its batch marker
     for b, recovered in found:
+        i = bisect.bisect_left(locs, (b.chunk, b.offset))
+        before = ids[i - 1] if i else ""
+        after = ids[i] if i < len(ids) else None
+        slots.append((before, after))
         if recovered is None:
             continue
         # The batch marker comes from the intact lines around it: a flipped
         # digit in the damaged marker itself would still look like one.
         prev_rec, next_rec = _around(log, lines_of, b)
+        if prev_rec is None and (b.chunk, b.offset) in txn_ends:
+            prev_rec = {"txn": txn_ends[(b.chunk, b.offset)]}  # the tombstone just before it
         if prev_rec is not None or next_rec is not None:
             recovered.txn = neighbour_txn(prev_rec, next_rec)
-        i = bisect.bisect_left(locs, (b.chunk, b.offset))
-        before = ids[i - 1] if i else ""
-        after = ids[i] if i < len(ids) else None
         if recovered.source != "index" and recovered.id not in missing:
             # A damaged id can still look like an id: the missing id that
             # sorts here and is nearest to it (a flipped byte or two; ids
@@ -504,8 +600,8 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> d
             if near and near[0][0] <= 2 and (len(near) == 1 or near[1][0] > near[0][0]):
                 recovered.id = near[0][1]
         known = set(ids[:i]) | planned  # a parent comes before its child
-        if not fits(recovered, before, after, known):
-            continue
+        if recovered.id in planned or not fits(recovered, before, after, known):
+            continue  # (a second damaged copy of one record: the first has the tombstone)
         stamp = recovered.timestamp
         if stamp is None or not _STAMP_OK.match(stamp):
             stamp = intact[locs[i - 1]]["timestamp"] if i else format_timestamp(time.time_ns())
@@ -517,12 +613,67 @@ def _plan_tombstones(fs: OsFs, index_path: str, log: ChunkLog, scan: _Scan) -> d
             "reason": b.reason,
         }
         plan[(b.chunk, b.offset)] = tombstone_line(recovered, stamp, where)
+        if recovered.txn is not None:
+            txn_ends[(b.chunk, b.offset + b.length)] = recovered.txn
         planned.add(recovered.id)
         missing.discard(recovered.id)  # found: no second damaged line may take it
-    if plan:
-        for at in keep:
-            plan[at] = _KEEP
-    return plan
+    for at in keep:
+        # Kept even without a tombstone (damage inserted between members);
+        # a batch still short is found by the second scan and quarantined.
+        plan[at] = _KEEP
+    return _Plan(plan, planned | {intact[at]["id"] for at in keep}, slots)
+
+
+def _index_entries_for(
+    entries: dict[tuple[int, int, int], dict[str, Any]],
+    damaged: list[tuple[_Bad, bytes]],
+    locs: list[tuple[int, int]],
+    ids: list[str],
+    present: set[str],
+) -> list[dict[str, Any] | None]:
+    """The index entry of each damaged line: the one that frames it exactly,
+    else by order: the entries for ids no line holds that sort between the
+    same two intact lines, when there are exactly as many as damaged lines
+    there (damage that changed a length shifts every later offset)."""
+    out: list[dict[str, Any] | None] = [entries.get((b.chunk, b.offset, b.length)) for b, _ in damaged]
+    slots: dict[int, list[int]] = {}
+    for k, (b, _) in enumerate(damaged):
+        slots.setdefault(bisect.bisect_left(locs, (b.chunk, b.offset)), []).append(k)
+    by_id = sorted((e["id"], e) for e in entries.values() if is_event_id(e.get("id")) and e["id"] not in present)
+    for i, members in slots.items():
+        if all(out[k] is not None for k in members):
+            continue
+        lo, hi = ids[i - 1] if i else "", ids[i] if i < len(ids) else None
+        candidates = [e for eid, e in by_id if eid > lo and (hi is None or eid < hi)]
+        if len(candidates) == len(members) and all(
+            out[k] is None or out[k] is e for k, e in zip(members, candidates, strict=True)
+        ):
+            for k, e in zip(members, candidates, strict=True):
+                out[k] = e
+    return out
+
+
+def _cut_before(scan: _Scan, plan: _Plan) -> set[str]:
+    """Intact events already cut from the root before this repair: their
+    ancestry names an id that no line holds, not even a damaged one (an
+    earlier repair took it). A missing id that sorts where a damaged line
+    sits may be that line's: its loss is this repair's."""
+    present = set(scan.order) | plan.ids | {NIL_ID}
+    ok: set[str] = set()
+    cut: set[str] = set()
+    for event_id in scan.order:
+        parent = scan.events[event_id]["parent_id"]
+        if parent in cut:
+            cut.add(event_id)
+        elif (
+            parent in ok
+            or parent in present
+            or any(parent > lo and (hi is None or parent < hi) for lo, hi in plan.slots)
+        ):
+            ok.add(event_id)
+        else:
+            cut.add(event_id)
+    return cut
 
 
 def _around(
@@ -545,13 +696,11 @@ def _around(
     return (decoded(at - 1), decoded(at + 1)) if at is not None else (None, None)
 
 
-def _unreachable_report(fs: OsFs, layout: Layout, session_id: str) -> list[str]:
-    """Name the events whose path to the root a quarantine cut."""
-    log = ChunkLog(fs, layout.chunks(session_id), chunk_size=1 << 62, durable=False, writable=False)
-    try:
-        scan = _scan_log(log)
-    finally:
-        log.close()
+def _unreachable_report(scan: _Scan, already_cut: set[str]) -> list[str]:
+    """Name every intact event whose path to the root this repair cut (a
+    damaged record whose id could not be recovered), and apart from them
+    those that were cut before it. ``scan``: the log as repair left it (a
+    checkout repair appends moves no event)."""
     intact: set[str] = {NIL_ID}
     cut: list[str] = []
     for event_id in scan.order:
@@ -559,49 +708,120 @@ def _unreachable_report(fs: OsFs, layout: Layout, session_id: str) -> list[str]:
             intact.add(event_id)
         else:
             cut.append(event_id)
-    if not cut:
-        return []
-    shown = ", ".join(cut[:20]) + (f" and {len(cut) - 20} more" if len(cut) > 20 else "")
-    return [f"{len(cut)} intact events are no longer reachable from the root (a lost parent): {shown}"]
+    now = [e for e in cut if e not in already_cut]
+    before = [e for e in cut if e in already_cut]
+    out = []
+    if now:
+        out.append(
+            f"{len(now)} intact events are no longer reachable from the root "
+            f"(a damaged record's id could not be recovered): {', '.join(now)}"
+        )
+    if before:
+        out.append(
+            f"{len(before)} intact events were already unreachable from the root "
+            f"(a parent no line of the log holds): {', '.join(before)}"
+        )
+    return out
 
 
-def _quarantine(fs: OsFs, log: ChunkLog, chunk: int, bads: list[_Bad], plan: dict[tuple[int, int], bytes]) -> list[str]:
+def _lines_of(data: bytes) -> list[tuple[int, bytes]]:
+    """(offset, line) of each line in ``data``, newlines kept."""
+    out, pos = [], 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end + 1
+        out.append((pos, data[pos:end]))
+        pos = end
+    return out
+
+
+@dataclass
+class _Rewrite:
+    """Where each byte of a chunk repair rewrote came from."""
+
+    #: (new offset, offset in the chunk as repair found it, length) of each
+    #: run of bytes kept, in order
+    kept: list[tuple[int, int, int]]
+    #: the tombstone lines repair wrote (not the user's bytes)
+    written: set[bytes]
+
+    def origin(self, offset: int) -> int | None:
+        """The offset a kept byte had before the rewrite (None: repair wrote it)."""
+        i = bisect.bisect_right(self.kept, (offset, 1 << 62, 0)) - 1
+        if i >= 0:
+            new, old, length = self.kept[i]
+            if offset < new + length:
+                return old + offset - new
+        return None
+
+
+def _quarantine(
+    fs: OsFs,
+    log: ChunkLog,
+    chunk: int,
+    bads: list[_Bad],
+    plan: dict[tuple[int, int], bytes],
+    before: _Rewrite | None = None,
+) -> tuple[list[str], _Rewrite]:
+    """Move ``bads`` out of the chunk (tombstones or kept members in their
+    place, per ``plan``). ``before``: the chunk is repair's own rewrite (a
+    second pass); a tombstone it wrote that does not fit is dropped (the
+    damaged bytes it stood for are in quarantine already), and the user's
+    bytes are quarantined under the offsets they had when repair began."""
     path = log.path(chunk)
     data = fs.read_file(path)
     keep = bytearray()
+    rewrite = _Rewrite([], set())
     qpath = path + ".quarantine"
     qfd = fs.open(qpath, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     actions = []
+
+    def copy(start: int, end: int) -> None:
+        if end > start:
+            rewrite.kept.append((len(keep), start, end - start))
+            keep.extend(data[start:end])
+
+    if before is not None:  # one line at a time: a span may hold tombstones and the user's lines
+        bads = [
+            _Bad(b.chunk, b.offset + start, len(line), b.reason)
+            for b in bads
+            for start, line in _lines_of(data[b.offset : b.offset + b.length])
+        ]
     try:
         pos = 0
         for b in sorted(bads, key=lambda b: b.offset):
-            keep += data[pos : b.offset]
+            copy(pos, b.offset)
+            pos = b.offset + b.length
             damaged = data[b.offset : b.offset + b.length]
             instead = plan.get((chunk, b.offset))
             if instead == _KEEP:
-                keep += damaged  # an intact batch member: its batch is whole again
-                pos = b.offset + b.length
+                copy(b.offset, pos)  # an intact batch member: its batch is whole again
                 continue
+            if before is not None and damaged in before.written and before.origin(b.offset) is None:
+                event_id = orjson.loads(damaged)["id"]
+                actions.append(f"took back the tombstone for event {event_id}: it does not fit the log around it")
+                continue
+            offset = b.offset if before is None else before.origin(b.offset)
             header = orjson.dumps(
                 {
                     "quarantined_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "from": os.path.basename(path),
-                    "offset": b.offset,
+                    "offset": offset,
                     "length": len(damaged),
                     "reason": b.reason,
                 }
             )
             fs.write(qfd, header + b"\n" + damaged + b"\n", qpath)
-            actions.append(f"moved {len(damaged)} bytes at {path}@{b.offset} to {qpath}: {b.reason}")
+            actions.append(f"moved {len(damaged)} bytes at {path}@{offset} to {qpath}: {b.reason}")
             if instead:
                 keep += instead
+                rewrite.written.add(instead)
                 event_id = orjson.loads(instead)["id"]
                 actions.append(f"wrote a tombstone for event {event_id} in its place: its children keep their path")
-            pos = b.offset + b.length
-        keep += data[pos:]
+        copy(pos, len(data))
         fs.fsync(qfd, qpath)
     finally:
         fs.close(qfd)
     fs.fsync_dir(os.path.dirname(path))
     fs.write_atomic(path, bytes(keep), durable=True)
-    return actions
+    return actions, rewrite

@@ -146,11 +146,16 @@ def _canonical_ns(stamp: str) -> int | None:
     ``format_timestamp`` writes), or None for any other form: it is then
     read from the record, exactly as written."""
     global _second
+    cached = _second
+    if len(stamp) == 30 and stamp[:19] == cached[0] and stamp[19] == "." and stamp[29] == "Z":
+        frac = stamp[20:29]  # the common case: the same second as the last append's
+        if frac.isascii() and frac.isdigit():
+            ns = cached[1] * 1_000_000_000 + int(frac)
+            return ns if ns < 1 << 63 else None
     m = _STAMP.match(stamp)
     if m is None:
         return None
     head, frac = m.groups()
-    cached = _second
     if cached[0] != head:
         try:
             secs = calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M:%S"))
@@ -331,6 +336,10 @@ class Index:
     def _id_at(self, i: int) -> bytes:
         return self.fs.pread(self._fd, 16, HEADER_SIZE + i * ENTRY_SIZE, self.path)
 
+    def _key(self, event_id: str) -> bytes:
+        """What ``_id_at`` returns for ``event_id``."""
+        return id_bytes(event_id)
+
     def _fields(self, raw: bytes, i: int) -> tuple[Any, ...]:
         if len(raw) != ENTRY_SIZE:
             raise IndexDamaged(f"{self.path} entry {i} cut short")
@@ -361,7 +370,7 @@ class Index:
         A path walk asks for each parent right after its child, and a
         parent usually sits in the slot just before, so that slot is tried
         first: one 16-byte read per step instead of a search."""
-        key = id_bytes(event_id)
+        key = self._key(event_id)
         guess = self._last_pos - 1
         if 0 <= guess < self.count and self._id_at(guess) == key:
             self._last_pos = guess

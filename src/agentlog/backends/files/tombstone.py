@@ -42,6 +42,9 @@ TOMBSTONE_KIND = "tombstone"
 
 _UUID = rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _HEAD = re.compile(rb'\{"id":"(' + _UUID + rb')","parent_id":"(' + _UUID + rb')"')
+#: The same two ids by position alone (``{"id":"`` is 7 bytes, ``","parent_id":"``
+#: 15): a damaged key or quote around intact ids does not lose them.
+_HEAD_AT = re.compile(rb".{7}(" + _UUID + rb").{15}(" + _UUID + rb')"', re.DOTALL)
 #: branch_from only marks a branch point (what ``tree`` draws); if its bytes
 #: are damaged the tombstone goes without it rather than not at all.
 _BRANCH = re.compile(rb'"branch_from":(null|"' + _UUID + rb'")')
@@ -105,8 +108,10 @@ def recover(damaged: bytes, entry: dict[str, Any] | None) -> Recovered | None:
             txn,
             "index",
         )
-    h = _HEAD.match(damaged)
-    if h is None or damaged.startswith(b'{"op"'):
+    if damaged.startswith(b'{"op"'):
+        return None
+    h = _HEAD.match(damaged) or _HEAD_AT.match(damaged)
+    if h is None:
         return None
     stamp = _STAMP.search(damaged)
     b = _BRANCH.match(damaged, h.end() + 1)
