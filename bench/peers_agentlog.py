@@ -98,6 +98,8 @@ class AgentlogPeer(Peer):
         self.sync = {"file": "fdatasync", "sqlite": "WAL fsync", "postgresql": "WAL flush", "memory": "no sync"}[
             backend
         ]
+        if session_each:
+            self.durability = "fdatasync per append (each session its own)"
         self._stores: dict[tuple[str, str], Store] = {}
 
     def unavailable(self) -> str | None:

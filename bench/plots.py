@@ -80,7 +80,7 @@ def _lines(
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=11)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="best", framealpha=0.8)
     f.text(0.01, 0.01, _note(doc, fig), fontsize=6)
     f.tight_layout()
     f.savefig(out, dpi=110)
