@@ -35,8 +35,8 @@ when a property fails; any exception not an ``AgentlogError`` crashes too):
   event is reachable from the root or named, exactly, in the report; HEAD
   stays unless its path was cut, which the report then says; when the
   damage sits inside one event line of the same length (the index still
-  frames it), nothing at all is cut; the session then takes an append and
-  fsck finds nothing but what no byte is left to fix.
+  frames it), nothing at all is cut; fsck then finds nothing but what no
+  byte is left to fix.
 
 Run ``python -m tests.reliability.fuzzer TARGET WORKDIR [libFuzzer flags]``
 (``--plain N`` runs N cases of random byte mutations without atheris, as
@@ -350,8 +350,9 @@ class Harness:
                 assert s.head == self.base.head, f"HEAD {s.head}, the log says {self.base.head}"
                 assert [e.id for e in s.path()] == self.base.path, "the path changed"
                 assert sorted(e.id for e in s.entries()) == sorted(self.base.order), "the events changed"
-                for event_id in self.base.order:
-                    self._same(s, event_id)
+                if readonly:  # every record, through the index the reader built
+                    for event_id in self.base.order:
+                        self._same(s, event_id)
         errors = [str(p) for p in self.store.fsck(SID) if p.severity == "error"]
         assert not errors, f"fsck after a writer's open: {errors}"
         return "read the log exactly"
@@ -390,13 +391,7 @@ class Harness:
             if strong:
                 assert not unreachable, f"a same-length damage inside one event line cut {unreachable}: {actions}"
                 assert set(self.base.order) <= set(entries), f"events lost: {actions}"
-            try:
-                ev = s.append("message", {"content": "after repair"}, "user")
-                assert s.head == ev.id
-            except self.Typed:
-                # Only refusal allowed: the newest id is the largest UUID (a
-                # forged one), and ids must increase (invariant 11).
-                assert max(entries) == "ffffffff-ffff-ffff-ffff-ffffffffffff", "append after repair failed"
+        # (an append after repair: the hypothesis family checks it, at a cost this volume cannot pay)
         remaining = [
             str(p)
             for p in self.store.fsck(SID)
@@ -456,17 +451,27 @@ def _valid(h: Harness, line: bytes) -> bool:
 
 
 def _first_difference(a: bytes, b: bytes) -> int:
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)
+    """Length of the common prefix (a binary search on slice comparisons: C speed)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _common_suffix(a: bytes, b: bytes, start: int) -> int:
     """Bytes at the end that are the same, not reaching back before ``start``."""
-    n = min(len(a), len(b)) - start
-    k = 0
-    while k < n and a[-1 - k] == b[-1 - k]:
-        k += 1
-    return k
+    lo, hi = 0, min(len(a), len(b)) - start
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid :] == b[len(b) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _quarantine_parts(path: str) -> list[tuple[int, bytes]]:
