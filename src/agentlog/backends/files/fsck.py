@@ -586,7 +586,11 @@ def _plan_tombstones(entries: dict[tuple[int, int, int], dict[str, Any]], log: C
         if prev_rec is None and (b.chunk, b.offset) in txn_ends:
             prev_rec = {"txn": txn_ends[(b.chunk, b.offset)]}  # the tombstone just before it
         if prev_rec is not None or next_rec is not None:
-            recovered.txn = neighbour_txn(prev_rec, next_rec)
+            # Where a neighbour is unknown too (damaged) and the other says
+            # nothing, the marker read from the damaged bytes stands.
+            said = neighbour_txn(prev_rec, next_rec)
+            if said is not None or (prev_rec is not None and next_rec is not None):
+                recovered.txn = said
         if recovered.source != "index" and recovered.id not in missing:
             # A damaged id can still look like an id: the missing id that
             # sorts here and is nearest to it (a flipped byte or two; ids
