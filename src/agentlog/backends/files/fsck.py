@@ -516,11 +516,10 @@ def _split_merged(bads: list[_Bad], entries: dict[tuple[int, int, int], dict[str
         found.sort()
     out: list[_Bad] = []
     for b in bads:
-        inside = [
-            (o, i)
-            for o, i in starts.get(b.chunk, [])[bisect.bisect_right(starts.get(b.chunk, []), (b.offset, "~")) :]
-            if o < b.offset + b.length
-        ]
+        found = starts.get(b.chunk, [])
+        # ("~" sorts after any id: entries that start strictly inside the line)
+        lo = bisect.bisect_right(found, (b.offset, "~"))
+        inside = found[lo : bisect.bisect_left(found, (b.offset + b.length, ""), lo)]
         if not inside:
             out.append(b)
             continue
