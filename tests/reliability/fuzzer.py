@@ -414,7 +414,9 @@ class Harness:
         lo, hi = start, len(original) - tail  # the changed range of the original
         shift = len(content) - len(original)
         # A forged record: a complete, checksum-valid line in the damage.
-        region = content[max(0, content.rfind(b"\n", 0, lo) + 1) : hi + shift]
+        # (whole lines: from the start of the first changed one to the end of the last)
+        end = content.find(b"\n", max(hi + shift - 1, 0))
+        region = content[max(0, content.rfind(b"\n", 0, lo) + 1) : len(content) if end < 0 else end + 1]
         forged = any(_valid(self, line) for line in _split(region))
         intact_lines = set()
         for event_id, (r, off, end, _rec, _b) in self.base.lines.items():
