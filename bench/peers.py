@@ -23,7 +23,7 @@ from typing import Any
 from . import peers_append, peers_disk, peers_listing, peers_resume, peers_rss
 from ._common import code_version, describe_machine, machine
 from .peers_peer import Peer
-from .peers_stores import all_peers, rss_only
+from .peers_stores import all_peers, append_only, rss_only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGURES = {
@@ -77,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     peers = [p for p in all_peers() if not chosen or p.key in chosen]
     skipped = {p.key: why for p in peers if (why := p.unavailable())}
     peers = [p for p in peers if p.key not in skipped]
-    extra = [p for p in rss_only() if p.unavailable() is None and (not chosen or p.key in chosen)]
+    extra = {
+        "rss": [p for p in rss_only() if p.unavailable() is None and (not chosen or p.key in chosen)],
+        "append": [p for p in append_only() if p.unavailable() is None and (not chosen or p.key in chosen)],
+    }
 
     info = machine(bench_dir)
     code = code_version(ROOT)
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     doc.setdefault("figures", {})
     for name in figures:
         same = SAME_AS.get(name, {})
-        mine = [p for p in peers if p.key not in same] + (extra if name == "rss" else [])
+        mine = [p for p in peers if p.key not in same] + extra.get(name, [])
         t0 = time.perf_counter()
         print(f"... {name}: {', '.join(p.key for p in mine)}", file=sys.stderr, flush=True)
         result = FIGURES[name].run(ctx, mine)
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             mode="quick" if args.quick else "full",
             machine=info,
             code=code,
-            peers=describe(all_peers() + rss_only()),
+            peers=describe(all_peers() + rss_only() + append_only()),
             skipped=skipped,
         )
         tmp = path + ".tmp"

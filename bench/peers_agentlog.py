@@ -78,10 +78,17 @@ class AgentlogPeer(Peer):
     shares_session = True
     writers_note = "one session, 8 threads sharing its Session (group commit)"
 
-    def __init__(self, backend: str) -> None:
+    def __init__(self, backend: str, session_each: bool = False) -> None:
         self.backend = backend
         self.key = f"agentlog-{backend}"
         self.label = f"agentlog ({backend})"
+        if session_each:
+            # The 8-writer layout of the file peers, for comparison: no shared session.
+            self.key += "-sessions"
+            self.label += ", a session per writer"
+            self.shares_session = False
+            self.writers_note = "8 threads, a session each (as the file peers)"
+            self.eight_only = True
         self.durability = {
             "file": "fdatasync per append (8 writers share one)",
             "sqlite": "SQLite WAL, synchronous=FULL: WAL fsync per commit",

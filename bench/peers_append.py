@@ -70,6 +70,7 @@ def _stats(samples: list[float]) -> dict[str, Any]:
 
 
 def one_writer(bench_dir: str, peers: list[Peer], size: int, appends: int) -> dict[str, Any]:
+    peers = [p for p in peers if not p.eight_only]
     setups = {p.key: _writers(bench_dir, p, size, 1, f"1w_{size}") for p in peers}
     items = ordinary(size + appends, seed=3)[size:]
     natives = {p.key: [setups[p.key][1][0].prepare(ev) for ev in items] for p in peers}

@@ -67,16 +67,17 @@ def turns_with_tools(turns: int, seed: int = 11) -> list[Ev]:
     return out
 
 
-def big(events: int, target_bytes: int, seed: int = 13) -> Iterator[Ev]:
+def big(events: int, target_bytes: int, seed: int = 13, every: int = 5000) -> Iterator[Ev]:
     """``events`` events of about ``target_bytes`` in all, streamed (the
-    1 GB one is not held in memory); compaction markers every 5,000."""
+    1 GB one is not held in memory); a compaction marker every ``every``
+    events, the first at half of it."""
     lo, hi = 20 * 1024, 200 * 1024
     p_big = min(1.0, target_bytes / ((lo + hi) / 2 * (events / 4)))
     rng = random.Random(seed)
     texts = _Texts(rng)
     pool = base64.b64encode(rng.randbytes(hi * 2)).decode()
     for i in range(events):
-        if i and i % 5000 == 2500:
+        if i and i % every == every // 2:
             yield COMPACTION, "system", {"summary": texts(2000), "keep": KEEP}
             continue
         output = ""

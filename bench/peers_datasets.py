@@ -54,7 +54,7 @@ def peer_version(key: str) -> str:
             return metadata.version(_PACKAGES[key])
         except metadata.PackageNotFoundError:
             return "missing"
-    return "2"  # the file layouts' own version: bump it when their layout changes
+    return "3"  # the file layouts' own version: bump it when their layout changes
 
 
 def data_key(peer: Peer) -> str:

@@ -51,9 +51,18 @@ def pi_message(ev: Ev) -> dict[str, Any]:
     raise ValueError(f"no pi message for {kind}")
 
 
-def _pi_entry(ev: Ev, parent: str | None, recent: list[str]) -> dict[str, Any]:
+def _new_id(taken: set[str]) -> str:
+    """pi's entry id: 8 random hex digits, drawn again on a collision
+    (at 100,000 entries a collision is likely, and would loop the parent chain)."""
+    while (new := secrets.token_hex(4)) in taken:
+        pass
+    taken.add(new)
+    return new
+
+
+def _pi_entry(ev: Ev, parent: str | None, recent: list[str], taken: set[str]) -> dict[str, Any]:
     kind, _role, record = ev
-    entry: dict[str, Any] = {"type": "message", "id": secrets.token_hex(4), "parentId": parent, "timestamp": _now()}
+    entry: dict[str, Any] = {"type": "message", "id": _new_id(taken), "parentId": parent, "timestamp": _now()}
     if kind == COMPACTION:
         entry["type"] = "compaction"
         entry["summary"] = record["summary"]
@@ -68,6 +77,7 @@ class _JsonlWriter(Writer):
     def __init__(self, path: str, fsync: bool) -> None:
         entries = _parse_jsonl(path)
         self.last = entries[-1].get("id") if len(entries) > 1 else None
+        self.taken = {str(e["id"]) for e in entries[1:]}
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         self.fsync = fsync
 
@@ -75,7 +85,7 @@ class _JsonlWriter(Writer):
         return pi_message(ev)
 
     def append(self, native: Any) -> None:
-        entry = {"type": "message", "id": secrets.token_hex(4), "parentId": self.last, "timestamp": _now()}
+        entry = {"type": "message", "id": _new_id(self.taken), "parentId": self.last, "timestamp": _now()}
         entry["message"] = native
         os.write(self.fd, orjson.dumps(entry) + b"\n")
         if self.fsync:
@@ -110,10 +120,11 @@ class JsonlPeer(Peer):
         os.makedirs(os.path.join(loc, "sessions"), exist_ok=True)
         header = {"type": "session", "version": 3, "id": name, "timestamp": _now(), "cwd": "/work/project"}
         recent: list[str] = []
+        taken: set[str] = set()
         with open(self.path(loc, name), "wb") as f:
             f.write(orjson.dumps(header) + b"\n")
             for ev in events:
-                entry = _pi_entry(ev, recent[-1] if recent else None, recent)
+                entry = _pi_entry(ev, recent[-1] if recent else None, recent, taken)
                 f.write(orjson.dumps(entry) + b"\n")
                 recent.append(entry["id"])
                 del recent[:-KEEP]
@@ -153,6 +164,8 @@ class JsonlPeer(Peer):
         current: dict[str, Any] | None = entries[-1] if entries else None
         while current is not None:
             path.append(current)
+            if len(path) > len(entries):
+                raise RuntimeError(f"{self.path(loc, sid)}: the parent chain loops")
             current = by_id.get(current["parentId"]) if current.get("parentId") else None
         path.reverse()
         context = path

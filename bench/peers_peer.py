@@ -61,6 +61,8 @@ class Peer:
     #: shared); False: 8 sessions, a writer each, in the same store.
     shares_session = False
     writers_note = ""
+    #: A variant measured only in the 8-writer figure.
+    eight_only = False
     #: Why this peer's browse loads the whole session, when it must.
     loads_everything: str | None = None
 

@@ -13,9 +13,9 @@ Everything the browse needs is imported first; then the peak is reset
 loads, the newest events shown, ``pages`` page-backs of ``page`` events.
 Reported: ``ru_maxrss`` (the process's peak, imports included), the
 address space's own peak ``VmHWM`` and its growth over the RSS just
-before the browse. The parent of this probe is small (``bench.peers``
-runs each probe from its own process), so ``ru_maxrss`` is this
-process's own and not inherited from a large parent.
+before the browse. ``bench.peers_rss`` starts this probe from a small
+shell, so that ``ru_maxrss`` is this process's own and not the peak of
+the large process it would otherwise be exec'd from.
 """
 
 from __future__ import annotations

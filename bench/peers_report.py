@@ -27,7 +27,7 @@ def _label(doc: dict[str, Any], key: str) -> str:
 
 
 def _ratio(mine: float | None, theirs: float | None) -> str:
-    if not mine or not theirs:
+    if not mine or not theirs or mine != mine or theirs != theirs:  # missing, zero or NaN
         return ""
     return f"{mine / theirs:.2f}"
 
@@ -67,8 +67,9 @@ def append_tables(doc: dict[str, Any]) -> list[str]:
     size = str(res["eight_size"])
     ref1, ref8 = one[size].get(REF, {}), eight.get(REF, {})
     rows = []
-    for key in one[size]:
-        a, b = one[size][key], eight.get(key, {})
+    nan = {"p50_s": float("nan"), "p99_s": float("nan")}
+    for key in list(dict.fromkeys([*one[size], *eight])):
+        a, b = one[size].get(key, nan), eight.get(key, {})
         rows.append(
             [
                 _label(doc, key),
@@ -241,8 +242,8 @@ def rss_tables(doc: dict[str, Any]) -> list[str]:
                 [
                     "store",
                     "on disk",
-                    "peak RSS growth",
-                    "ru_maxrss (with imports)",
+                    "RSS growth during the browse",
+                    "peak RSS, ru_maxrss (imports included)",
                     "agentlog (file) / store",
                     "time",
                     "items loaded to resume",

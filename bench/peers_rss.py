@@ -33,9 +33,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _child(args: list[str]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.peers_probe", *args], cwd=ROOT, stdout=subprocess.PIPE, text=True
-    )
+    """Run bench.peers_probe through a shell that forks it (``; exit``
+    keeps the shell from exec-ing it in place): Linux carries the peak RSS
+    of the address space a process was exec'd from into its ``ru_maxrss``,
+    so a probe exec'd from this (large) process would report this
+    process's peak; exec'd from the shell's small fork, it reports its own."""
+    command = [sys.executable, "-m", "bench.peers_probe", *args]
+    proc = subprocess.run(["sh", "-c", '"$@"; exit $?', "sh", *command], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"bench.peers_probe {' '.join(args[:2])} failed (exit {proc.returncode})")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -29,8 +29,13 @@ def rss_only() -> list[Peer]:
     return [SdkPeer(browse_limit=True)]
 
 
+def append_only() -> list[Peer]:
+    """Layouts measured only by the 8-writer figure."""
+    return [AgentlogPeer("file", session_each=True)]
+
+
 def by_key(key: str) -> Peer:
-    for peer in all_peers() + rss_only():
+    for peer in all_peers() + rss_only() + append_only():
         if peer.key == key:
             return peer
     raise KeyError(f"no peer {key!r}")

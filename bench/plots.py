@@ -48,7 +48,8 @@ STYLE = {
 
 def _label(doc: dict[str, Any], key: str) -> str:
     p = doc.get("peers", {}).get(key, {})
-    return f"{p.get('label', key)} [{p.get('sync', '?')}]"
+    label, sync = str(p.get("label", key)), str(p.get("sync", "?"))
+    return label if sync in label else f"{label} [{sync}]"
 
 
 def _note(doc: dict[str, Any], fig: dict[str, Any]) -> str:
