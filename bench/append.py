@@ -94,6 +94,7 @@ def _summary(ours: list[float], raw: list[float]) -> dict[str, float]:
     pair = [x / y for x, y in zip(ours, raw, strict=True) if y > 0]
     return {
         "n": len(ours),
+        "ours_p10_s": pct(ours, 0.1),  # under load, the closest figure to the quiet machine's median
         "ours_median_s": median(ours),
         "ours_p90_s": pct(ours, 0.9),
         "raw_median_s": median(raw),
@@ -265,8 +266,10 @@ _GROUPS = (
 
 def _bench_group(home: str, events: int, rounds: int) -> dict[str, Any]:
     """Events/s of N threads appending ``events`` in all to one session at
-    ``full``; rounds alternate the order of the figures so that drift in the
-    machine's load does not favour one of them."""
+    ``full``. A shared disk's sync time drifts by several times within a
+    minute, so each round is measured against its own single thread, run
+    half before and half after the others (whose order alternates between
+    rounds); the ratios reported are medians of those per-round ratios."""
     fs = CountingFs()
     store = Store(backend=FileBackend(home, durability="full", fs=fs))
     creator = store.create(name="bench-group-commit")
@@ -275,10 +278,11 @@ def _bench_group(home: str, events: int, rounds: int) -> dict[str, Any]:
     data = _line_like(_SMALL)
     results: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in _GROUPS}
     results["raw"] = []
+    several = _GROUPS[1:]
     try:
         for r in range(rounds):
-            order = _GROUPS if r % 2 == 0 else tuple(reversed(_GROUPS))
-            for label, threads, shared in order:
+            first = _throughput(store, sid, fs, 1, max(events // 2, 1), False)
+            for label, threads, shared in several if r % 2 == 0 else tuple(reversed(several)):
                 results[label].append(_throughput(store, sid, fs, threads, max(events // threads, 1), shared))
             t0 = time.perf_counter()
             for _ in range(events // 4):
@@ -287,6 +291,20 @@ def _bench_group(home: str, events: int, rounds: int) -> dict[str, Any]:
             results["raw"].append(
                 {"events": events // 4, "seconds": el, "events_per_s": events / 4 / el, "syncs_per_event": 1.0}
             )
+            last = _throughput(store, sid, fs, 1, max(events // 2, 1), False)
+            both = first["seconds"] + last["seconds"]
+            single = {
+                "events": first["events"] + last["events"],
+                "seconds": both,
+                "events_per_s": (first["events"] + last["events"]) / both,
+                "syncs_per_event": (first["syncs_per_event"] + last["syncs_per_event"]) / 2,
+            }
+            results["1 thread"].append(single)
+            for key in results:
+                results[key][-1]["vs_1_thread"] = results[key][-1]["events_per_s"] / single["events_per_s"]
+            for how in ("a handle each", "one shared Session"):
+                sixteen, eight = results[f"16 threads, {how}"][-1], results[f"8 threads, {how}"][-1]
+                sixteen["vs_8_threads"] = sixteen["events_per_s"] / eight["events_per_s"]
     finally:
         raw.close()
         creator.close()
@@ -295,11 +313,11 @@ def _bench_group(home: str, events: int, rounds: int) -> dict[str, Any]:
         out[key] = {
             "events_per_s": median(r["events_per_s"] for r in runs),
             "syncs_per_event": median(r["syncs_per_event"] for r in runs),
+            "vs_1_thread": median(r["vs_1_thread"] for r in runs),
             "runs": len(runs),
         }
-    single = out["1 thread"]["events_per_s"]
-    for key in out:
-        out[key]["vs_1_thread"] = out[key]["events_per_s"] / single
+        if "vs_8_threads" in runs[0]:
+            out[key]["vs_8_threads"] = median(r["vs_8_threads"] for r in runs)
     return out
 
 
@@ -314,7 +332,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
             "off": _bench_off(home, n * 3),
             "append_many_10": _bench_many(home, n // 10 if quick else n // 5),
             "blob_100k": _bench_blob(home, 30 if quick else 150, 100 * 1024),
-            "group_commit": _bench_group(home, 800 if quick else 2400, 3 if quick else 5),
+            "group_commit": _bench_group(home, 800 if quick else 2400, 5 if quick else 7),
         }
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -341,15 +359,16 @@ def report(res: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
         ratios += [
             ("8 threads (handle each) / 1 thread, events/s", g8["vs_1_thread"], ">= 4"),
             ("8 threads (shared Session) / 1 thread, events/s", s8["vs_1_thread"], ">= 4"),
-            ("16 threads / 8 threads (handle each), events/s", g16["vs_1_thread"] / g8["vs_1_thread"], ">= 1"),
-            ("16 threads / 8 threads (shared Session), events/s", s16["vs_1_thread"] / s8["vs_1_thread"], ">= 1"),
+            ("16 threads / 8 threads (handle each), events/s", g16["vs_8_threads"], ">= 1"),
+            ("16 threads / 8 threads (shared Session), events/s", s16["vs_8_threads"], ">= 1"),
         ]
     absolute = [
         ("append full median / p90", f"{f['ours_median_s'] * 1e6:.0f} / {f['ours_p90_s'] * 1e6:.0f} us"),
         ("raw write+fdatasync median / p90", f"{f['raw_median_s'] * 1e6:.0f} / {f['raw_p90_s'] * 1e6:.0f} us"),
         (
-            "append off median (target <= 12 us); raw write median",
-            f"{off['ours_median_s'] * 1e6:.1f} us; {off['raw_median_s'] * 1e6:.1f} us",
+            "append off median (target <= 12 us), p10; raw write median",
+            f"{off['ours_median_s'] * 1e6:.1f} us, {off.get('ours_p10_s', float('nan')) * 1e6:.1f} us;"
+            f" {off['raw_median_s'] * 1e6:.1f} us",
         ),
         ("append_many(10) median", f"{many['vs_10_syncs']['ours_median_s'] * 1e6:.0f} us"),
         (

@@ -437,3 +437,12 @@ def test_many_threads_many_groups_one_chain(tmp_path):
     path = s.path()
     assert [e.id for e in path] == sorted(e.id for e in events)
     s.close()
+
+
+def test_the_nil_id_counts_as_no_id_issued():
+    nil = "00000000-0000-0000-0000-000000000000"
+    gen = IdGenerator(nil)
+    assert gen.last() == "" and not gen.is_last(nil)
+    gen.observe(nil)
+    assert gen.last() == ""
+    assert gen.next() > nil

@@ -319,3 +319,26 @@ def test_a_lost_newline_loses_neither_record(tmp_path: Path) -> None:
         assert [e.id for e in s.transcript()] == ids
         assert s.event(ids[4]).kind == "tombstone"
         assert s.event(ids[5]).record == {"content": "turn 005"}
+
+
+def test_the_provider_views_skip_a_tombstone_and_the_result_of_its_call(tmp_path: Path) -> None:
+    """A damaged tool call becomes a tombstone: the chat and Responses views
+    skip it, and drop its result (an orphan), so the request stays valid."""
+    store = _store(tmp_path)
+    with store.create(session_id=SID) as s:
+        s.append("message", {"content": "list files"}, role="user")
+        call = s.append("tool_call", {"id": "c1", "name": "ls", "arguments": "{}"}, role="assistant")
+        s.append("tool_result", {"tool_call_id": "c1", "content": "a.txt"}, role="tool")
+        s.append("message", {"content": "there is a.txt"}, role="assistant")
+    _flip(tmp_path, b'"name":"ls"', 3)
+    store.repair(SID)
+    with store.open(SID, readonly=True) as s:
+        assert s.event(call.id).kind == "tombstone"
+        chat = s.to_chat_messages()
+        assert [(m["role"], m.get("content")) for m in chat] == [
+            ("user", "list files"),
+            ("assistant", "there is a.txt"),
+        ]
+        items = s.to_responses_input()
+        assert not any(i.get("type") in ("function_call", "function_call_output") for i in items)
+        assert len(items) == 2

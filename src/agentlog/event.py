@@ -246,7 +246,8 @@ class IdGenerator:
     def __init__(self, last: str | None = None) -> None:
         # Canonical ids (lower-case hex, fixed dashes) sort as text exactly as
         # their 128-bit values do, so only the text is kept and compared.
-        self._last_text = _format_uuid(uuid.UUID(last).int) if last else ""
+        value = uuid.UUID(last).int if last else 0
+        self._last_text = _format_uuid(value) if value else ""  # the nil id counts as none
 
     def is_last(self, event_id: str) -> bool:
         """True if ``event_id`` is the newest id issued or observed (on the
@@ -258,8 +259,8 @@ class IdGenerator:
         return self._last_text
 
     def observe(self, event_id: str) -> None:
-        text = _format_uuid(uuid.UUID(event_id).int)
-        if text > self._last_text:
+        value = uuid.UUID(event_id).int
+        if value and (text := _format_uuid(value)) > self._last_text:
             self._last_text = text
 
     def next(self) -> str:

@@ -35,8 +35,8 @@ when a property fails; any exception not an ``AgentlogError`` crashes too):
   event is reachable from the root or named, exactly, in the report; HEAD
   stays unless its path was cut, which the report then says; when the
   damage sits inside one event line of the same length (the index still
-  frames it), nothing at all is cut; the session then takes an append and
-  fsck finds nothing but what no byte is left to fix.
+  frames it), nothing at all is cut; fsck then finds nothing but what no
+  byte is left to fix.
 
 Run ``python -m tests.reliability.fuzzer TARGET WORKDIR [libFuzzer flags]``
 (``--plain N`` runs N cases of random byte mutations without atheris, as
@@ -70,7 +70,16 @@ COVERED = (
 )
 
 
-def instrumented_modules(src: str) -> tuple[list[str], list[str]]:
+#: the scan target runs repair's planning only: coverage of that code alone
+SCAN_COVERED = (
+    "agentlog._codec",
+    "agentlog.backends.files.chunklog",
+    "agentlog.backends.files.fsck",
+    "agentlog.backends.files.tombstone",
+)
+
+
+def instrumented_modules(src: str, target: str) -> tuple[list[str], list[str]]:
     """(covered, excluded) agentlog module names, from the source tree."""
     names = []
     root = os.path.join(src, "agentlog")
@@ -79,7 +88,7 @@ def instrumented_modules(src: str) -> tuple[list[str], list[str]]:
             if f.endswith(".py"):
                 rel = os.path.relpath(os.path.join(dirpath, f), src)[:-3].replace(os.sep, ".")
                 names.append(rel[: -len(".__init__")] if rel.endswith(".__init__") else rel)
-    covered = [n for n in names if n in COVERED]
+    covered = [n for n in names if n in (SCAN_COVERED if target == "scan" else COVERED)]
     return covered, [n for n in names if n not in covered]
 
 
@@ -236,10 +245,17 @@ class Harness:
         content = data[1:]
         original = self.base.files[rel]
         self.cases += 1
-        self._restore()
-        with open(os.path.join(self.home, rel), "wb") as f:
+        path = os.path.join(self.home, rel)
+        if self.target != "scan":
+            self._restore()
+        with open(path, "wb") as f:
             f.write(content)
-        outcome = getattr(self, "_" + self.target)(rel, original, content)
+        try:
+            outcome = getattr(self, "_" + self.target)(rel, original, content)
+        finally:
+            if self.target == "scan":  # it writes nothing: only this file to put back
+                with open(path, "wb") as f:
+                    f.write(original)
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
         if self.cases % 500 == 0:
             self.dump()
@@ -334,8 +350,9 @@ class Harness:
                 assert s.head == self.base.head, f"HEAD {s.head}, the log says {self.base.head}"
                 assert [e.id for e in s.path()] == self.base.path, "the path changed"
                 assert sorted(e.id for e in s.entries()) == sorted(self.base.order), "the events changed"
-                for event_id in self.base.order:
-                    self._same(s, event_id)
+                if readonly:  # every record, through the index the reader built
+                    for event_id in self.base.order:
+                        self._same(s, event_id)
         errors = [str(p) for p in self.store.fsck(SID) if p.severity == "error"]
         assert not errors, f"fsck after a writer's open: {errors}"
         return "read the log exactly"
@@ -374,13 +391,7 @@ class Harness:
             if strong:
                 assert not unreachable, f"a same-length damage inside one event line cut {unreachable}: {actions}"
                 assert set(self.base.order) <= set(entries), f"events lost: {actions}"
-            try:
-                ev = s.append("message", {"content": "after repair"}, "user")
-                assert s.head == ev.id
-            except self.Typed:
-                # Only refusal allowed: the newest id is the largest UUID (a
-                # forged one), and ids must increase (invariant 11).
-                assert max(entries) == "ffffffff-ffff-ffff-ffff-ffffffffffff", "append after repair failed"
+        # (an append after repair: the hypothesis family checks it, at a cost this volume cannot pay)
         remaining = [
             str(p)
             for p in self.store.fsck(SID)
@@ -403,7 +414,9 @@ class Harness:
         lo, hi = start, len(original) - tail  # the changed range of the original
         shift = len(content) - len(original)
         # A forged record: a complete, checksum-valid line in the damage.
-        region = content[max(0, content.rfind(b"\n", 0, lo) + 1) : hi + shift]
+        # (whole lines: from the start of the first changed one to the end of the last)
+        end = content.find(b"\n", max(hi + shift - 1, 0))
+        region = content[max(0, content.rfind(b"\n", 0, lo) + 1) : len(content) if end < 0 else end + 1]
         forged = any(_valid(self, line) for line in _split(region))
         intact_lines = set()
         for event_id, (r, off, end, _rec, _b) in self.base.lines.items():
@@ -440,17 +453,27 @@ def _valid(h: Harness, line: bytes) -> bool:
 
 
 def _first_difference(a: bytes, b: bytes) -> int:
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)
+    """Length of the common prefix (a binary search on slice comparisons: C speed)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _common_suffix(a: bytes, b: bytes, start: int) -> int:
     """Bytes at the end that are the same, not reaching back before ``start``."""
-    n = min(len(a), len(b)) - start
-    k = 0
-    while k < n and a[-1 - k] == b[-1 - k]:
-        k += 1
-    return k
+    lo, hi = 0, min(len(a), len(b)) - start
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid :] == b[len(b) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _quarantine_parts(path: str) -> list[tuple[int, bytes]]:
@@ -557,10 +580,8 @@ def main(argv: list[str]) -> None:
     spec = importlib.util.find_spec("agentlog")  # found, not imported: imports below are instrumented
     assert spec is not None and spec.origin is not None
     src = os.path.dirname(os.path.dirname(spec.origin))
-    covered, excluded = instrumented_modules(src)
-    with atheris.instrument_imports(
-        include=["agentlog"], exclude=excluded + covered if os.environ.get("NOINST") else excluded
-    ):
+    covered, excluded = instrumented_modules(src, target)
+    with atheris.instrument_imports(include=["agentlog"], exclude=excluded):
         for name in covered:
             __import__(name)
     h = Harness(target, work)

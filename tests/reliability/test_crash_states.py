@@ -59,7 +59,7 @@ ENUMERATE_LIMIT = 2000
 OFF_CAP = 300
 #: Every this many states the contract covers, repair runs on the state too
 #: (before recovery) and must keep exactly what a reader saw.
-REPAIR_EVERY = 5 if EXHAUSTIVE else 25
+REPAIR_EVERY = 10 if EXHAUSTIVE else 25
 
 
 def check_repair_all(home: str, *, durability: str, chunk_size: int, blob_threshold: int) -> int:

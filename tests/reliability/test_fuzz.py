@@ -641,6 +641,9 @@ def test_fuzz_atheris_coverage_guided(tmp_path):
                     # a chunk of the base session is under 1.2 kB; the index 4 kB + 64 B an event
                     f"-max_len={8192 if target == 'index' else 3072}",
                     "-len_control=0",
+                    # the seeds are the base session's files, undamaged, so they all
+                    # cover the same code; kept anyway, each is a file to mutate
+                    "-keep_seed=1",
                     "-timeout=20",
                     "-rss_limit_mb=4096",
                     "-print_final_stats=1",

@@ -445,3 +445,148 @@ def test_malformed_batch_marker_inside_a_batch_is_corruption(tmp_path, marker):
     store.repair("s")
     with store.open("s") as s:
         assert [e.id for e in s.path()] == [first.id]
+
+
+# --- repair that loses no intact event (tombstones): found by the fuzz harness --------
+
+
+def _lines(path: str) -> list[bytes]:
+    data = open(path, "rb").read()
+    return [line + b"\n" for line in data.split(b"\n")[:-1]]
+
+
+def _wipe(line: bytes) -> bytes:
+    """A line whose id and parent (and the keys around them) are gone."""
+    return line[:1] + b"#" * 94 + line[95:]
+
+
+def _put_back(path: str) -> bytes:
+    """The chunk as repair found it: its bytes, tombstone lines taken out,
+    with every quarantined piece put back at its offset."""
+    kept = b"".join(line for line in _lines(path) if b'"kind":"tombstone"' not in line)
+    pieces, q, pos = [], open(path + ".quarantine", "rb").read(), 0
+    while pos < len(q):
+        nl = q.index(b"\n", pos)
+        header = orjson.loads(q[pos:nl])
+        pieces.append((header["offset"], q[nl + 1 : nl + 1 + header["length"]]))
+        pos = nl + 1 + header["length"] + 1
+    rebuilt, k = bytearray(), 0
+    for offset, piece in sorted(pieces):
+        gap = offset - len(rebuilt)
+        rebuilt += kept[k : k + gap]
+        k += gap
+        rebuilt += piece
+    return bytes(rebuilt + kept[k:])
+
+
+def test_repair_never_lets_an_open_cut_a_kept_batch(tmp_path):
+    """Fuzz harness: the intact member of a final batch, kept while the
+    batch was planned whole, read as a torn tail once its unidentifiable
+    partner was quarantined, and the writer's open at the end of repair cut
+    it off: bytes deleted. Fix: the second pass quarantines a torn tail too."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        first = s.append("message", {"content": "one"}, "user")
+        middle = s.append("message", {"content": "two"}, "user")
+        batch = s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(2)])
+    os.unlink(_index(tmp_path, "s"))
+    path = _chunk(tmp_path, "s")
+    lines = _lines(path)
+    lines[1] = lines[1].replace(b'"two"', b'"tw"')  # shorter: a tombstone of another length
+    lines[3] = _wipe(lines[3])  # the last member: the first is left alone at the end
+    damaged = b"".join(lines)
+    open(path, "wb").write(damaged)
+    actions = store.repair("s")
+    assert any(f"tombstone for event {middle.id}" in a for a in actions), actions
+    assert _put_back(path).startswith(damaged)  # and after it, at most the checkout repair appends
+    with store.open("s", readonly=True) as s:
+        assert [e.id for e in s.path()] == [first.id, middle.id]
+        assert batch[0].id not in s  # its batch could not be made whole: quarantined, not deleted
+    assert batch[0].id.encode() in open(path + ".quarantine", "rb").read()
+
+
+def test_repair_quarantines_by_the_offsets_the_chunk_had_when_it_began(tmp_path):
+    """Fuzz harness: the second pass quarantined by offsets in repair's own
+    rewrite (a tombstone is longer than the line it replaces), so the
+    pieces no longer fit the chunk as it was. Fix: it maps each offset back
+    (and takes back, unquarantined, a tombstone of its own that does not fit)."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "one"}, "user")
+        middle = s.append("message", {"content": "two"}, "user")
+        s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(2)])
+        last = s.append("message", {"content": "three"}, "user")
+    os.unlink(_index(tmp_path, "s"))
+    path = _chunk(tmp_path, "s")
+    lines = _lines(path)
+    lines[1] = lines[1].replace(b'"two"', b'"tw"')
+    lines[2] = _wipe(lines[2])  # the second member is left, out of order, for the second pass
+    damaged = b"".join(lines)
+    open(path, "wb").write(damaged)
+    actions = store.repair("s")
+    assert any(f"tombstone for event {middle.id}" in a for a in actions), actions
+    assert _put_back(path).startswith(damaged)  # and after it, at most the checkout repair appends
+    with store.open("s", readonly=True) as s:
+        assert last.id in s
+
+
+def test_repair_plans_one_tombstone_for_two_damaged_copies_of_a_record(tmp_path):
+    """Fuzz harness: a duplicated line, both copies damaged, got two
+    tombstones of one id. Fix: the second copy gets none (it is quarantined)."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        ids = [s.append("message", {"content": f"m{i}"}, "user").id for i in range(4)]
+    os.unlink(_index(tmp_path, "s"))
+    path = _chunk(tmp_path, "s")
+    lines = _lines(path)
+    bad = lines[2].replace(b'"m2"', b'"M2"')
+    open(path, "wb").write(b"".join([*lines[:2], bad, bad, lines[3]]))
+    actions = store.repair("s")
+    assert sum(f"tombstone for event {ids[2]}" in a for a in actions) == 1, actions
+    with store.open("s", readonly=True) as s:
+        assert [e.id for e in s.path()] == ids
+        assert s.event(ids[2]).kind == "tombstone"
+
+
+def test_repair_keeps_a_batch_whose_members_are_all_damaged(tmp_path):
+    """Fuzz harness: both members of a final batch damaged, the second's
+    batch marker too: the first member's marker was taken from its
+    neighbours, one intact single and one damaged line, which said nothing
+    (so none), and the second's from its damaged bytes ([1,3]): the batch was
+    lost. Fix: a marker the neighbours cannot say is read from the bytes, and
+    a tombstone's marker follows the tombstone before it."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        first = s.append("message", {"content": "one"}, "user")
+        batch = s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(2)])
+    path = _chunk(tmp_path, "s")
+    lines = _lines(path)
+    lines[1] = lines[1].replace(b'"b0"', b'"B0"')
+    lines[2] = lines[2].replace(b'"txn":[1,2]', b'"txn":[1,3]')
+    open(path, "wb").write(b"".join(lines))
+    actions = store.repair("s")
+    assert sum("wrote a tombstone for event" in a for a in actions) == 2, actions
+    with store.open("s", readonly=True) as s:
+        assert s.head == batch[1].id
+        assert [e.id for e in s.path()] == [first.id, batch[0].id, batch[1].id]
+
+
+def test_repair_finds_the_index_entry_of_a_record_after_damage_that_changed_a_length(tmp_path):
+    """Fuzz harness: the index entry of a damaged record was looked up only by
+    its exact location; damage earlier in the chunk that changed a length
+    shifted every later offset, so a record whose own id was unreadable
+    lost its identity and cut the chain. Fix: the entries for ids no line
+    holds, between the same two intact lines, are matched by order."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        ids = [s.append("message", {"content": f"m{i}"}, "user").id for i in range(5)]
+    path = _chunk(tmp_path, "s")
+    lines = _lines(path)
+    lines[1] = lines[1].replace(b'"m1"', b'"m"')  # one byte shorter
+    lines[2] = _wipe(lines[2])
+    open(path, "wb").write(b"".join(lines))
+    actions = store.repair("s")
+    assert any(f"tombstone for event {ids[2]}" in a for a in actions), actions
+    assert not any("reachable" in a or "moved HEAD" in a for a in actions), actions
+    with store.open("s", readonly=True) as s:
+        assert [e.id for e in s.path()] == ids

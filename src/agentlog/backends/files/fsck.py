@@ -516,11 +516,10 @@ def _split_merged(bads: list[_Bad], entries: dict[tuple[int, int, int], dict[str
         found.sort()
     out: list[_Bad] = []
     for b in bads:
-        inside = [
-            (o, i)
-            for o, i in starts.get(b.chunk, [])[bisect.bisect_right(starts.get(b.chunk, []), (b.offset, "~")) :]
-            if o < b.offset + b.length
-        ]
+        found = starts.get(b.chunk, [])
+        # ("~" sorts after any id: entries that start strictly inside the line)
+        lo = bisect.bisect_right(found, (b.offset, "~"))
+        inside = found[lo : bisect.bisect_left(found, (b.offset + b.length, ""), lo)]
         if not inside:
             out.append(b)
             continue
@@ -586,7 +585,11 @@ def _plan_tombstones(entries: dict[tuple[int, int, int], dict[str, Any]], log: C
         if prev_rec is None and (b.chunk, b.offset) in txn_ends:
             prev_rec = {"txn": txn_ends[(b.chunk, b.offset)]}  # the tombstone just before it
         if prev_rec is not None or next_rec is not None:
-            recovered.txn = neighbour_txn(prev_rec, next_rec)
+            # Where a neighbour is unknown too (damaged) and the other says
+            # nothing, the marker read from the damaged bytes stands.
+            said = neighbour_txn(prev_rec, next_rec)
+            if said is not None or (prev_rec is not None and next_rec is not None):
+                recovered.txn = said
         if recovered.source != "index" and recovered.id not in missing:
             # A damaged id can still look like an id: the missing id that
             # sorts here and is nearest to it (a flipped byte or two; ids

@@ -122,7 +122,7 @@ class GroupCommit:
             mu.release()
             try:
                 self._write_group(group)
-            except BaseException as exc:  # framing or bookkeeping failed: nothing is acknowledged
+            except BaseException as exc:  # bookkeeping failed (a bug, an interrupt): nothing is acknowledged
                 for r in group:
                     if r._error is None:
                         r._error = exc
