@@ -33,16 +33,19 @@ __all__ = ["PostgresSessionStorage", "channel_of", "insert_commit"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 _COLUMNS = "id::text, parent_id::text, kind, role, ts, record::text, digest, branch_from::text"
+#: The whole path in one recursive query. Every column rides in the walk
+#: itself (as in the SQLite backend): joining the walk back to ``events``
+#: afterwards made the planner hash the session's every row, 630 ms for the
+#: newest 20 of 100,000 events.
 _ANCESTORS = f"""
-WITH RECURSIVE walk (depth, id, parent_id, kind) AS (
-  SELECT 1, id, parent_id, kind FROM events WHERE session_id = %(s)s AND id = %(start)s
+WITH RECURSIVE walk (depth, uid, puid, k, id, parent_id, kind, role, ts, record, digest, branch_from) AS (
+  SELECT 1, id, parent_id, kind, {_COLUMNS} FROM events WHERE session_id = %(s)s AND id = %(start)s
   UNION ALL
-  SELECT walk.depth + 1, e.id, e.parent_id, e.kind
-  FROM walk JOIN events e ON e.session_id = %(s)s AND e.id = walk.parent_id
-  WHERE walk.depth < %(limit)s AND walk.kind IS DISTINCT FROM %(kind)s
-    AND walk.id IS DISTINCT FROM %(stop)s::uuid)
-SELECT {", ".join("e." + c for c in _COLUMNS.split(", "))}
-FROM walk JOIN events e ON e.session_id = %(s)s AND e.id = walk.id ORDER BY walk.depth"""
+  SELECT walk.depth + 1, e.id, e.parent_id, e.kind, {", ".join("e." + c for c in _COLUMNS.split(", "))}
+  FROM walk JOIN events e ON e.session_id = %(s)s AND e.id = walk.puid
+  WHERE walk.depth < %(limit)s AND walk.k IS DISTINCT FROM %(kind)s
+    AND walk.uid IS DISTINCT FROM %(stop)s::uuid)
+SELECT id, parent_id, kind, role, ts, record, digest, branch_from FROM walk ORDER BY depth"""
 
 
 def searchable_text(kind: str, payload: bytes) -> str:
