@@ -39,11 +39,15 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench
 
-# Side by side with the stores users would otherwise pick (installs the `bench` extra).
+# Side by side with the stores users would otherwise pick (installs the `bench` extra):
+# runs every figure, redraws docs/img/peers-*.png and rewrites the Peers tables of
+# docs/performance.md. `make bench-peers PEERS_ARGS=--quick` for the scaled-down run.
+PEERS_ARGS ?=
 bench-peers: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
-	$(PY) -m bench path
-	$(PY) -m bench.plots
+	$(PY) -m bench.peers $(PEERS_ARGS)
+	$(PY) -m bench.plots $(PEERS_ARGS)
+	$(PY) -m bench.peers_report $(PEERS_ARGS)
 
 # Every crash state of every workload, and a kill storm of 1,035 SIGKILLs
 # (docs/reliability.md gives the counts and the time); the `off` states run

@@ -25,7 +25,7 @@ def _table(title: str, rows: list[tuple], ratio: bool) -> list[str]:
             mark = ""
             if target:
                 op, bound = target.split()
-                ok = value <= float(bound) if op == "<=" else value < float(bound)
+                ok = {"<=": value <= float(bound), "<": value < float(bound), ">=": value >= float(bound)}[op]
                 mark = f"  target {target}: {'met' if ok else 'NOT met'}"
             lines.append(f"  {name:<{width}}  {value:7.3f}x{mark}")
         else:
@@ -74,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         abs_rows += a
     out = [
         "",
-        *_table("RATIOS (agentlog / baseline, measured side by side; lower is better)", ratio_rows, True),
+        *_table(
+            "RATIOS (agentlog / baseline, measured side by side; lower is better unless the target says >=)",
+            ratio_rows,
+            True,
+        ),
         "",
         *_table("ABSOLUTE (this machine, this run)", abs_rows, False),
         "",

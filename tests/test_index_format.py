@@ -17,6 +17,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentlog import FileBackend, RecoveryWarning, Store
 from agentlog._fs import OsFs
@@ -25,10 +27,12 @@ from agentlog.backends.files.index import (
     HEADER_SIZE,
     MAX_NAMES,
     Index,
+    _canonical_ns,
     entry_of,
     read_intact_entries,
 )
-from helpers import errors_of, index_at, index_path, rewrite_index_entry
+from agentlog.event import format_timestamp
+from helpers import RecordingFs, errors_of, index_at, index_path, rewrite_index_entry
 
 FIXTURE = Path(__file__).parent / "fixtures" / "format-v1" / "v1"
 SID = "v1"
@@ -69,21 +73,40 @@ def test_a_version_1_session_opens_and_its_index_is_converted(tmp_path):
     sdir = home / "sessions" / SID
     store = Store(home)
     assert store.backend.stats(SID).event_count == 6  # counted from the old index before any open
-    with store.open(SID, readonly=True) as r:
+    fs = RecordingFs()
+    with Store(backend=FileBackend(str(home), fs=fs)).open(SID, readonly=True) as r:
         assert _entries(r) == _v1_entries()
         assert [e.record for e in r.transcript()][-1] == {"content": "another try"}
         head = r.head
         blob_event = next(e for e in r.entries() if e.digest is not None)
         assert r.resolve(r.event(blob_event.id)).record["output"] == "x" * 3000
-    # No writer held it, so the first open converted it.
-    assert not (sdir / "index.jsonl").exists()
-    assert (sdir / "index.bin").stat().st_size == HEADER_SIZE + 6 * ENTRY_SIZE
+    # A reader reads the old index as it is: it writes nothing, and reads
+    # records where the index says, not the log from its start.
+    assert (sdir / "index.jsonl").exists() and not (sdir / "index.bin").exists()
+    assert any(path.endswith("index.jsonl") for path in fs.opened)
+    # The first writer converts it.
     with store.open(SID) as s:
         assert s.head == head
+        assert _entries(s) == _v1_entries()
         s.append("message", {"content": "after the upgrade"}, role="user")
+    assert not (sdir / "index.jsonl").exists()
+    assert (sdir / "index.bin").stat().st_size == HEADER_SIZE + 7 * ENTRY_SIZE
     assert store.backend.stats(SID).event_count == 7
     assert errors_of(store.fsck(SID)) == []
     assert [p for p in store.fsck(SID) if p.severity == "warning"] == []
+
+
+def test_a_damaged_version_1_index_is_derived_from_the_log_by_a_reader(tmp_path):
+    home = _v1_home(tmp_path)
+    legacy = home / "sessions" / SID / "index.jsonl"
+    data = bytearray(legacy.read_bytes())
+    data[512 * 5 + 100] ^= 0x01  # the last line's checksum fails
+    legacy.write_bytes(bytes(data))
+    with pytest.warns(RecoveryWarning, match="index rebuilt"):
+        r = Store(home).open(SID, readonly=True)
+    with r:
+        assert _entries(r) == _v1_entries()
+    assert legacy.read_bytes() == bytes(data)  # a reader changes nothing
 
 
 def test_a_writer_converts_a_version_1_session(tmp_path):
@@ -97,7 +120,7 @@ def test_a_writer_converts_a_version_1_session(tmp_path):
 
 def test_a_reader_of_a_version_1_session_held_by_another_writer_reads_the_log(tmp_path):
     """The lease is held elsewhere (by a writer of an older agentlog, say):
-    the reader neither converts nor waits; it derives the index from the log."""
+    the reader neither converts nor waits."""
     home = _v1_home(tmp_path)
     code = (
         "import sys; from agentlog._lease import acquire; "
@@ -237,3 +260,15 @@ def test_a_crash_that_kept_an_entry_but_not_its_new_name_is_a_warning(home):
         with store.open("s") as s:
             assert [e.kind for e in s.entries()] == ["message", "custom.late"]
     assert store.fsck("s") == []
+
+
+@given(ns=st.integers(0, (1 << 63) - 1))
+def test_a_canonical_timestamp_round_trips_through_the_slot(ns):
+    stamp = format_timestamp(ns)
+    assert _canonical_ns(stamp) == ns
+
+
+@given(stamp=st.text(max_size=40))
+def test_any_other_timestamp_is_left_to_the_record(stamp):
+    ns = _canonical_ns(stamp)
+    assert ns is None or format_timestamp(ns) == stamp

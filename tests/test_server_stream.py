@@ -59,6 +59,11 @@ def test_reconnect_with_last_event_id_loses_nothing(store: Store) -> None:
         thread.start()
         part = settled_ids(first.until(lambda m: m["event"] == "settled" and m["data"]["record"]["content"] == "n99"))
         first.close()
+        # A commit can reach the stream before append() returns to the writer
+        # thread that records its id (PostgreSQL notifies at COMMIT): wait for it.
+        deadline = time.monotonic() + 30
+        while len(written) < 100 and time.monotonic() < deadline:
+            time.sleep(0.001)
         assert part == written[:100]
         time.sleep(0.2)  # the writer keeps committing while nobody listens
         second = SSE(client, f"{API}/sessions/{sid}/stream", headers={"Last-Event-ID": part[-1]})

@@ -25,8 +25,7 @@ class LineError(ValueError):
 
 def encode_line(obj: dict[str, Any]) -> bytes:
     body = orjson.dumps(obj)
-    crc = zlib.crc32(body)
-    return b'%s%s%08x"}\n' % (body[:-1], _CRC_PREFIX, crc)
+    return body[:-1] + b',"crc":"%08x"}\n' % zlib.crc32(body)
 
 
 def decode_line(line: bytes | memoryview) -> dict[str, Any]:

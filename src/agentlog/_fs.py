@@ -34,8 +34,13 @@ class OsFs:
 
     def write(self, fd: int, data: bytes, path: str = "?") -> None:
         """Write all of ``data`` (short writes are retried)."""
-        view = memoryview(data)
         try:
+            n = os.write(fd, data)
+            if n == len(data):
+                return  # the common case, on every append: one call, no view
+            if n <= 0:  # pragma: no cover - a zero-length write means no progress
+                raise OSError(_errno.EIO, "write made no progress")
+            view = memoryview(data)[n:]
             while view:
                 n = os.write(fd, view)
                 if n <= 0:  # pragma: no cover - a zero-length write means no progress

@@ -170,17 +170,21 @@ def stored_record_problem(rec: dict[str, Any]) -> str | None:
     return None
 
 
-_second: tuple[int, str] = (-1, "")  # the last second formatted; appends come many a second
+_second: tuple[str, str] = ("", "")  # the last second formatted; appends come many a second
 
 
 def format_timestamp(ns: int) -> str:
     """RFC 3339 in UTC with nanoseconds: 2026-08-25T17:21:22.454897183Z."""
     global _second
-    secs, frac = divmod(ns, 1_000_000_000)
+    digits = str(ns)
+    if len(digits) != 19:  # before 2001-09-09 or after 2286: the arithmetic way
+        secs, frac = divmod(ns, 1_000_000_000)
+        return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(secs))}.{frac:09d}Z"
+    # 19 digits: ten of seconds, nine of nanoseconds (no division, no format spec).
     cached = _second  # one tuple, replaced whole: safe to share between threads
-    if cached[0] != secs:
-        cached = _second = (secs, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)))
-    return f"{cached[1]}.{frac:09d}Z"
+    if cached[0] != digits[:10]:
+        cached = _second = (digits[:10], time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(int(digits[:10]))))
+    return cached[1] + digits[10:] + "Z"
 
 
 def parse_timestamp(text: str) -> int:
@@ -240,8 +244,10 @@ class IdGenerator:
     so a new id is never allowed below the last one issued."""
 
     def __init__(self, last: str | None = None) -> None:
-        self._last = uuid.UUID(last).int if last else 0
-        self._last_text = _format_uuid(self._last) if self._last else ""  # ids are canonical: compare text
+        # Canonical ids (lower-case hex, fixed dashes) sort as text exactly as
+        # their 128-bit values do, so only the text is kept and compared.
+        value = uuid.UUID(last).int if last else 0
+        self._last_text = _format_uuid(value) if value else ""  # the nil id counts as none
 
     def is_last(self, event_id: str) -> bool:
         """True if ``event_id`` is the newest id issued or observed (on the
@@ -254,18 +260,18 @@ class IdGenerator:
 
     def observe(self, event_id: str) -> None:
         value = uuid.UUID(event_id).int
-        if value > self._last:
-            self._last, self._last_text = value, _format_uuid(value)
+        if value and (text := _format_uuid(value)) > self._last_text:
+            self._last_text = text
 
     def next(self) -> str:
-        value = uuid_utils.uuid7().int
-        if value <= self._last:
-            value = self._last + 1
+        text = str(uuid_utils.uuid7())  # canonical form
+        if text <= self._last_text:  # the clock stepped back, or a kept id is ahead of it
+            value = uuid.UUID(self._last_text).int + 1
             if value >= 1 << 128:  # a kept (forked, migrated or damaged) id at the very top
                 raise InvalidEvent("no event id sorts after the largest UUID already stored")
-        self._last = value
-        self._last_text = _format_uuid(value)
-        return self._last_text
+            text = _format_uuid(value)
+        self._last_text = text
+        return text
 
 
 def _format_uuid(value: int) -> str:

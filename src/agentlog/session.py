@@ -26,7 +26,7 @@ from .providers import to_chat_messages, to_responses_input
 from .state import Checkpoint
 from .summarize import ExtractiveSummarizer, Summarizer
 from .sync import new_suffix
-from .timeline import NewEvent, NewEventLike, Timeline, as_new_event
+from .timeline import NewEvent, NewEventLike, Timeline, as_new_event, check_draft
 
 __all__ = ["Session"]
 
@@ -101,7 +101,22 @@ class Session:
         """Append one event as a child of HEAD (or of the selected event).
 
         Returns once the event is durable (invariant 1)."""
-        return self.append_many([NewEvent(kind, record, role)])[0]
+        if self._closed:
+            raise SessionClosed(self.id)
+        check_draft(kind, record, role)
+        with self._lock:
+            if self._lazy and kind == "message" and role == "assistant":
+                self.persist()
+            selected, timeline = self._pending, self._timeline
+            submitted = timeline.submit_one(kind, record, role, parent=selected)
+            self._pending = None
+        try:
+            return timeline.run(submitted)[0]
+        except BaseException:
+            with self._lock:
+                if self._pending is None:
+                    self._pending = selected
+            raise
 
     def append_many(self, items: Iterable[NewEventLike]) -> list[Event]:
         """Append a chain of events atomically: after a crash, all or none."""

@@ -18,10 +18,12 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import orjson
 
+from ._slots import slot_constructor
 from .backends.base import (
     DEFAULT_BLOB_THRESHOLD,
     BlobCopy,
@@ -44,7 +46,15 @@ from .event import (
     stored_record_problem,
 )
 
-__all__ = ["NewEvent", "NewEventLike", "Timeline", "as_new_event", "stage_existing"]
+__all__ = ["NewEvent", "NewEventLike", "Timeline", "as_new_event", "check_draft", "stage_existing"]
+
+# The append path builds these without their frozen __init__ (see _slots).
+_new_staged = slot_constructor(StagedEvent)
+_new_commit = slot_constructor(Commit)
+_new_event = slot_constructor(Event)
+
+#: The blobs of a commit that has none (read-only, shared).
+_NO_BLOBS: Mapping[str, bytes | BlobCopy] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +69,30 @@ class NewEvent:
 NewEventLike = NewEvent | tuple[Any, ...] | Mapping[str, Any]
 
 
+#: Kinds and roles that passed their checks: an append repeats a handful
+#: of them, so each is checked once per process (a set probe after that).
+_GOOD_KINDS: set[str] = set()
+_GOOD_ROLES: set[str] = set()
+_REMEMBER = 1024  # names beyond this many are checked every time
+
+
+def check_draft(kind: Any, record: Any, role: Any) -> None:
+    """Validate one new event's caller-supplied parts (kind, role, record).
+
+    Everything else on the line (id, parent, time, framing) is made by the
+    core and is not checked again below it."""
+    if kind.__class__ is not str or kind not in _GOOD_KINDS:
+        check_kind(kind)
+        if len(_GOOD_KINDS) < _REMEMBER:
+            _GOOD_KINDS.add(kind)
+    if role is not None and (role.__class__ is not str or role not in _GOOD_ROLES):
+        check_role(role)
+        if len(_GOOD_ROLES) < _REMEMBER:
+            _GOOD_ROLES.add(role)
+    if isinstance(record, dict):
+        check_record(record)
+
+
 def as_new_event(item: NewEventLike) -> NewEvent:
     """A validated NewEvent from a NewEvent, a (kind, record[, role]) tuple or a mapping."""
     kind: Any
@@ -71,7 +105,8 @@ def as_new_event(item: NewEventLike) -> NewEvent:
         kind, record, role = item.get("kind"), item.get("record"), item.get("role")
     else:
         raise TypeError(f"cannot make an event of {type(item).__name__}")
-    return NewEvent(check_kind(kind), check_record(record), check_role(role))
+    check_draft(kind, record, role)
+    return item if isinstance(item, NewEvent) else NewEvent(kind, record, role)
 
 
 def _encode(record: Any) -> bytes:
@@ -210,18 +245,54 @@ class Timeline:
             stamp = format_timestamp(time.time_ns())
             blobs: dict[str, bytes | BlobCopy] = {}
             staged: list[StagedEvent] = []
-            events: list[Event] = []
+            events: list[tuple[Any, ...]] = []
             for i, (draft, payload) in enumerate(zip(drafts, payloads, strict=True)):
                 event_id = self._ids.next()
                 inline, digest = split_payload(payload, self.blob_threshold, blobs)
                 first = branch_from if i == 0 else None
-                staged.append(StagedEvent(event_id, current, draft.kind, draft.role, stamp, inline, digest, first))
-                events.append(
-                    Event(event_id, current, draft.kind, draft.role, stamp, orjson.loads(payload), digest, first)
-                )
+                staged.append(_new_staged(event_id, current, draft.kind, draft.role, stamp, inline, digest, first))
+                events.append((event_id, current, draft.kind, draft.role, stamp, payload, digest, first))
                 current = event_id
-            commit = Commit(tuple(staged), current, self._tip, blobs)
-            return events, commit, self._submit(commit)
+            commit = _new_commit(tuple(staged), current, self._tip, blobs)
+            ticket = self._submit(commit)
+        # The returned records are decoded copies, as every read returns them.
+        made = [_new_event(i, p, k, r, t, orjson.loads(b), d, f, {}) for i, p, k, r, t, b, d, f in events]
+        return made, commit, ticket
+
+    def submit_one(
+        self, kind: str, record: Any, role: str | None, *, parent: str | None = None
+    ) -> tuple[list[Event], Commit, Ticket]:
+        """``submit([NewEvent(kind, record, role)])`` for the one-event append,
+        with nothing built twice; the caller has passed the draft through
+        ``check_draft``."""
+        if self.storage.readonly:
+            raise ReadOnlySession(self.session_id)
+        payload = _encode(record)
+        if len(payload) <= self.blob_threshold:
+            inline: bytes | None = payload
+            digest: str | None = None
+            blobs: Mapping[str, bytes | BlobCopy] = _NO_BLOBS
+        else:
+            some: dict[str, bytes | BlobCopy] = {}
+            inline, digest = split_payload(payload, self.blob_threshold, some)
+            blobs = some
+        with self._lock:
+            expected = self._tip
+            if (parent is None or parent == expected) and (expected == NIL_ID or self._ids.is_last(expected)):
+                current, branch_from = expected, None  # HEAD is the newest event: no children, the common case
+            else:
+                current, branch_from = self._parent_and_branch(parent)
+                expected = self._tip
+            event_id = self._ids.next()
+            stamp = format_timestamp(time.time_ns())
+            staged = _new_staged(event_id, current, kind, role, stamp, inline, digest, branch_from)
+            commit: Commit = _new_commit((staged,), event_id, expected, blobs)
+            ticket = self.storage.commit(commit)
+            self._tip = event_id
+            self._last_ticket = ticket
+        # The returned record is a decoded copy, as every read returns it.
+        event = _new_event(event_id, current, kind, role, stamp, orjson.loads(payload), digest, branch_from, {})
+        return [event], commit, ticket
 
     def failed(self, commit: Commit) -> None:
         """A submitted commit failed: if nothing was built on it since, the

@@ -230,21 +230,8 @@ class FileBackend(Backend):
             with self.lease(session_id):
                 migrate_legacy(self.fs, self.layout, session_id, lambda: self.storage(session_id, readonly=False))
         if readonly:
-            self._upgrade_index(session_id)
             return self.storage(session_id, readonly=True)
         return self._leased(session_id, self.lease(session_id))
-
-    def _upgrade_index(self, session_id: str) -> None:
-        """Build the index of a format-1 session (``index.jsonl``) before a
-        reader opens it, when no writer holds it: else every read-only open
-        would derive the index from the whole log. A writer that holds it
-        has built it already; a store the reader may not write reads the log."""
-        if self.fs.exists(self.layout.index(session_id)) or not self.fs.exists(self.layout.legacy_index(session_id)):
-            return
-        try:
-            self._leased(session_id, self.lease(session_id)).close()
-        except (SessionLocked, StorageError, CorruptionError):
-            pass  # a writer holds it (and built the index), the store is read-only, or damage the reader reports
 
     def exists(self, session_id: str) -> bool:
         return os.path.isdir(self.layout.session_dir(session_id))

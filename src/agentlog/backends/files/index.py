@@ -137,35 +137,37 @@ def _id_text(raw: bytes) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-_STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{9})Z\Z")
+_STAMP = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]{9})Z\Z")
 _second: tuple[str, int] = ("", 0)  # the last second parsed; appends come many a second
 
 
-def _stamp_ns(stamp: str) -> int | None:
-    """Nanoseconds of a timestamp in the canonical form, or None for any
-    other form (it is then read from the record, exactly as written)."""
+def _canonical_ns(stamp: str) -> int | None:
+    """Nanoseconds of a timestamp in the canonical form (the one
+    ``format_timestamp`` writes), or None for any other form: it is then
+    read from the record, exactly as written."""
     global _second
+    cached = _second
+    if len(stamp) == 30 and stamp[:19] == cached[0] and stamp[19] == "." and stamp[29] == "Z":
+        frac = stamp[20:29]  # the common case: the same second as the last append's
+        if frac.isascii() and frac.isdigit():
+            ns = cached[1] * 1_000_000_000 + int(frac)
+            return ns if ns < 1 << 63 else None
     m = _STAMP.match(stamp)
     if m is None:
         return None
     head, frac = m.groups()
-    cached = _second
     if cached[0] != head:
         try:
             secs = calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M:%S"))
         except ValueError:
             return None
+        # strptime takes a leap second (":60") that formats back as another
+        # second: only a second that round-trips is canonical.
+        if time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) != head:
+            return None
         cached = _second = (head, secs)
     ns = cached[1] * 1_000_000_000 + int(frac)
     return ns if 0 <= ns < 1 << 63 else None  # else it does not fit the slot: kept in the record
-
-
-def _canonical_ns(stamp: str) -> int | None:
-    ns = _stamp_ns(stamp)
-    # strptime accepts a leap second (":60") that formats back differently
-    if ns is None or (stamp[17:19] >= "60" and format_timestamp(ns) != stamp):
-        return None
-    return ns
 
 
 # --- one slot ------------------------------------------------------------------
@@ -334,6 +336,10 @@ class Index:
     def _id_at(self, i: int) -> bytes:
         return self.fs.pread(self._fd, 16, HEADER_SIZE + i * ENTRY_SIZE, self.path)
 
+    def _key(self, event_id: str) -> bytes:
+        """What ``_id_at`` returns for ``event_id``."""
+        return id_bytes(event_id)
+
     def _fields(self, raw: bytes, i: int) -> tuple[Any, ...]:
         if len(raw) != ENTRY_SIZE:
             raise IndexDamaged(f"{self.path} entry {i} cut short")
@@ -364,7 +370,7 @@ class Index:
         A path walk asks for each parent right after its child, and a
         parent usually sits in the slot just before, so that slot is tried
         first: one 16-byte read per step instead of a search."""
-        key = id_bytes(event_id)
+        key = self._key(event_id)
         guess = self._last_pos - 1
         if 0 <= guess < self.count and self._id_at(guess) == key:
             self._last_pos = guess

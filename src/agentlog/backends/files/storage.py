@@ -23,7 +23,6 @@ import orjson
 from ..._codec import LineError, decode_line
 from ..._fs import OsFs
 from ...errors import (
-    AgentlogError,
     CorruptionError,
     EventNotFound,
     ReadOnlySession,
@@ -39,6 +38,7 @@ from .chunklog import ChunkLog, Line
 from .groupcommit import GroupCommit
 from .index import Entry, Index, IndexDamaged, entry_of
 from .layout import Layout
+from .legacy_index import LegacyIndex
 from .lines import entry_to_index, is_event
 from .meta import read_meta_file
 from .pathread import read_ancestors
@@ -51,6 +51,18 @@ def _close_quietly(part: ChunkLog | Index) -> None:
         part.close()
     except StorageError:
         pass  # closing a descriptor after its data is synced (or never written) loses nothing
+
+
+def _open_index(fs: OsFs, layout: Layout, session_id: str, *, writable: bool) -> Index:
+    """The session's index: ``index.bin``; for a reader of a version-1
+    session no writer has opened since, its ``index.jsonl`` as it is."""
+    path, legacy = layout.index(session_id), layout.legacy_index(session_id)
+    if not writable and not fs.exists(path) and fs.exists(legacy):
+        try:
+            return LegacyIndex(fs, legacy)
+        except StorageError:
+            pass  # a writer converted it and removed it just now: read index.bin
+    return Index(fs, path, writable=writable, legacy_path=legacy)
 
 
 class FileSessionStorage(GroupCommit, SessionStorage):
@@ -75,9 +87,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         writable = not readonly
         self.log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=durable, writable=writable)
         try:
-            self.index = Index(
-                fs, layout.index(session_id), writable=writable, legacy_path=layout.legacy_index(session_id)
-            )
+            self.index = _open_index(fs, layout, session_id, writable=writable)
         except BaseException:
             _close_quietly(self.log)
             raise
@@ -458,17 +468,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
     def close(self) -> None:
         if self._closed:
             return
-        with self._cv:
-            pending = self._queue[-1] if self._queue else None
-        if pending is not None:
-            try:
-                self._finish(pending)  # commits nobody waited for are written, not dropped
-            except AgentlogError:
-                pass  # that commit's submitter is told by its own ticket
-        with self._cv:
-            while self._writing:
-                self._cv.wait()
-            self._closed = True
+        self._stop_writes()  # commits nobody waited for are written, not dropped
         try:
             if not self.readonly and self._poisoned is None:
                 self._sync_head_file()
