@@ -590,3 +590,25 @@ def test_repair_finds_the_index_entry_of_a_record_after_damage_that_changed_a_le
     assert not any("reachable" in a or "moved HEAD" in a for a in actions), actions
     with store.open("s", readonly=True) as s:
         assert [e.id for e in s.path()] == ids
+
+
+def test_repair_keeps_a_batch_whose_member_was_split_in_its_batch_marker(tmp_path):
+    """Fuzz (the million-case run): a byte of a batch member's marker turned
+    into a newline. The halves were joined again as one damaged record, but
+    its marker was looked for in the half after it, which says nothing, and
+    not in the next record: its tombstone had none, and the member after it
+    was quarantined. Fix: a bad record's neighbours are the lines that end
+    where it starts and start where it ends."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        first = s.append("message", {"content": "one"}, "user")
+        batch = s.append_many([("message", {"content": f"b{i}"}, "assistant") for i in range(2)])
+    path = _chunk(tmp_path, "s")
+    data = open(path, "rb").read()
+    at = data.index(b'"txn":[0,2]') + len(b'"txn":[')
+    open(path, "wb").write(data[:at] + b"\n" + data[at + 1 :])
+    actions = store.repair("s")
+    assert any(f"tombstone for event {batch[0].id}" in a for a in actions), actions
+    with store.open("s", readonly=True) as s:
+        assert s.head == batch[1].id
+        assert [e.id for e in s.path()] == [first.id, batch[0].id, batch[1].id]

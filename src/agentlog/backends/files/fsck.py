@@ -682,21 +682,25 @@ def _cut_before(scan: _Scan, plan: _Plan) -> set[str]:
 def _around(
     log: ChunkLog, lines_of: dict[int, list[Line]], b: _Bad
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The decoded lines just before and just after a bad one (None if damaged)."""
+    """The decoded lines just before and just after a bad one (None if damaged).
+    A bad one may span several lines (a record split by a new newline):
+    its neighbours are the lines that end where it starts and start where
+    it ends."""
     if b.chunk not in lines_of:  # scan() runs on to later chunks: stop at this one's end
         lines_of[b.chunk] = list(itertools.takewhile(lambda ln: ln.chunk == b.chunk, log.scan(b.chunk, 0)))
     lines = lines_of[b.chunk]
-    at = next((i for i, ln in enumerate(lines) if ln.offset == b.offset), None)
+    before = next((ln for ln in lines if ln.offset + ln.length == b.offset), None)
+    after = next((ln for ln in lines if ln.offset == b.offset + b.length), None)
 
-    def decoded(i: int) -> dict[str, Any] | None:
-        if at is None or not 0 <= i < len(lines) or not lines[i].complete:
+    def decoded(ln: Line | None) -> dict[str, Any] | None:
+        if ln is None or not ln.complete:
             return None
         try:
-            return decode_line(lines[i].data)
+            return decode_line(ln.data)
         except LineError:
             return None  # a damaged neighbour says nothing
 
-    return (decoded(at - 1), decoded(at + 1)) if at is not None else (None, None)
+    return decoded(before), decoded(after)
 
 
 def _unreachable_report(scan: _Scan, already_cut: set[str]) -> list[str]:
