@@ -1,6 +1,6 @@
 """Part 4: Store.list() over thousands of sessions vs a parse-everything listing.
 
-agentlog reads session.json and stats index.jsonl per session (its size
+agentlog reads session.json and stats index.bin per session (its size
 is the event count, its mtime the last append). The baseline reads
 session.json too, then opens every chunk and parses every line for the
 count and the last event time, as the anchors' listings do.
