@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentlog import FileBackend, RecoveryWarning, Store
+from agentlog._codec import encode_line
 from agentlog._fs import OsFs
 from agentlog.backends.files.index import (
     ENTRY_SIZE,
@@ -272,3 +273,38 @@ def test_a_canonical_timestamp_round_trips_through_the_slot(ns):
 def test_any_other_timestamp_is_left_to_the_record(stamp):
     ns = _canonical_ns(stamp)
     assert ns is None or format_timestamp(ns) == stamp
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    ["0001-01-01T00:00:00.000000000Z", "1600-01-01T00:00:00.000000000Z", "1969-12-31T23:59:59.000000001Z", "2263-01-01T00:00:00.000000000Z"],
+)
+def test_a_timestamp_outside_the_slot_is_refused_on_every_call(stamp):
+    """Found by `make fuzz` (repair target): the second call, answered from
+    the cache of the last second parsed, skipped the range check, and a
+    timestamp before 1678 reached `struct.pack` (an untyped error on open)."""
+    assert _canonical_ns(stamp) is None
+    assert _canonical_ns(stamp) is None  # now from the cache
+    assert _canonical_ns(stamp[:20] + "000000002Z") is None
+
+
+def test_a_checksum_valid_record_dated_1600_opens_and_its_entry_is_incomplete(file_store):
+    """Two events of one second outside the slot's range: both are kept and
+    read back exactly, their timestamps from the records."""
+    with file_store.create(session_id="s") as s:
+        s.append("message", {"content": "a"}, role="user")
+        s.append("message", {"content": "b"}, role="user")
+    chunk = next((Path(file_store.home) / "sessions" / "s" / "chunks").iterdir())
+    lines = chunk.read_bytes().splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        rec = orjson.loads(line)
+        del rec["crc"]
+        rec["timestamp"] = f"1600-01-01T00:00:00.00000000{i}Z"
+        out.append(encode_line(rec))
+    chunk.write_bytes(b"".join(out))
+    (Path(file_store.home) / "sessions" / "s" / "index.bin").unlink()
+    with file_store.open("s") as s:
+        assert [e.timestamp for e in s.transcript()] == ["1600-01-01T00:00:00.000000000Z", "1600-01-01T00:00:00.000000001Z"]
+        assert [e.timestamp for e in s.entries()] == ["1600-01-01T00:00:00.000000000Z", "1600-01-01T00:00:00.000000001Z"]
+    assert file_store.fsck("s") == []

@@ -151,7 +151,9 @@ def _canonical_ns(stamp: str) -> int | None:
         frac = stamp[20:29]  # the common case: the same second as the last append's
         if frac.isascii() and frac.isdigit():
             ns = cached[1] * 1_000_000_000 + int(frac)
-            return ns if ns < 1 << 63 else None
+            # The same bounds as below: a cached second before 1970 or after
+            # 2262 is still cached (the cache holds any round-tripping second).
+            return ns if 0 <= ns < 1 << 63 else None
     m = _STAMP.match(stamp)
     if m is None:
         return None
