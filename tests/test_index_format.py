@@ -277,7 +277,12 @@ def test_any_other_timestamp_is_left_to_the_record(stamp):
 
 @pytest.mark.parametrize(
     "stamp",
-    ["0001-01-01T00:00:00.000000000Z", "1600-01-01T00:00:00.000000000Z", "1969-12-31T23:59:59.000000001Z", "2263-01-01T00:00:00.000000000Z"],
+    [
+        "0001-01-01T00:00:00.000000000Z",
+        "1600-01-01T00:00:00.000000000Z",
+        "1969-12-31T23:59:59.000000001Z",
+        "2263-01-01T00:00:00.000000000Z",
+    ],
 )
 def test_a_timestamp_outside_the_slot_is_refused_on_every_call(stamp):
     """Found by `make fuzz` (repair target): the second call, answered from
@@ -304,7 +309,8 @@ def test_a_checksum_valid_record_dated_1600_opens_and_its_entry_is_incomplete(fi
         out.append(encode_line(rec))
     chunk.write_bytes(b"".join(out))
     (Path(file_store.home) / "sessions" / "s" / "index.bin").unlink()
+    stamps = ["1600-01-01T00:00:00.000000000Z", "1600-01-01T00:00:00.000000001Z"]
     with file_store.open("s") as s:
-        assert [e.timestamp for e in s.transcript()] == ["1600-01-01T00:00:00.000000000Z", "1600-01-01T00:00:00.000000001Z"]
-        assert [e.timestamp for e in s.entries()] == ["1600-01-01T00:00:00.000000000Z", "1600-01-01T00:00:00.000000001Z"]
+        assert [e.timestamp for e in s.transcript()] == stamps
+        assert [e.timestamp for e in s.entries()] == stamps
     assert file_store.fsck("s") == []
