@@ -313,4 +313,6 @@ def test_a_checksum_valid_record_dated_1600_opens_and_its_entry_is_incomplete(fi
     with file_store.open("s") as s:
         assert [e.timestamp for e in s.transcript()] == stamps
         assert [e.timestamp for e in s.entries()] == stamps
+    slots = read_intact_entries(OsFs(), str(Path(file_store.home) / "sessions" / "s" / "index.bin"))
+    assert [e.complete for e in slots] == [False, False]  # the time is read from each record
     assert file_store.fsck("s") == []
