@@ -120,3 +120,21 @@ def test_report_writes_only_between_its_markers(tmp_path: Path) -> None:
     assert "old" not in text
     assert "| pi-style JSONL (no sync) | 40.00 ms | 0.25 |" in text
     assert "skipped: not reachable" in text
+
+
+def test_the_scale_probe_streams_the_whole_path_and_lists_it(tmp_path: Path) -> None:
+    """`python -m bench scale`'s memory probe (a fresh interpreter) reads
+    every event both ways; the streamed read's peak is reported beside the list's."""
+    from bench import scale
+
+    from agentlog import Store
+
+    store = Store(str(tmp_path), durability="off")
+    with store.create(session_id="s") as s:
+        s.append_many([("message", {"content": "x" * 200, "i": i}, "user") for i in range(3000)])
+    walk = scale._probe(str(tmp_path), "s", "walk")
+    whole = scale._probe(str(tmp_path), "s", "transcript")
+    assert (walk["what"], walk["events"]) == ("walk", 3000)
+    assert (whole["what"], whole["events"]) == ("transcript", 3000)
+    for result in (walk, whole):
+        assert result["peak_growth_bytes"] is None or result["peak_growth_bytes"] >= 0
