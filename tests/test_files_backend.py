@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from agentlog import NIL_ID, FileBackend, Store
+from agentlog.backends.base import MAX_BLOB_THRESHOLD
 from agentlog.event import digest_of
 from helpers import RecordingFs, chunk_path, head_path, line_spans, lock_path, session_dir
 
@@ -51,6 +52,28 @@ def test_delete_keeps_the_lock_file(file_store):
 def test_unknown_durability_is_refused(home):
     with pytest.raises(ValueError):
         Store(home, durability="sometimes")
+
+
+@pytest.mark.parametrize("threshold", [-1, "16k", 16.5, True, None, MAX_BLOB_THRESHOLD + 1, 1 << 32])
+def test_a_blob_threshold_that_is_not_a_byte_count_is_refused_before_anything_is_made(tmp_path, threshold):
+    """A threshold above the ceiling would let a record too long for the
+    index slot's 32-bit length (or for a SQL value) be written inline, and
+    fail only after its log write; a wrong type would fail at the first
+    append. Both are refused at once, and nothing is created."""
+    home = tmp_path / "home"
+    with pytest.raises(ValueError, match="blob_threshold"):
+        Store(home, blob_threshold=threshold)
+    assert not home.exists()
+    with pytest.raises(ValueError, match="blob_threshold"):
+        Store.memory(blob_threshold=threshold)
+
+
+def test_the_blob_threshold_bounds_are_taken(tmp_path):
+    for threshold in (0, MAX_BLOB_THRESHOLD):
+        store = Store(tmp_path / str(threshold), blob_threshold=threshold)
+        with store.create(session_id="s") as s:
+            event = s.append("message", {"content": "x" * 100})
+            assert (event.digest is not None) == (threshold == 0)  # 0: every payload is a blob
 
 
 def test_listing_reads_no_event_log(home):

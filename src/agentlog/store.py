@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._writers import WRITERS
-from .backends.base import DEFAULT_BLOB_THRESHOLD, Backend, Commit, Problem, SessionStats, SessionStorage
+from .backends.base import (
+    DEFAULT_BLOB_THRESHOLD,
+    MAX_BLOB_THRESHOLD,
+    Backend,
+    Commit,
+    Problem,
+    SessionStats,
+    SessionStorage,
+)
 from .backends.memory import MemoryBackend
 from .backends.registry import open_backend
 from .errors import (
@@ -140,6 +148,12 @@ class Store:
         blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
         **backend_options: Any,
     ) -> None:
+        # Checked before a backend is opened, so a bad value changes nothing.
+        if type(blob_threshold) is not int or not 0 <= blob_threshold <= MAX_BLOB_THRESHOLD:
+            raise ValueError(
+                f"blob_threshold must be a whole number of bytes from 0 to {MAX_BLOB_THRESHOLD:,}, "
+                f"not {blob_threshold!r}"
+            )
         if backend is None:
             location = os.fspath(home) if home is not None else default_location()
             backend = open_backend(location, durability=durability, **backend_options)

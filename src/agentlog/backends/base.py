@@ -39,6 +39,7 @@ from ..event import NIL_ID, Event, digest_of
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
+    "MAX_BLOB_THRESHOLD",
     "Backend",
     "BlobCopy",
     "Commit",
@@ -57,6 +58,10 @@ __all__ = [
 ]
 
 DEFAULT_BLOB_THRESHOLD = 16 * 1024
+#: The largest ``blob_threshold`` a store takes: an inline record stays far
+#: below what every backend holds in one place (a 32-bit length in the file
+#: index, a 1 GB value in SQLite and PostgreSQL).
+MAX_BLOB_THRESHOLD = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
