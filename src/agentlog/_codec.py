@@ -8,6 +8,7 @@ detected rather than trusted.
 
 from __future__ import annotations
 
+import re
 import zlib
 from typing import Any
 
@@ -17,6 +18,7 @@ __all__ = ["LineError", "decode_line", "encode_line"]
 
 _CRC_PREFIX = b',"crc":"'
 _SUFFIX_LEN = len(_CRC_PREFIX) + 8 + 2  # ,"crc":"  8 hex  "}
+_HEX8 = re.compile(rb"[0-9a-f]{8}")
 
 
 class LineError(ValueError):
@@ -40,13 +42,15 @@ def decode_line(line: bytes | memoryview) -> dict[str, Any]:
         raise LineError("not a framed record")
     if raw[-_SUFFIX_LEN:-10] != _CRC_PREFIX or raw[-2:] != b'"}':
         raise LineError("checksum field missing")
-    try:
-        want = int(raw[-10:-2], 16)
-    except ValueError:
-        raise LineError("checksum field is not hex") from None
     got = zlib.crc32(b"}", zlib.crc32(memoryview(raw)[: len(raw) - _SUFFIX_LEN]))
-    if got != want:
-        raise LineError(f"checksum mismatch (stored {want:08x}, computed {got:08x})")
+    stored = raw[-10:-2]
+    # Compared as the text the writer writes, not parsed: int(..., 16) also
+    # takes "DEADBEEF", " 1234567" or "1_234567", so a damaged byte there
+    # (a flipped case bit, a zero turned space) would read as intact.
+    if stored != b"%08x" % got:
+        if _HEX8.fullmatch(stored) is None:
+            raise LineError(f"checksum field is not 8 lowercase hex digits: {stored!r}")
+        raise LineError(f"checksum mismatch (stored {stored.decode()}, computed {got:08x})")
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -612,3 +612,45 @@ def test_repair_keeps_a_batch_whose_member_was_split_in_its_batch_marker(tmp_pat
     with store.open("s", readonly=True) as s:
         assert s.head == batch[1].id
         assert [e.id for e in s.path()] == [first.id, batch[0].id, batch[1].id]
+
+
+def test_a_checksum_field_spelled_differently_but_equal_as_a_number_is_damage(tmp_path):
+    """Kill storm (sampled, `make test`): a flipped bit turned a checksum digit
+    "a" into "A". The field was parsed with int(..., 16), which reads "A" as
+    "a", so the damaged line still checked and repair found nothing to do.
+    Fix: the field is compared as the text the writer writes."""
+    store = _session(tmp_path)
+    with store.create(session_id="s") as s:
+        ids = [s.append("message", {"content": f"m{i}"}, "user").id for i in range(8)]
+    path = _chunk(tmp_path, "s")
+    lines = _lines(path)
+    # a middle line whose checksum has a letter (all eight digits: 2% a line)
+    i = next(i for i in range(1, len(lines) - 1) if not lines[i][-11:-3].isdigit())
+    lines[i] = lines[i][:-11] + lines[i][-11:-3].upper() + lines[i][-3:]
+    open(path, "wb").write(b"".join(lines))
+    with pytest.raises(ValueError, match="not 8 lowercase hex digits"):
+        decode_line(lines[i])
+    with store.open("s", readonly=True) as s, pytest.raises(CorruptionError):
+        s.path()
+    assert any(p.severity == "error" for p in store.fsck("s"))
+    actions = store.repair("s")
+    assert any(f"tombstone for event {ids[i]}" in a for a in actions), actions
+    with store.open("s", readonly=True) as s:
+        assert [e.id for e in s.path()] == ids
+
+
+@pytest.mark.parametrize("spell", ["%08X", " %07x", "+%07x", "0_%06x"])
+def test_every_other_spelling_of_the_checksum_is_refused(spell):
+    """int(..., 16) also takes a sign, spaces and underscores; the writer
+    writes none of them. A record whose checksum is small enough for each
+    spelling to fit the 8 bytes, with letters for the upper case one."""
+    for n in range(100_000):
+        line = encode_line({"n": n})
+        crc = int(line[-11:-3], 16)
+        if crc < 1 << 24 and not line[-11:-3].isdigit():
+            break
+    spelled = (spell % crc).encode()
+    assert len(spelled) == 8 and int(spelled, 16) == crc and spelled != b"%08x" % crc
+    with pytest.raises(ValueError, match="not 8 lowercase hex digits"):
+        decode_line(line[:-11] + spelled + line[-3:])
+    assert decode_line(line) == {"n": n}

@@ -19,7 +19,6 @@ from __future__ import annotations
 import gc
 import re
 import zlib
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from zlib import crc32
 
@@ -95,11 +94,8 @@ def _decode(line: bytes, want: str) -> dict[str, Any] | None:
     """The record of ``line`` (no newline) if it is the intact, valid event ``want``."""
     if len(line) < _SUFFIX_LEN + 2 or line[-_SUFFIX_LEN:-10] != _CRC_PREFIX or line[-2:] != b'"}':
         return None
-    try:
-        stored = int(line[-10:-2], 16)
-    except ValueError:
-        return None
-    if zlib.crc32(b"}", zlib.crc32(memoryview(line)[: len(line) - _SUFFIX_LEN])) != stored:
+    # the checksum as the text the writer writes (see _codec.decode_line)
+    if b"%08x" % zlib.crc32(b"}", zlib.crc32(memoryview(line)[: len(line) - _SUFFIX_LEN])) != line[-10:-2]:
         return None
     try:
         rec = orjson.loads(line)
@@ -146,40 +142,41 @@ def _read(
     bound = storage.event_count() + 1
     lines: list[bytes] = []
     pos = -1  # the next line of ``lines`` to look at, going backwards
+    declined = -1  # the line ``_follow`` last stopped at: it is not tried there again
     want = from_id
     size = FIRST_BLOCK
-    good = _GOOD_KIND_ROLE
-    parent_stamp_ok = _PARENT_STAMP.match
-    build = make_event
     while want != NIL_ID and (limit is None or len(out) < limit):
-        if pos >= 0:
+        if pos >= 0 and pos != declined:
             # The common case first: the parents sit line after line, back.
             budget = (bound + 1 if limit is None else limit) - len(out)
             pos, want, done = _follow(lines, pos, want, out, budget, until_kind, until_id)
             if done or want == NIL_ID or (limit is not None and len(out) >= limit):
                 break
+            declined = pos
         event: Event | None = None
         key = want.encode()
         while pos >= 0:
             line = lines[pos]
+            if line[:7] == _ID_PREFIX:  # else a checkout record, or damage a fallback will report
+                found = line[7:_ID_END]
+                if found == key:
+                    break
+                if found < key:  # ids increase along the log: the parent is not in this block
+                    pos = -1
+                    size = FIRST_BLOCK  # the path jumps (a branch): locality starts over
+                    break
             pos -= 1
-            if line[:7] != _ID_PREFIX:
-                continue  # a checkout record, or damage a fallback will report
-            found = line[7:_ID_END]
-            if found == key:
-                event = _fast_event(line, want, good, parent_stamp_ok, build)
-                if event is None:  # a blob, a branch point, an unusual field: the full check
-                    rec = _decode(line, want)
-                    event = None if rec is None else _event_of(rec)
-                break
-            if found < key:  # ids increase along the log: the parent is not in this block
-                pos = -1
-                size = FIRST_BLOCK  # the path jumps (a branch): locality starts over
+        if pos >= 0 and pos != declined:
+            continue  # the wanted line, further back in this block: the fast loop tries it first
+        if pos >= 0:  # declined by the fast loop (a blob, a branch point, an unusual field): the full check
+            rec = _decode(lines[pos], want)
+            pos -= 1
+            event = None if rec is None else _event_of(rec)
         if event is None:
             lines, rec = _load(storage, want, size)
-            pos = len(lines) - 2
+            pos, declined = len(lines) - 2, -1
             size = min(size * 4, BLOCK)
-            # a record the fast check declines is read by get(), which holds
+            # a record the full check declines is read by get(), which holds
             # every rule (and the index rebuild, and the corruption report)
             event = storage.get(want) if rec is None else _event_of(rec)
         append(event)
@@ -220,7 +217,7 @@ def _follow(
         if line[7:_ID_END] != key or line[:7] != prefix or line[-18:-10] != crc_prefix:
             break
         try:
-            if crc32(b"}", crc32(line[:-18])) != int(line[-10:-2], 16):
+            if b"%08x" % crc32(b"}", crc32(line[:-18])) != line[-10:-2]:
                 break
             rec = loads(line)
             parent, kind, role, stamp = rec["parent_id"], rec["kind"], rec["role"], rec["timestamp"]
@@ -239,7 +236,7 @@ def _follow(
             ):
                 break
         except (ValueError, KeyError, TypeError):
-            break  # bad hex or JSON, a missing field, an unhashable kind: the careful path reports it
+            break  # bad JSON, a missing field, an unhashable kind: the careful path reports it
         append(build(want, parent, kind, role, stamp, rec["record"], None, None, {}))
         pos -= 1
         budget -= 1
@@ -248,39 +245,6 @@ def _follow(
         want = parent
         key = parent.encode()
     return pos, want, False
-
-
-def _fast_event(
-    line: bytes,
-    want: str,
-    good: set[tuple[str, str | None]],
-    parent_stamp_ok: Callable[[str], object],
-    build: Callable[..., Event],
-) -> Event | None:
-    """The event of ``line`` when it is intact and plainly valid: the common
-    case, checked with the fewest operations. None sends it to the careful path."""
-    if line[-_SUFFIX_LEN:-10] != _CRC_PREFIX or line[-2:] != b'"}':
-        return None
-    try:
-        if crc32(b"}", crc32(memoryview(line)[: len(line) - _SUFFIX_LEN])) != int(line[-10:-2], 16):
-            return None
-        rec = loads(line)
-        parent, kind, role, stamp = rec["parent_id"], rec["kind"], rec["role"], rec["timestamp"]
-        if (
-            rec["id"] == want
-            and rec["digest"] is None
-            and rec["branch_from"] is None
-            and "op" not in rec
-            and ((kind, role) in good or _learn(kind, role))
-            and type(parent) is str
-            and type(stamp) is str
-            and len(parent) == 36  # else a short parent could borrow the stamp's first byte
-            and parent_stamp_ok(parent + stamp)
-        ):
-            return build(want, parent, kind, role, stamp, rec["record"], None, None, {})
-    except (ValueError, KeyError, TypeError):
-        pass  # bad hex or JSON, a missing field, an unhashable kind: the careful path reports it
-    return None
 
 
 def _event_of(rec: dict[str, Any]) -> Event:

@@ -12,6 +12,7 @@ validates them against the log and completes them from its tail
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import warnings
@@ -60,8 +61,10 @@ def _open_index(fs: OsFs, layout: Layout, session_id: str, *, writable: bool) ->
     if not writable and not fs.exists(path) and fs.exists(legacy):
         try:
             return LegacyIndex(fs, legacy)
-        except StorageError:
-            pass  # a writer converted it and removed it just now: read index.bin
+        except StorageError as exc:
+            if exc.errno != errno.ENOENT:
+                raise  # the OS failed (EIO...): say so
+            # else a writer converted it and removed it just now: read index.bin
     return Index(fs, path, writable=writable, legacy_path=legacy)
 
 
