@@ -37,6 +37,7 @@ PUBLIC = [
     "IndexEntry",
     "InvalidEvent",
     "InvalidEventId",
+    "InvalidMeta",
     "InvalidName",
     "InvalidSessionId",
     "KINDS",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from .cutpoints import choose_cut
 from .errors import AgentlogError, SummarizerError
 from .event import NIL_ID, Event
@@ -33,13 +35,22 @@ class CompactionPolicy:
 
 def _summarize(summarizer: Summarizer, events: list[Event], previous: dict[str, Any] | None) -> Summary:
     try:
-        return summarizer.summarize(events, previous)
+        summary = summarizer.summarize(events, previous)
     except SummarizerError:
         raise
     except AgentlogError as exc:
         raise SummarizerError(f"summarizer failed: {exc}") from exc
     except Exception as exc:  # a plug-in's own failure; nothing was written
         raise SummarizerError(f"summarizer failed: {type(exc).__name__}: {exc}") from exc
+    # A plug-in that returns the wrong thing is the same kind of failure.
+    if not isinstance(summary, Summary) or not isinstance(summary.text, str):
+        shown = type(summary.text if isinstance(summary, Summary) else summary).__name__
+        raise SummarizerError(f"summarizer returned {shown}, not a Summary whose text is a string")
+    try:
+        orjson.dumps(summary.structured)
+    except TypeError as exc:  # a set, an object: it could not be stored
+        raise SummarizerError(f"summarizer returned a structured summary JSON cannot hold: {exc}") from None
+    return summary
 
 
 def compact(session: SessionView, *, summarizer: Summarizer, keep_tokens: int) -> Event | None:

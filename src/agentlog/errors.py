@@ -61,6 +61,7 @@ __all__ = [
     "ImportSourceError",
     "InvalidEvent",
     "InvalidEventId",
+    "InvalidMeta",
     "InvalidName",
     "InvalidSessionId",
     "LeaseLost",
@@ -115,6 +116,11 @@ class InvalidEvent(AgentlogError, ValueError):
 
 class InvalidName(AgentlogError, ValueError):
     """A sidecar name that is not one safe path component (invariant 8)."""
+
+
+class InvalidMeta(AgentlogError, ValueError):
+    """Session metadata that cannot be stored: not JSON, a field the store
+    keeps itself (``id``, ``schema``), or a known field of the wrong type."""
 
 
 class StreamedDeltaError(InvalidEvent):

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from ._text import content_text
+from .errors import InvalidMeta
 from .event import NIL_ID, format_timestamp
 from .view import SessionView
 
-__all__ = ["DEFAULT_META", "ensure_summary_text", "fork_meta", "meta_with_defaults", "render_summary"]
+__all__ = [
+    "DEFAULT_META",
+    "check_meta",
+    "ensure_summary_text",
+    "fork_meta",
+    "meta_with_defaults",
+    "render_summary",
+]
 
 #: Fields every session.json has; older files get these when read.
 DEFAULT_META: dict[str, Any] = {
@@ -25,6 +36,13 @@ DEFAULT_META: dict[str, Any] = {
     "forked_from": None,
 }
 
+#: Fields the store writes itself: a caller's value would make session.json
+#: contradict the session it sits in.
+RESERVED_META = frozenset({"id", "schema"})
+#: Known fields and the types every reader of them expects (``agentlog ls``,
+#: ``SessionInfo``, the server); None is allowed wherever the default is None.
+_TEXT_META = frozenset({"name", "title", "working_dir", "model", "status", "summary", "created_at", "updated_at"})
+
 SUMMARY_MESSAGES = 6
 SUMMARY_CHARS = 2000
 
@@ -34,6 +52,27 @@ def meta_with_defaults(meta: dict[str, Any]) -> dict[str, Any]:
     merged = dict(DEFAULT_META)
     merged.update(meta)
     return merged
+
+
+def check_meta(changes: Mapping[str, Any]) -> None:
+    """Refuse metadata that cannot be stored as given, before anything is
+    written, the same on every backend: a value JSON cannot hold (a set,
+    an integer beyond 64 bits), a reserved field, or a known field of the
+    wrong type (a title that is not text would break every listing)."""
+    for key, value in changes.items():
+        if key in RESERVED_META:
+            raise InvalidMeta(f"metadata field {key!r} is kept by the store and cannot be set")
+        if key in _TEXT_META and value is not None and not isinstance(value, str):
+            raise InvalidMeta(f"metadata field {key!r} must be text or None, not {type(value).__name__}")
+        if key == "archived" and not isinstance(value, bool):
+            raise InvalidMeta(f"metadata field 'archived' must be True or False, not {type(value).__name__}")
+        if key == "summary_structured" and value is not None and not isinstance(value, dict):
+            shown = type(value).__name__
+            raise InvalidMeta(f"metadata field 'summary_structured' must be an object or None, not {shown}")
+    try:
+        orjson.dumps(dict(changes))
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        raise InvalidMeta(f"metadata is not JSON: {exc}") from None
 
 
 def text_of(record: Any) -> str:

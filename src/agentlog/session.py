@@ -19,9 +19,17 @@ from ._writers import WRITERS
 from .backends.base import IndexEntry, SessionStorage
 from .compaction import CompactionPolicy, compact, summarize_branch
 from .context import assemble_context
-from .errors import AgentlogError, CorruptionError, EventNotFound, ReadOnlySession, SessionClosed
+from .errors import (
+    AgentlogError,
+    CorruptionError,
+    EventNotFound,
+    InvalidEvent,
+    InvalidName,
+    ReadOnlySession,
+    SessionClosed,
+)
 from .event import NIL_ID, Event, check_event_id, check_sidecar_name, format_timestamp, is_event_id
-from .lifecycle import ensure_summary_text, fork_meta, meta_with_defaults, render_summary
+from .lifecycle import check_meta, ensure_summary_text, fork_meta, meta_with_defaults, render_summary
 from .providers import to_chat_messages, to_responses_input
 from .state import Checkpoint
 from .summarize import ExtractiveSummarizer, Summarizer
@@ -272,8 +280,10 @@ class Session:
         return self.storage.read_meta()
 
     def update_meta(self, **changes: Any) -> dict[str, Any]:
-        """Change metadata fields atomically (unknown fields are kept)."""
+        """Change metadata fields atomically (unknown fields are kept);
+        ``InvalidMeta`` before anything is written if one cannot be stored."""
         self._check_writable()
+        check_meta(changes)
         with self._lock:
             meta = self.storage.read_meta()
             meta.update(changes)
@@ -385,16 +395,35 @@ class Session:
     def write_sidecar(self, name: str, data: bytes | None) -> None:
         """Replace (atomically) or with None remove a small named file."""
         self._check_writable()
-        self.storage.write_sidecar(check_sidecar_name(name), data)
+        name = check_sidecar_name(name)
+        if data is not None and not isinstance(data, bytes | bytearray | memoryview):
+            # Checked here, once for every backend (one took a str, one made
+            # bytes(5) of an int).
+            raise InvalidName(f"sidecar {name!r}: its data must be bytes or None, not {type(data).__name__}")
+        self.storage.write_sidecar(name, None if data is None else bytes(data))
 
     def draft(self) -> str | None:
         """Unsent user text saved with ``set_draft``, if any."""
         data = self.read_sidecar("draft.txt")
-        return None if data is None else data.decode("utf-8")
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorruptionError(f"session {self.id} draft.txt", exc.start, f"not UTF-8: {exc.reason}") from None
 
     def set_draft(self, text: str | None) -> None:
         """Save (atomically) or with None clear the unsent user text."""
-        self.write_sidecar("draft.txt", None if text is None else text.encode("utf-8"))
+        if text is None:
+            self.write_sidecar("draft.txt", None)
+            return
+        if not isinstance(text, str):
+            raise InvalidEvent(f"a draft is text, not {type(text).__name__}")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: not text any reader could show
+            raise InvalidEvent(f"draft is not valid Unicode text at character {exc.start}: {exc.reason}") from None
+        self.write_sidecar("draft.txt", data)
 
     @property
     def artifacts_dir(self) -> str | None:

@@ -76,23 +76,49 @@ class Checkpoint:
         }
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any] | None) -> Checkpoint:
+    def from_record(cls, record: Any) -> Checkpoint:
         """The checkpoint a ``state`` record holds; lenient about types, since
-        the record may come from JSON another writer produced."""
-        if not record:
+        the record may come from JSON another writer produced: a number that
+        is not one counts as 0, a todo that is not an object is its text,
+        and a record that is not an object is an empty checkpoint."""
+        if not isinstance(record, Mapping) or not record:
             return cls()
-        usage = record.get("usage") or {}
+        usage = record.get("usage")
+        if not isinstance(usage, Mapping):
+            usage = {}
+        todos = record.get("todos")
         return cls(
-            scratchpad=str(record.get("scratchpad") or ""),
-            todos=[
-                Todo(str(t.get("text", "")), str(t.get("status", "pending")), int(t.get("retries", 0)))
-                for t in record.get("todos") or []
-            ],
-            tool_calls=int(record.get("tool_calls") or 0),
+            scratchpad=_text(record.get("scratchpad")),
+            todos=[_todo(t) for t in todos] if isinstance(todos, list) else [],
+            tool_calls=_int(record.get("tool_calls")),
             usage=UsageTotals(
-                int(usage.get("input_tokens") or 0),
-                int(usage.get("output_tokens") or 0),
-                float(usage.get("cost_usd") or 0.0),
-                int(usage.get("calls") or 0),
+                _int(usage.get("input_tokens")),
+                _int(usage.get("output_tokens")),
+                _float(usage.get("cost_usd")),
+                _int(usage.get("calls")),
             ),
         )
+
+
+def _text(value: Any, default: str = "") -> str:
+    return default if value is None else str(value)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError, OverflowError):  # "two", [1], inf: not a count
+        return 0
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _todo(t: Any) -> Todo:
+    if not isinstance(t, Mapping):
+        return Todo(_text(t))
+    return Todo(_text(t.get("text")), _text(t.get("status"), "pending"), _int(t.get("retries")))

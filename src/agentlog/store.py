@@ -6,7 +6,7 @@ import builtins
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,7 @@ from .event import (
     format_timestamp,
     parse_timestamp,
 )
-from .lifecycle import meta_with_defaults
+from .lifecycle import check_meta, meta_with_defaults
 from .search import SearchHit
 from .search import search as search_sessions
 from .session import Session
@@ -101,6 +101,13 @@ def _now() -> str:
     return format_timestamp(time.time_ns())
 
 
+def _text(value: Any) -> str | None:
+    """A text field of session.json as ``SessionInfo`` types it: the API
+    refuses other types (``check_meta``), but the file can be edited by
+    hand, and one odd value must not break every listing."""
+    return value if isinstance(value, str) else None
+
+
 def _info(session_id: str, stored: dict[str, Any], stats: SessionStats) -> SessionInfo:
     meta = meta_with_defaults(stored)
     updated = meta.get("updated_at")
@@ -115,15 +122,15 @@ def _info(session_id: str, stored: dict[str, Any], stats: SessionStats) -> Sessi
         latest = format_timestamp(max(meta_ns, stats.updated_ns))
     return SessionInfo(
         id=session_id,
-        title=meta.get("title") or meta.get("name"),
-        name=meta.get("name"),
-        working_dir=meta.get("working_dir"),
-        model=meta.get("model"),
-        created_at=meta.get("created_at"),
+        title=_text(meta.get("title")) or _text(meta.get("name")),
+        name=_text(meta.get("name")),
+        working_dir=_text(meta.get("working_dir")),
+        model=_text(meta.get("model")),
+        created_at=_text(meta.get("created_at")),
         updated_at=latest,
-        summary=meta.get("summary") or None,
-        status=meta.get("status") or "active",
-        archived=bool(meta.get("archived")),
+        summary=_text(meta.get("summary")) or None,
+        status=_text(meta.get("status")) or "active",
+        archived=meta.get("archived") is True,
         event_count=stats.event_count,
         meta=meta,
     )
@@ -189,9 +196,15 @@ class Store:
         lazy: bool = False,
         events: Sequence[Event] = (),
         source: Session | SessionStorage | None = None,
-        **meta: Any,
+        meta: Mapping[str, Any] | None = None,
+        **fields: Any,
     ) -> Session:
         """Create a session and return it open for writing.
+
+        Further metadata goes in ``fields`` (keywords) or ``meta`` (a
+        mapping, for keys named like this method's own parameters, such as
+        metadata copied from elsewhere); keywords win over ``meta``. It is
+        checked before anything is written (``InvalidMeta``).
 
         With ``lazy=True`` nothing is written until the first assistant
         message or ``session.persist()`` (the lazy gate): a session the
@@ -203,6 +216,8 @@ class Store:
         session); the session appears with all of them or, after a crash,
         not at all."""
         sid = check_new_session_id(session_id) if session_id is not None else IdGenerator().next()
+        extra = {**meta, **fields} if meta else fields
+        check_meta({"name": name, "working_dir": working_dir, "model": model, **extra})
         if lazy and self.backend.exists(sid):
             raise SessionExists(sid)
         now = _now()
@@ -217,7 +232,7 @@ class Store:
                 "updated_at": now,
             }
         )
-        record.update(meta)
+        record.update(extra)
         storage = source.storage if isinstance(source, Session) else source
         if lazy:
             buffer = MemoryBackend().create(sid, record, self._initial(events, storage))

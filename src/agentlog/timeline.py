@@ -139,6 +139,7 @@ def stage_existing(
         )
         if problem:
             raise InvalidEvent(f"event {event.id!r}: {problem.removeprefix('event record has ')}")
+        check_kind(event.kind)  # a streaming delta is live-only, imported or not
         if event.id <= floor:
             raise InvalidEvent(f"event {event.id} does not sort after {floor or 'the start'}")
         floor = event.id

@@ -187,7 +187,10 @@ class SqliteSessionStorage(SessionStorage):
         return [row[0] for row in rows]
 
     def refresh(self) -> None:
-        """Every read asks the database: there is nothing to catch up."""
+        """Every read asks the database: there is nothing to catch up, but a
+        session another process deleted is gone, not empty."""
+        if self._one("SELECT 1 FROM sessions WHERE id = ?") is None:
+            raise SessionNotFound(self.session_id)
 
     def close(self) -> None:
         if self._lease is not None:

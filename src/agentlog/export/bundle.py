@@ -80,7 +80,7 @@ def write_bundle(
 ) -> int:
     """Write ``session`` as a bundle to ``out``; returns the event count."""
     entries = session.entries()
-    meta = session.meta
+    meta = {**session.meta, "id": session.id}  # the id it is stored under, whatever the file says
     if redactor is not None:
         meta = redactor.value(meta)
     head = session.head
@@ -236,7 +236,7 @@ def _create(store: Store, bundle: _Bundle) -> BundleImportReport:
         model=model,
         session_id=bundle.meta["id"],
         events=bundle.events,
-        **meta,
+        meta=meta,  # not **meta: a field named "lazy" or "events" is metadata, not an option
     ) as session:
         if bundle.events and session.head != bundle.head:
             session.checkout(bundle.head)

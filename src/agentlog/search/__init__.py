@@ -80,6 +80,16 @@ def reindex(store: Store, progress: ProgressFn | None = None) -> IndexStats:
     return stats
 
 
+def _check_text(name: str, value: object) -> None:
+    """A query or filter must be text the index can hold (UTF-8)."""
+    if not isinstance(value, str):
+        raise SearchError(f"{name} must be text, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate (bytes a terminal could not decode)
+        raise SearchError(f"{name} is not valid Unicode text at character {exc.start}") from None
+
+
 def search(
     store: Store,
     query: str,
@@ -102,8 +112,12 @@ def search(
     When more than ``CANDIDATES`` events match, the best of the newest
     ``CANDIDATES`` are returned: ranking every match of a word found in
     half a million events would take far longer than a query should."""
-    if limit < 1:
-        raise SearchError(f"limit must be at least 1, not {limit}")
+    _check_text("query", query)
+    for name, value in (("session", session), ("kind", kind), ("role", role), ("cwd", cwd)):
+        if value is not None:
+            _check_text(name, value)
+    if type(limit) is not int or limit < 1:
+        raise SearchError(f"limit must be a whole number of at least 1, not {limit!r}")
     # A backend with its own full-text index (PostgreSQL's) answers behind
     # the same call, with the same arguments and hit type.
     native = store.backend.search(

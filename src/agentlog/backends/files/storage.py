@@ -29,6 +29,7 @@ from ...errors import (
     ReadOnlySession,
     RecoveryWarning,
     SessionClosed,
+    SessionNotFound,
     SessionPoisoned,
     StorageError,
 )
@@ -304,8 +305,19 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         if not self.readonly:
             return
         with self._state:
-            self.log.refresh()
+            try:
+                self.log.refresh()
+            except (StorageError, CorruptionError):
+                self._raise_if_deleted()
+                raise
             self._scan_tail()
+
+    def _raise_if_deleted(self) -> None:
+        """Deleted by another process while this reader had it open: a
+        missing file then means the session is gone, not that it is damaged
+        (``delete`` renames the whole directory away first)."""
+        if not self.fs.exists(self.dir):
+            raise SessionNotFound(self.session_id) from None
 
     # --- checks ------------------------------------------------------------
     def _check_writable(self) -> None:
@@ -450,10 +462,18 @@ class FileSessionStorage(GroupCommit, SessionStorage):
 
     def get_blob(self, digest: str) -> bytes:
         self._check_open()
-        return self.blobs.get(digest)
+        try:
+            return self.blobs.get(digest)
+        except (StorageError, CorruptionError):
+            self._raise_if_deleted()
+            raise
 
     def read_meta(self) -> dict[str, Any]:
-        return read_meta_file(self.fs, self.layout.meta(self.session_id))
+        try:
+            return read_meta_file(self.fs, self.layout.meta(self.session_id))
+        except (StorageError, CorruptionError):
+            self._raise_if_deleted()
+            raise
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         self._check_writable()

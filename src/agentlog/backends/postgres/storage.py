@@ -275,7 +275,10 @@ class PostgresSessionStorage(SessionStorage):
         return [str(row[0]) for row in rows]
 
     def refresh(self) -> None:
-        """Every read asks the database: there is nothing to catch up."""
+        """Every read asks the database: there is nothing to catch up, but a
+        session another process deleted is gone, not empty."""
+        if self._one("SELECT 1 FROM sessions WHERE id = %s") is None:
+            raise SessionNotFound(self.session_id)
 
     def wait_for_commit(self, timeout: float) -> bool:
         """Block until a commit to this session is announced (LISTEN), or
