@@ -18,6 +18,7 @@ from agentlog import (
     InvalidMeta,
     InvalidName,
     SearchError,
+    SessionClosed,
     SessionNotFound,
     Store,
     StreamedDeltaError,
@@ -226,3 +227,18 @@ def test_import_events_refuses_a_streaming_delta(store: Store) -> None:
         with pytest.raises(StreamedDeltaError):
             s.import_events([delta])
         assert len(s) == 0
+
+
+def test_an_item_that_is_not_an_event_is_an_invalid_event(store: Store) -> None:
+    with store.create() as s:
+        with pytest.raises(InvalidEvent):
+            s.append_many([1])  # type: ignore[list-item]
+        assert len(s) == 0
+
+
+def test_a_closed_session_does_not_fork(store: Store) -> None:
+    s = store.create()
+    s.append("message", {"content": "x"}, "user")
+    s.close()
+    with pytest.raises(SessionClosed):
+        s.fork()

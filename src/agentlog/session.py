@@ -379,6 +379,7 @@ class Session:
 
         Records ``forked_from`` in its metadata; blobs are shared (hard
         links on files) or copied once, never decoded."""
+        self._check_open()  # a closed handle's storage is closed: its blobs cannot be copied
         at = self.head if at is None else check_event_id(at)
         events = self.path(at) if at != NIL_ID else []
         fork: Session = self._store.create(

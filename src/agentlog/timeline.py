@@ -104,7 +104,8 @@ def as_new_event(item: NewEventLike) -> NewEvent:
     elif isinstance(item, Mapping):
         kind, record, role = item.get("kind"), item.get("record"), item.get("role")
     else:
-        raise TypeError(f"cannot make an event of {type(item).__name__}")
+        shown = type(item).__name__
+        raise InvalidEvent(f"cannot make an event of {shown}: give a NewEvent, (kind, record[, role]) or a dict")
     check_draft(kind, record, role)
     return item if isinstance(item, NewEvent) else NewEvent(kind, record, role)
 
