@@ -216,3 +216,14 @@ def test_follow_keeps_a_bounded_number_of_sessions_open(store, tmp_path, monkeyp
     total = follow(store, FORMATS["claude"], [str(path)], interval=0, max_polls=2, sleep=_grower(path, [append]))
     assert total.events == 19 and total.errors == []
     assert [len(load(store, s).path()) for s in ("claude-s1", "claude-s2", "claude-s3")] == [5, 8, 6]
+
+
+def test_a_repaired_line_is_reported_on_stderr(tmp_path):
+    path = copy_fixture(FORK, tmp_path / "src")
+    text = path.read_text()
+    assert text.count('"text":"Start"') == 1
+    # an emoji cut in half, as JavaScript's JSON.stringify writes it: a lone surrogate escape
+    path.write_text(text.replace('"text":"Start"', '"text":"Start \\ud83d"'))
+    result = run(tmp_path / "home", "import", "--from", "claude", str(path))
+    assert result.exit_code == 0
+    assert f"agentlog: warning: {path}:1: 1 lone surrogate escape(s) replaced by U+FFFD" in result.stderr

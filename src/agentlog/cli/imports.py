@@ -52,6 +52,8 @@ def _print_report(report: ImportReport) -> None:
         )
     for path, line, error in report.malformed:
         click.echo(f"agentlog: warning: {path}:{line}: {error} (kept as a custom event)", err=True)
+    for path, line, text in report.warnings:
+        click.echo(f"agentlog: warning: {path}:{line}: {text}", err=True)
     for error in report.errors:
         click.echo(f"agentlog: error: {error}", err=True)
 
@@ -157,7 +159,7 @@ def _follow(
         if report is None:
             return
         total.merge(report)
-        if not as_json and (report.events or report.errors or report.malformed):
+        if not as_json and (report.events or report.errors or report.malformed or report.warnings):
             _print_report(report)
 
     with Follower(app.store, importer, paths) as follower:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import hashlib
 import os
 import re
 from abc import ABC, abstractmethod
@@ -14,16 +15,25 @@ from .builder import SessionBuilder
 from .model import SourceLine
 from .reader import FileData
 
-__all__ = ["Importer", "custom_record", "parse_source_time", "safe_session_id", "split_fields"]
+__all__ = ["Importer", "custom_record", "parse_source_time", "safe_session_id", "split_fields", "with_source_hash"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _FRACTION = re.compile(r"\.(\d+)")
+#: 9999-12-31T23:59:59.999Z in epoch milliseconds: the last time an event can hold.
+_LAST_MS = 253_402_300_799_999
 
 
 def safe_session_id(prefix: str, source_id: str) -> str:
     """``<prefix>-<source id>`` with characters a session id cannot hold
     replaced by ``_`` (valid ids: ``[A-Za-z0-9_-]{1,128}``)."""
     return _UNSAFE.sub("_", f"{prefix}-{source_id}")[:128]
+
+
+def with_source_hash(session_id: str, source_id: str) -> str:
+    """``session_id`` (cut to fit) with ``-`` and 8 hex digits of the
+    SHA-256 of ``source_id``: a source of its own, whatever it sanitized to."""
+    digest = hashlib.sha256(source_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{session_id[: 128 - 9]}-{digest}"
 
 
 def parse_source_time(value: Any) -> int | None:
@@ -34,7 +44,7 @@ def parse_source_time(value: Any) -> int | None:
         return _parse_text_time(value) if value else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return int(value * 1_000_000) if value > 0 else None
+    return int(value * 1_000_000) if 0 < value <= _LAST_MS else None
 
 
 @functools.lru_cache(maxsize=4096)  # the lines of one reply share one time
@@ -92,12 +102,33 @@ class Importer(ABC):
         ``--follow`` keeps only this of each earlier line between polls."""
         return {"type": obj.get("type")}
 
+    def readable_id(self, source_id: str) -> str:
+        """The source id as the session id shows it (before sanitizing)."""
+        return source_id
+
+    def plain_session_id(self, source_id: str) -> str:
+        """``<prefix>-<source id>``, sanitized: the id every source had
+        before ids got a hash (two sources can share it)."""
+        return safe_session_id(self.prefix, self.readable_id(source_id))
+
     def session_id(self, source_id: str) -> str:
-        return safe_session_id(self.prefix, source_id)
+        """The session a source session goes to: the plain id when
+        sanitizing left the source id as it was, else the plain id with a
+        hash of the source id, so that ``proj.1`` and ``proj_1`` (both
+        ``proj_1`` once sanitized) stay two sessions."""
+        plain = self.plain_session_id(source_id)
+        if plain == f"{self.prefix}-{self.readable_id(source_id)}":
+            return plain
+        return with_source_hash(plain, source_id)
 
     def line_key(self, source_id: str, obj: dict[str, Any]) -> str | None:
         """A key deduplicating this line across files (None: no such key)."""
         return None
+
+    def event_key(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> str | None:
+        """The source key the events of this line are found by (the line's
+        ``line_key``, unless the format keys its lines otherwise)."""
+        return self.line_key(b.source_id, obj)
 
     def line_time(self, obj: dict[str, Any]) -> int | None:
         return parse_source_time(obj.get("timestamp"))

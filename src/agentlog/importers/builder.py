@@ -11,7 +11,13 @@ consumed, and refreshes the session's import cache (index_cache.py).
 Side events (a kept line that is not part of the conversation: a hook's
 progress, a file-history snapshot, a malformed line) are threaded into the
 chain: the next line whose source parent is the side event's parent is
-attached after it instead, so keeping them adds no spurious branches."""
+attached after it instead, so keeping them adds no spurious branches.
+
+A line is converted all or nothing: between ``begin_line`` and
+``end_line`` a journal (journal.py) records every change the builder makes,
+each earlier pending event an importer ``edit``s and each value it
+``put``s in its ``state``; ``rollback_line`` undoes them when the line
+turns out to have a shape the importer did not expect."""
 
 from __future__ import annotations
 
@@ -22,8 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import CorruptionError
 from ..event import NIL_ID, Event, format_timestamp, parse_timestamp
 from .index_cache import load_rows, save_rows, slim_record
+from .journal import Journal
 from .model import SessionReport, SourceLine
 
 if TYPE_CHECKING:
@@ -97,7 +105,7 @@ class SessionBuilder:
     keys: dict[str, str] = field(default_factory=dict)
     alias: dict[str, str] = field(default_factory=dict)
     kind_of: dict[str, str] = field(default_factory=dict)
-    tool_names: dict[Any, Any] = field(default_factory=dict)
+    tool_names: dict[str, Any] = field(default_factory=dict)
     turn_starts: list[str] = field(default_factory=list)
     parent_of: dict[str, str] = field(default_factory=dict)
     seen_lines: set[tuple[str, int]] = field(default_factory=set)
@@ -115,7 +123,14 @@ class SessionBuilder:
     report: SessionReport | None = None
     locator: Callable[[SessionBuilder, str], str | None] | None = None
     rows: list[list[Any]] = field(default_factory=list)  # the index cache's rows
+    # Source keys that lookup found nowhere while converting the current line.
+    missed: list[str] = field(default_factory=list)
+    # (file, line) of the last malformed line whose own source id could not
+    # be read: a later line naming an unknown parent may have meant it.
+    lost_key_at: tuple[str, int] | None = None
     _per_line: dict[tuple[str, int], int] = field(default_factory=dict)
+    _journal: Journal = field(default_factory=Journal)
+    _mark: tuple[Any, ...] = ()
 
     # --- loading what an earlier import wrote -----------------------------------
     def read_state(self) -> None:
@@ -123,8 +138,7 @@ class SessionBuilder:
         session's metadata, without opening it: an import that finds
         nothing new writes nothing and takes no lease."""
         self.existing = True
-        meta = self.store.meta(self.session_id).get(META_KEY) or {}
-        self.files = dict(meta.get("files") or {})
+        self.files = self._file_states(self.store.meta(self.session_id))
 
     def ensure_loaded(self) -> None:
         """Open the existing session for writing and rebuild the maps from
@@ -133,8 +147,7 @@ class SessionBuilder:
         if not self.existing or self.session is not None:
             return
         self.session = self.store.open(self.session_id)
-        meta = self.session.meta.get(META_KEY) or {}
-        self.files = dict(meta.get("files") or {})
+        self.files = self._file_states(self.session.meta)
         cached = load_rows(self.session)
         latest = ""  # timestamps have one fixed format: the greatest string is the latest
         for entry in self.session.entries():
@@ -154,18 +167,34 @@ class SessionBuilder:
             self.last_ts = max(self.last_ts, parse_timestamp(latest))
         self.cursor = self.session.head
 
+    def _file_states(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """The per-file states an earlier import recorded (each is checked
+        when used: reader.check_state); the wrong shape is a CorruptionError."""
+        imported = meta.get(META_KEY)
+        files = imported.get("files") if isinstance(imported, dict) else None
+        if not isinstance(imported, (dict, type(None))) or not isinstance(files, (dict, type(None))):
+            bad = files if isinstance(imported, dict) else imported
+            raise CorruptionError(
+                f"session {self.session_id} metadata ({META_KEY})",
+                None,
+                f"the import state holds a {type(bad).__name__} where an object belongs;"
+                " delete the session to import its files again",
+            )
+        return dict(files or {})
+
     def _observe(self, event_id: str, parent_id: str, kind: str, record: Any) -> None:
         self.kind_of[event_id] = kind
         self.parent_of[event_id] = parent_id
         self.parents_with_children.add(parent_id)
         source = record.get("source") if isinstance(record, dict) else None
         if isinstance(record, dict) and kind == "tool_call":
-            self.tool_names[record.get("id")] = record.get("name")
+            self.remember_tool(record.get("id"), record.get("name"))
         if isinstance(source, dict) and source.get("turn_start"):
             self.turn_starts.append(event_id)
         if isinstance(source, dict):
             for key in source.get("keys") or ():
-                self.keys[key] = event_id
+                if isinstance(key, str):
+                    self.keys[key] = event_id
             if "copied_from" not in source and isinstance(source.get("file"), str):
                 lines = [source.get("line"), *(m.get("line") for m in source.get("merged") or ())]
                 if isinstance(source.get("summary_line"), dict):
@@ -176,6 +205,47 @@ class SessionBuilder:
                 return
         self.has_chain = True
 
+    # --- one line, all or nothing ------------------------------------------------
+    def begin_line(self) -> None:
+        """Start journalling: what follows, up to ``end_line``, is one line."""
+        r = self.report
+        counts = (r.events, r.kinds.copy(), r.merged, r.copied) if r is not None else None
+        self._mark = (len(self.pending), self.cursor, self.has_chain, self.ids.last, self.last_ts, counts)
+        self._journal.open()
+        self.missed.clear()
+
+    def rollback_line(self) -> None:
+        """Undo everything since ``begin_line``: the line's events, the maps
+        they entered, the earlier pending events it edited, the report."""
+        self._journal.undo()
+        size, self.cursor, self.has_chain, self.ids.last, self.last_ts, counts = self._mark
+        del self.pending[size:]
+        if counts is not None and self.report is not None:
+            self.report.events, self.report.kinds, self.report.merged, self.report.copied = counts
+
+    def end_line(self) -> None:
+        self._journal.close()
+
+    def put(self, mapping: dict[Any, Any], key: Any, value: Any) -> None:
+        """``mapping[key] = value``, undone if the line is rolled back (for
+        importers' own ``state``, and every map of the builder)."""
+        self._journal.put(mapping, key, value)
+
+    def edit(self, p: Pending) -> dict[str, Any]:
+        """The record of an earlier pending event, to change in place (a
+        merge); its state before the line is kept, to restore on rollback."""
+        self._journal.keep_record(p)
+        return p.record
+
+    def remember_tool(self, call_id: Any, name: Any) -> None:
+        """A tool call's name, for the results naming its id. Only a string
+        id is remembered: any other is stored on the event, and names nothing."""
+        if isinstance(call_id, str):
+            self.put(self.tool_names, call_id, name)
+
+    def tool_name(self, call_id: Any) -> Any:
+        return self.tool_names.get(call_id) if isinstance(call_id, str) else None
+
     # --- building ---------------------------------------------------------------
     def resolve(self, event_id: str) -> str:
         """Where a child of ``event_id`` goes: after the side events threaded there."""
@@ -183,7 +253,7 @@ class SessionBuilder:
         while event_id in self.alias:
             event_id = self.alias[event_id]
         if event_id != start:
-            self.alias[start] = event_id  # path compression: the next lookup is one step
+            self.put(self.alias, start, event_id)  # path compression: the next lookup is one step
         return event_id
 
     def lookup(self, key: str | None) -> str | None:
@@ -194,6 +264,8 @@ class SessionBuilder:
         found = self.keys.get(key)
         if found is None and self.locator is not None:
             found = self.locator(self, key)
+        if found is None:
+            self.missed.append(key)
         return found
 
     def time_of(self, line: SourceLine, ts_ns: int | None) -> int:
@@ -227,7 +299,7 @@ class SessionBuilder:
         ts = self.time_of(line, ts_ns)
         name = os.path.basename(line.path)
         n = self._per_line.get((name, line.lineno), 0)
-        self._per_line[(name, line.lineno)] = n + 1
+        self.put(self._per_line, (name, line.lineno), n + 1)
         event_id = self.ids.next(ts, f"{self.session_id}\0{name}\0{line.lineno}\0{n}")
         source = record.setdefault("source", {})
         source.setdefault("format", self.format)
@@ -237,6 +309,8 @@ class SessionBuilder:
             source["keys"] = list(keys)
         if side:
             source["side"] = True
+        if line.repaired:
+            source.setdefault("repaired", line.repaired)
         return self._add(Pending(event_id, parent, kind, role, ts, record), keys, side)
 
     def _add(self, p: Pending, keys: tuple[str, ...] | list[str], side: bool) -> Pending:
@@ -244,20 +318,20 @@ class SessionBuilder:
             p.branch_from = p.parent_id
         elif p.parent_id == NIL_ID and (self.pending or self.kind_of):
             p.branch_from = NIL_ID
-        self.parents_with_children.add(p.parent_id)
+        self._journal.add(self.parents_with_children, p.parent_id)
         self.pending.append(p)
-        self.by_id[p.id] = p
-        self.kind_of[p.id] = p.kind
-        self.parent_of[p.id] = p.parent_id
+        self.put(self.by_id, p.id, p)
+        self.put(self.kind_of, p.id, p.kind)
+        self.put(self.parent_of, p.id, p.parent_id)
         if p.kind == "tool_call":
-            self.tool_names[p.record.get("id")] = p.record.get("name")
+            self.remember_tool(p.record.get("id"), p.record.get("name"))
         for key in keys:
-            self.keys[key] = p.id
+            self.put(self.keys, key, p.id)
         source = p.record.get("source")
         if isinstance(source, dict) and "copied_from" not in source:
-            self.seen_lines.add((str(source.get("file")), int(source.get("line", 0))))
+            self._journal.add(self.seen_lines, (str(source.get("file")), int(source.get("line", 0))))
         if side:
-            self.alias[p.parent_id] = p.id
+            self.put(self.alias, p.parent_id, p.id)
         else:
             self.has_chain = True
         self.cursor = p.id
@@ -269,10 +343,10 @@ class SessionBuilder:
     def add_keys(self, event_id: str, *keys: str) -> None:
         """Let more source ids name an event (a merged line's uuid)."""
         for key in keys:
-            self.keys[key] = event_id
+            self.put(self.keys, key, event_id)
         pending = self.by_id.get(event_id)
         if pending is not None:
-            listed = pending.record.setdefault("source", {}).setdefault("keys", [])
+            listed = self.edit(pending).setdefault("source", {}).setdefault("keys", [])
             listed.extend(k for k in keys if k not in listed)
 
     def copy_path(self, other: Session, event_id: str) -> str:
@@ -286,7 +360,7 @@ class SessionBuilder:
                 event = other.resolve(event)
             record = dict(event.record) if isinstance(event.record, dict) else {"value": event.record}
             source = dict(record.get("source") or {})
-            keys = [k for k in source.get("keys") or ()]
+            keys = [k for k in source.get("keys") or () if isinstance(k, str)]
             known = next((self.keys[k] for k in keys if k in self.keys), None)
             if known is not None:
                 mapping[event.id] = result = known

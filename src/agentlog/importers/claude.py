@@ -85,8 +85,8 @@ class ClaudeImporter(Importer):
         keep = ("type", "sessionId", "isSidechain", "agentId")
         return {k: obj[k] for k in keep if k in obj}
 
-    def session_id(self, source_id: str) -> str:
-        return super().session_id(source_id.replace("/", "-"))
+    def readable_id(self, source_id: str) -> str:
+        return source_id.replace("/", "-")  # <sessionId>/agent-<agentId>: a sidechain
 
     def line_key(self, source_id: str, obj: dict[str, Any]) -> str | None:
         uuid = obj.get("uuid")
@@ -113,9 +113,11 @@ class ClaudeImporter(Importer):
         cwd = next((o["cwd"] for o in objs if isinstance(o.get("cwd"), str)), None)
         model = next(
             (
-                o["message"].get("model")
+                o["message"]["model"]
                 for o in objs
-                if o.get("type") == "assistant" and isinstance(o.get("message"), dict)
+                if o.get("type") == "assistant"
+                and isinstance(o.get("message"), dict)
+                and isinstance(o["message"].get("model"), str)  # a session's model is text
             ),
             None,
         )
@@ -201,7 +203,7 @@ class ClaudeImporter(Importer):
             call = block.get("tool_use_id")
             record: dict[str, Any] = {
                 "tool_call_id": call,
-                "name": b.tool_names.get(call),
+                "name": b.tool_name(call),
                 "content": block.get("content"),
                 "is_error": bool(block.get("is_error")),
             }
@@ -250,9 +252,10 @@ class ClaudeImporter(Importer):
         text = _text_of(obj["message"].get("content"))
         target = b.by_id.get(parent)
         if target is not None and target.kind == "compaction" and target.record["source"].get("awaiting_summary"):
-            target.record["summary"] = text
-            target.record["source"].pop("awaiting_summary")
-            target.record["source"]["summary_line"] = {"line": line.lineno, **source}
+            record = b.edit(target)
+            record["summary"] = text
+            record["source"].pop("awaiting_summary")
+            record["source"]["summary_line"] = {"line": line.lineno, **source}
             b.add_keys(target.id, *self._keys(obj))
             b.cursor = target.id
             assert b.report is not None
@@ -270,7 +273,7 @@ class ClaudeImporter(Importer):
             literal_parent=literal,
             keys=self._keys(obj),
         )
-        b.state["last_compaction"] = p.id
+        b.put(b.state, "last_compaction", p.id)
 
     @staticmethod
     def _compaction(b: SessionBuilder, summary: str, tokens_before: Any, trigger: Any) -> dict[str, Any]:
@@ -305,7 +308,7 @@ class ClaudeImporter(Importer):
             literal_parent=literal,
             keys=self._keys(obj),
         )
-        b.state["last_compaction"] = p.id
+        b.put(b.state, "last_compaction", p.id)
 
     def _summary(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> None:
         leaf = obj.get("leafUuid")
@@ -322,7 +325,7 @@ class ClaudeImporter(Importer):
         }
         b.emit("label", None, record, line, keys=keys, side=True)
         if isinstance(obj.get("summary"), str):
-            b.meta_changes["name"] = obj["summary"]  # Claude Code shows it as the title
+            b.put(b.meta_changes, "name", obj["summary"])  # Claude Code shows it as the title
 
     def _assistant(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any], message: dict[str, Any]) -> None:
         parent, literal, unresolved = self._parent(b, obj)
@@ -338,11 +341,12 @@ class ClaudeImporter(Importer):
         keys = self._keys(obj)
         usage: dict[str, Any] = {k: message[k] for k in ("model", "usage") if k in message}
         if group is not None and group["message"] in b.by_id and parent in group["events"]:
-            msg = b.by_id[group["message"]]
-            msg.record["content"].extend(parts)
-            msg.record.update(usage)
-            msg.record["finish_reason"] = message.get("stop_reason")
-            msg.record["source"].setdefault("merged", []).append({"line": line.lineno, **source})
+            group = {**group, "events": set(group["events"])}  # a new one: the old one is restored on rollback
+            msg = b.edit(b.by_id[group["message"]])
+            msg["content"].extend(parts)
+            msg.update(usage)
+            msg["finish_reason"] = message.get("stop_reason")
+            msg["source"].setdefault("merged", []).append({"line": line.lineno, **source})
             assert b.report is not None
             b.report.merged += 1
             tail = group["last"]
@@ -355,7 +359,7 @@ class ClaudeImporter(Importer):
                 "provider": "anthropic",
                 "source": source,
             }
-            msg = b.emit(
+            made = b.emit(
                 "message",
                 "assistant",
                 record,
@@ -365,9 +369,7 @@ class ClaudeImporter(Importer):
                 literal_parent=literal,
                 keys=() if calls else keys,
             )
-            group = {"message": msg.id, "events": {msg.id}, "last": msg.id}
-            if isinstance(mid, str):
-                groups[mid] = group
+            group = {"message": made.id, "events": {made.id}, "last": made.id}
             first_parent = None
         for i, call in enumerate(calls):
             record = {
@@ -378,7 +380,6 @@ class ClaudeImporter(Importer):
             extra = split_fields(call, ("type", "id", "name", "input"))
             if extra or call.get("type") != "tool_use":
                 record["extra"] = {"type": call.get("type"), **extra}
-            b.tool_names[call.get("id")] = call.get("name")
             p = b.emit(
                 "tool_call",
                 "assistant",
@@ -390,6 +391,8 @@ class ClaudeImporter(Importer):
             )
             group["events"].add(p.id)
             group["last"] = p.id
+        if isinstance(mid, str):
+            b.put(groups, mid, group)
         if not calls:
             b.add_keys(group["last"], *keys)
             b.cursor = group["last"]

@@ -84,7 +84,7 @@ class CodexImporter(Importer):
                 continue
             if obj.get("type") == "session_meta":
                 b.create_meta.update(source_cwd=payload.get("cwd"), source_version=payload.get("cli_version"))
-            elif obj.get("type") == "turn_context" and payload.get("model"):
+            elif obj.get("type") == "turn_context" and isinstance(payload.get("model"), str) and payload["model"]:
                 b.create_meta.setdefault("model", payload.get("model"))
 
     def safe_to_flush(self, b: SessionBuilder) -> bool:
@@ -121,8 +121,8 @@ class CodexImporter(Importer):
                     "payload": split_fields(payload, ("message", "replacement_history")),
                 },
             }
-            b.state["reasoning"] = None
-            b.state["last_compaction"] = b.emit("compaction", "system", record, line, ts_ns=ts).id
+            b.put(b.state, "reasoning", None)
+            b.put(b.state, "last_compaction", b.emit("compaction", "system", record, line, ts_ns=ts).id)
         elif kind == "event_msg" and ptype == "thread_rolled_back":
             self._rollback(b, line, obj, payload, ts)
         else:
@@ -135,10 +135,10 @@ class CodexImporter(Importer):
                 start = prev.id if prev is not None and prev.kind == "message" and prev.role == "user" else None
                 record["source"] = {"turn_start": start is None}
                 if prev is not None and start is not None:
-                    prev.record["source"]["turn_start"] = True
+                    b.edit(prev)["source"]["turn_start"] = True
             p = b.emit("custom", None, record, line, ts_ns=ts)
             if user_turn:
-                b.state["turns"].append(start or p.id)
+                b.put(b.state, "turns", [*b.state["turns"], start or p.id])
 
     def _response_item(
         self,
@@ -156,14 +156,14 @@ class CodexImporter(Importer):
             pending = b.state["reasoning"]
             # Only event_msg lines (custom events) may sit between the two.
             if role == "assistant" and pending in b.by_id:
-                msg = b.by_id[pending]
-                msg.record["content"] = payload.get("content")
-                msg.record["source"].setdefault("merged", []).append({"line": line.lineno, **source})
+                msg = b.edit(b.by_id[pending])
+                msg["content"] = payload.get("content")
+                msg["source"].setdefault("merged", []).append({"line": line.lineno, **source})
                 assert b.report is not None
                 b.report.merged += 1
-                b.state["reasoning"] = None
+                b.put(b.state, "reasoning", None)
                 return
-            b.state["reasoning"] = None
+            b.put(b.state, "reasoning", None)
             b.emit(
                 "message",
                 role,
@@ -173,9 +173,9 @@ class CodexImporter(Importer):
             )
         elif ptype == "reasoning":
             record = {"content": [], "reasoning": split_fields(payload, ("type",)), "source": source}
-            b.state["reasoning"] = b.emit("message", "assistant", record, line, ts_ns=ts).id
+            b.put(b.state, "reasoning", b.emit("message", "assistant", record, line, ts_ns=ts).id)
         elif ptype in _CALLS:
-            b.state["reasoning"] = None
+            b.put(b.state, "reasoning", None)
             call_id = payload.get("call_id") or payload.get("id")
             name = payload.get("name") or ("local_shell" if ptype == "local_shell_call" else ptype)
             if ptype == "function_call":
@@ -185,7 +185,6 @@ class CodexImporter(Importer):
             else:
                 arguments = orjson.dumps(payload.get("action")).decode()
             source["payload"] = split_fields(payload, ("type", "call_id", "name", "arguments"))
-            b.tool_names[call_id] = name
             b.emit(
                 "tool_call",
                 "assistant",
@@ -199,7 +198,7 @@ class CodexImporter(Importer):
                 ts_ns=ts,
             )
         elif ptype in _OUTPUTS:
-            b.state["reasoning"] = None
+            b.put(b.state, "reasoning", None)
             call_id = payload.get("call_id")
             output = payload.get("output")
             is_error = isinstance(output, dict) and output.get("success") is False
@@ -212,7 +211,7 @@ class CodexImporter(Importer):
                 "tool",
                 {
                     "tool_call_id": call_id,
-                    "name": b.tool_names.get(call_id),
+                    "name": b.tool_name(call_id),
                     "content": content,
                     "is_error": is_error,
                     "source": source,
@@ -221,7 +220,7 @@ class CodexImporter(Importer):
                 ts_ns=ts,
             )
         else:
-            b.state["reasoning"] = None
+            b.put(b.state, "reasoning", None)
             b.emit("custom", None, custom_record(line.obj or {}), line, ts_ns=ts)
 
     def _rollback(
@@ -239,8 +238,8 @@ class CodexImporter(Importer):
         parent = None
         if n and turns:
             first = turns[max(0, len(turns) - n)]
-            del turns[max(0, len(turns) - n) :]
+            b.put(b.state, "turns", turns[: max(0, len(turns) - n)])
             parent = b.parent_of.get(first)
             record["dropped_from"] = first
-        b.state["reasoning"] = None
+        b.put(b.state, "reasoning", None)
         b.emit("custom", None, record, line, ts_ns=ts, parent=parent, literal_parent=True)

@@ -24,8 +24,10 @@ from .model import (
     SourceChanged,
     SourceLine,
 )
+from .naming import SessionNames
 from .paths import expand_paths
 from .reader import FileData, Tails, check_state, prefix_state, read_file
+from .salvage import top_level_strings
 
 __all__ = ["CHUNK_EVENTS", "run_import"]
 
@@ -70,6 +72,7 @@ class _Run:
         self.importer = importer
         self.report = report
         self.groups: dict[str, _Group] = {}
+        self.names = SessionNames(store, importer, keep)
         self.builders: dict[str, SessionBuilder] = {}
         self.owner: dict[str, str] = {}
         self.done: set[str] = set()
@@ -98,50 +101,35 @@ class _Run:
                 fr.error = f"{path}: no {self.importer.name} session id in any line"
                 self.report.errors.append(fr.error)
             return
+        refused: list[str] = []
         for line, source_id in zip(fd.lines, sources, strict=True):
-            sid = self.importer.session_id(source_id)
+            sid = self.names.session_for(source_id)
+            if sid is None:
+                if source_id not in refused:
+                    refused.append(source_id)
+                continue
             group = self.groups.get(sid)
             if group is None:
                 group = self.groups[sid] = _Group(source_id, sid)
             group.lines.append(line)
             group.files[path] = (fd, fr)
+        for source_id in refused:
+            taken = " and ".join(self.names.tried(source_id))
+            error = (
+                f"{path}: source session {source_id!r} not imported: {taken} already hold other"
+                " source sessions (two sources are never merged into one session)"
+            )
+            fr.error = error if fr.error is None else f"{fr.error}; {error}"
+            self.report.errors.append(error)
 
     # --- planning -----------------------------------------------------------------
     def prepare(self) -> list[_Group]:
-        for sid, group in self.groups.items():
-            kept = self.keep.get(sid) if self.keep is not None else None
-            if kept is not None:  # --follow: its maps are current, its lease still held
-                b, existed = kept, True
-            else:
-                b = SessionBuilder(self.store, sid, group.source_id, self.importer.name)
-                existed = self.store.exists(sid)
-                if existed:
-                    b.read_state()
-            b.locator = self.locate
-            b.report = SessionReport(sid, group.source_id, created=not existed)
-            self.builders[sid] = b
-            for path, (fd, fr) in list(group.files.items()):
-                state = b.files.get(os.path.basename(path))
-                if not state or fd.data is None:
-                    continue  # new here, or followed: its earlier lines come marked already
-                try:
-                    last = check_state(fd.data, state, path, sid)
-                except SourceChanged as exc:
-                    fr.error = str(exc)
-                    self.report.errors.append(str(exc))
-                    group.lines = [ln for ln in group.lines if ln.path != path]
-                    del group.files[path]
-                    self.forget(path)
-                    continue
-                for line in group.lines:
-                    if line.path == path and line.lineno <= last:
-                        line.new = False
-            if any(ln.new for ln in group.lines):
-                try:
-                    b.ensure_loaded()  # its maps are needed only to convert new lines
-                except AgentlogError as exc:  # e.g. SessionLocked: another writer has it
-                    self.fail(group, exc)
-                    continue
+        for group in self.groups.values():
+            try:
+                self.start(group)
+            except AgentlogError as exc:  # damaged bookkeeping, a session locked: this one only
+                self.fail(group, exc)
+                continue
             times = [
                 t
                 for t in (self.importer.line_time(ln.obj) for ln in group.lines if ln.new and ln.obj is not None)
@@ -160,6 +148,39 @@ class _Run:
             for fd, fr in group.files.values():
                 fr.new_lines = sum(1 for ln in fd.lines if ln.new)
         return order
+
+    def start(self, group: _Group) -> SessionBuilder:
+        """The group's builder, with the lines earlier imports consumed
+        marked not new (a file whose consumed part changed is left out)."""
+        sid = group.session_id
+        # --follow lends the builder it kept: its maps are current, its lease still held.
+        kept = self.keep.get(sid) if self.keep is not None else None
+        b = kept if kept is not None else SessionBuilder(self.store, sid, group.source_id, self.importer.name)
+        self.builders[sid] = b  # first: fail() finds it here if what follows fails
+        existed = kept is not None or self.store.exists(sid)
+        if existed and kept is None:
+            b.read_state()
+        b.locator = self.locate
+        b.report = SessionReport(sid, group.source_id, created=not existed)
+        for path, (fd, fr) in list(group.files.items()):
+            state = b.files.get(os.path.basename(path))
+            if not state or fd.data is None:
+                continue  # new here, or followed: its earlier lines come marked already
+            try:
+                last = check_state(fd.data, state, path, sid)
+            except SourceChanged as exc:
+                fr.error = str(exc)
+                self.report.errors.append(str(exc))
+                group.lines = [ln for ln in group.lines if ln.path != path]
+                del group.files[path]
+                self.forget(path)
+                continue
+            for line in group.lines:
+                if line.path == path and line.lineno <= last:
+                    line.new = False
+        if any(ln.new for ln in group.lines):
+            b.ensure_loaded()  # its maps are needed only to convert new lines
+        return b
 
     def fail(self, group: _Group, exc: Exception) -> None:
         """Leave a session out of this run, saying why; the rest goes on."""
@@ -223,21 +244,63 @@ class _Run:
             b.report.duplicates += 1
             return
         if line.obj is None:
-            fr.malformed.append((line.lineno, line.error or "malformed"))
-            b.emit("custom", None, {"type": None, "raw": line.text, "error": line.error}, line, side=True)
+            self.keep_malformed(b, fr, line)
             return
         key = self.importer.line_key(group.source_id, line.obj)
         if key and (key in b.keys or self.owner.get(key, b.session_id) != b.session_id):
             b.report.duplicates += 1
             return
+        if line.repaired:
+            fr.warnings.append((line.lineno, line.repaired))
+        b.begin_line()
         try:
             self.importer.convert(b, line)
         except SHAPE_ERRORS as exc:
+            b.rollback_line()  # all or nothing: the line is kept whole instead
             reason = f"unexpected shape ({type(exc).__name__}: {exc})"
             fr.malformed.append((line.lineno, reason))
             record = custom_record(line.obj)
             record["error"] = reason
-            b.emit("custom", None, record, line, side=True, ts_ns=self.importer.line_time(line.obj))
+            ts = self.importer.line_time(line.obj)
+            keys = self.own_keys(b, self.importer.event_key(b, line, line.obj))
+            b.emit("custom", None, record, line, side=True, ts_ns=ts, keys=keys)
+        else:
+            self.note_detached(b, fr, line)
+        finally:
+            b.end_line()
+
+    def keep_malformed(self, b: SessionBuilder, fr: FileReport, line: SourceLine) -> None:
+        """A line that is not JSON: kept as its raw text. The source id it
+        was written with, if its top level still shows it, names the kept
+        event, so the lines after it stay attached."""
+        fr.malformed.append((line.lineno, line.error or "malformed"))
+        key = self.importer.event_key(b, line, top_level_strings(line.text))
+        if key is None:
+            b.lost_key_at = (os.path.basename(line.path), line.lineno)
+        keys = self.own_keys(b, key)
+        b.emit("custom", None, {"type": None, "raw": line.text, "error": line.error}, line, side=True, keys=keys)
+
+    def own_keys(self, b: SessionBuilder, key: str | None) -> tuple[str, ...]:
+        """``key`` as the keys of an event replacing a line, unless another
+        event (here or in another session) holds it."""
+        if key and key not in b.keys and self.owner.get(key, b.session_id) == b.session_id:
+            return (key,)
+        return ()
+
+    def note_detached(self, b: SessionBuilder, fr: FileReport, line: SourceLine) -> None:
+        """A line naming a source id no line holds, after a malformed line
+        whose own id could not be read: say that the chain may break here."""
+        if b.missed and b.lost_key_at is not None:
+            name, lineno = b.lost_key_at
+            missing = ", ".join(repr(k) for k in dict.fromkeys(b.missed))
+            where = f"line {lineno}" if name == os.path.basename(line.path) else f"{name}:{lineno}"
+            fr.warnings.append(
+                (
+                    line.lineno,
+                    f"refers to {missing}, which no line holds; {where} (malformed, kept raw) may have"
+                    " held it, so the history is broken here",
+                )
+            )
 
     def locate(self, b: SessionBuilder, key: str) -> str | None:
         """A key another session holds: convert that session first if it is
@@ -250,6 +313,8 @@ class _Run:
                 return b.copy_path(ob.session, ob.keys[key])
             return None
         for other in self.builders.values():
+            if other.session_id in self.failed:
+                continue  # left out of this run (and reported)
             if other is not b:
                 other.ensure_loaded()
             found = other.keys.get(key)
@@ -276,7 +341,8 @@ class _Run:
                 sid = info.id
                 if sid in self.groups or not sid.startswith(self.importer.prefix + "-"):
                     continue
-                if (self.store.meta(sid).get(META_KEY) or {}).get("format") != self.importer.name:
+                imported = self.store.meta(sid).get(META_KEY)
+                if not isinstance(imported, dict) or imported.get("format") != self.importer.name:
                     continue
                 with self.store.open(sid, readonly=True) as s:
                     for _, keys in _keyed_events(s):

@@ -31,7 +31,8 @@ class SourceLine:
     ``obj`` is the parsed JSON object, or None when the line is malformed
     (then ``error`` says why and ``text`` holds it; it is empty otherwise).
     ``new`` is False for lines an earlier import of the same session
-    already consumed."""
+    already consumed. ``repaired`` says what was replaced to read the line
+    (lone surrogate escapes), None for a line read as it is."""
 
     path: str
     lineno: int
@@ -41,6 +42,7 @@ class SourceLine:
     obj: dict[str, Any] | None
     error: str | None = None
     new: bool = True
+    repaired: str | None = None
 
     @property
     def where(self) -> str:
@@ -54,6 +56,9 @@ class FileReport:
     new_lines: int = 0  # lines this import consumed
     pending_bytes: int = 0  # an unfinished last line, left for the next import
     malformed: list[tuple[int, str]] = field(default_factory=list)
+    # Lines imported, but not quite as written: repaired, or linked to a
+    # source id that a malformed line may have held (line, what happened).
+    warnings: list[tuple[int, str]] = field(default_factory=list)
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -63,6 +68,7 @@ class FileReport:
             "new_lines": self.new_lines,
             "pending_bytes": self.pending_bytes,
             "malformed": [{"line": n, "error": e} for n, e in self.malformed],
+            "warnings": [{"line": n, "warning": w} for n, w in self.warnings],
             "error": self.error,
         }
 
@@ -115,6 +121,10 @@ class ImportReport:
     def malformed(self) -> list[tuple[str, int, str]]:
         return [(f.path, n, e) for f in self.files for n, e in f.malformed]
 
+    @property
+    def warnings(self) -> list[tuple[str, int, str]]:
+        return [(f.path, n, w) for f in self.files for n, w in f.warnings]
+
     def merge(self, other: ImportReport) -> None:
         self.files.extend(other.files)
         self.sessions.extend(other.sessions)
@@ -128,5 +138,6 @@ class ImportReport:
             "sessions": [s.to_dict() for s in self.sessions],
             "files": [f.to_dict() for f in self.files],
             "malformed": [{"path": p, "line": n, "error": e} for p, n, e in self.malformed],
+            "warnings": [{"path": p, "line": n, "warning": w} for p, n, w in self.warnings],
             "errors": list(self.errors),
         }

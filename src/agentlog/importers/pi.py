@@ -88,8 +88,10 @@ class PiImporter(Importer):
         compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
         b.state["last_compaction"] = max(compactions) if compactions else None
         for line in lines:
-            if line.obj is not None and line.obj.get("type") == "title" and line.obj.get("title"):
-                b.meta_changes["name"] = line.obj["title"]
+            # Only text can name a session (any other title stays in its custom event).
+            title = line.obj.get("title") if line.obj is not None and line.obj.get("type") == "title" else None
+            if isinstance(title, str) and title:
+                b.meta_changes["name"] = title
         if b.session is None:
             model = header.get("modelId")
             b.create_meta.update(
@@ -98,10 +100,15 @@ class PiImporter(Importer):
                 parent_session=header.get("parentSession") or header.get("branchedFrom"),
             )
 
-    def _key(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> str | None:
+    def event_key(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> str | None:
         if b.state["version"] < 2 and obj.get("type") != "session":
             return f"{b.source_id}:line:{line.lineno}"
         return self.line_key(b.source_id, obj)
+
+    @staticmethod
+    def _entry(b: SessionBuilder, entry_id: Any) -> str | None:
+        """The event of the entry ``entry_id`` names (None: no id, or not found)."""
+        return b.lookup(f"{b.source_id}:{entry_id}") if isinstance(entry_id, str) else None
 
     def _parent(self, b: SessionBuilder, obj: dict[str, Any]) -> str | None:
         """The parent event: pi's parentId (v2+), else the chain (v1)."""
@@ -118,7 +125,7 @@ class PiImporter(Importer):
         obj = line.obj
         assert obj is not None
         kind = obj.get("type")
-        key = self._key(b, line, obj)
+        key = self.event_key(b, line, obj)
         keys = (key,) if key else ()
         ts = self.line_time(obj)
         if kind in ("session", "title"):
@@ -139,13 +146,13 @@ class PiImporter(Importer):
             record = {
                 "summary": obj.get("summary") or "",
                 "structured": obj.get("details") or {},
-                "abandoned_head": b.lookup(f"{b.source_id}:{obj.get('fromId')}"),
+                "abandoned_head": self._entry(b, obj.get("fromId")),
                 "common_ancestor": b.resolve(parent) if parent else b.cursor,
                 "source": {**source, "fields": split_fields(obj, _ENTRY + ("summary", "details"))},
             }
             b.emit("branch_summary", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
         elif kind == "label":
-            target = b.lookup(f"{b.source_id}:{obj.get('targetId')}")
+            target = self._entry(b, obj.get("targetId"))
             record = {
                 "name": obj.get("label"),
                 "target": target,
@@ -161,7 +168,7 @@ class PiImporter(Importer):
                     provider, model = None, obj["model"]
             record["model"] = {"provider": provider, "id": model, "role": obj.get("role")}
             if isinstance(model, str) and obj.get("role") in (None, "default"):
-                b.meta_changes["model"] = model
+                b.put(b.meta_changes, "model", model)
             b.emit("custom", None, record, line, ts_ns=ts, parent=parent, keys=keys, side=True)
         elif kind == "custom_message":
             # An extension's message that pi sends to the model as the user's.
@@ -176,7 +183,7 @@ class PiImporter(Importer):
             b.emit("message", "user", record, line, ts_ns=ts, parent=parent, keys=keys)
         else:
             if kind in ("session_info", "title_change") and isinstance(obj.get("name") or obj.get("title"), str):
-                b.meta_changes["name"] = obj.get("name") or obj.get("title")
+                b.put(b.meta_changes, "name", obj.get("name") or obj.get("title"))
             b.emit("custom", None, custom_record(obj), line, ts_ns=ts, parent=parent, keys=keys, side=True)
 
     def _message(
@@ -285,4 +292,4 @@ class PiImporter(Importer):
             "source": {"fields": split_fields(obj, _ENTRY + ("summary", "details", "tokensBefore", "tokensAfter"))},
         }
         p = b.emit("compaction", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
-        b.state["last_compaction"] = p.id
+        b.put(b.state, "last_compaction", p.id)

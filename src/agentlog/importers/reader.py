@@ -21,7 +21,9 @@ from typing import Any
 
 import orjson
 
+from ..errors import CorruptionError
 from .model import SourceChanged, SourceLine
+from .salvage import repair_surrogates
 
 __all__ = ["FileData", "Tails", "check_state", "parse_lines", "prefix_state", "read_file"]
 
@@ -47,18 +49,44 @@ class FileData:
 Tails = dict[str, FileData]
 
 
-def _parse(body: bytes) -> tuple[dict[str, Any] | None, str | None]:
+#: Levels of nesting a line may have: orjson reads 1024 but writes only 254,
+#: and an event's record holds parts of a line a few levels deeper than the
+#: line does (``source.merged[i].message``...), so the rest is left for that.
+MAX_DEPTH = 200
+_HEADROOM = 254 - MAX_DEPTH
+
+
+def _parse(body: bytes) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """(object, why it is malformed, what was repaired in it)."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         try:
-            body.decode("utf-8")
+            text = body.decode("utf-8")
         except UnicodeDecodeError as bad:
-            return None, f"invalid UTF-8: {bad}"
-        return None, f"invalid JSON: {exc}"
+            return None, f"invalid UTF-8: {bad}", None
+        repaired = repair_surrogates(text)
+        if repaired is not None and _storable(repaired[0]):
+            return repaired[0], None, repaired[1]
+        return None, f"invalid JSON: {exc}", None
     if not isinstance(value, dict):
-        return None, f"not a JSON object but {type(value).__name__}"
-    return value, None
+        return None, f"not a JSON object but {type(value).__name__}", None
+    # Counting brackets (strings' included) is cheap, and no deeper than their number.
+    if body.count(b"{") + body.count(b"[") > MAX_DEPTH and not _storable(value):
+        return None, f"nested more than {MAX_DEPTH} levels deep (agentlog cannot store it)", None
+    return value, None, None
+
+
+def _storable(value: Any) -> bool:
+    """Whether orjson can write ``value`` with MAX_DEPTH levels to spare
+    (so the records made of it can be written too)."""
+    for _ in range(_HEADROOM):
+        value = [value]
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False  # too deep, or an integer beyond 64 bits (the stdlib parser reads those)
+    return True
 
 
 def parse_lines(path: str, data: bytes, skip: int = 0, base: int = 0, base_line: int = 0) -> FileData:
@@ -82,12 +110,12 @@ def parse_lines(path: str, data: bytes, skip: int = 0, base: int = 0, base_line:
             pos = consumed = end
             last = lineno
             continue
-        obj, err = _parse(body)
+        obj, err, repaired = _parse(body)
         if nl < 0 and obj is None:
             break  # unfinished: the next import (or poll) reads it whole
         # The text is kept only for a line that will be stored as raw text.
         text = "" if obj is not None else body.decode("utf-8", "replace")
-        lines.append(SourceLine(path, lineno, base + pos, base + end, text, obj, err))
+        lines.append(SourceLine(path, lineno, base + pos, base + end, text, obj, err, repaired=repaired))
         pos = consumed = end
         last = lineno
     return FileData(path, lines, base + consumed, size - consumed, skip, last)
@@ -119,7 +147,7 @@ def read_file(path: str, skip_prefix: Callable[[bytes], int], tails: Tails | Non
                 for line in old.lines:
                     line.new = False
                 if old.skip and old.lines and old.lines[0].start == 0:
-                    old.lines[0].obj, _ = _parse(head.rstrip(b"\r\n"))  # the slot, rewritten in place
+                    old.lines[0].obj = _parse(head.rstrip(b"\r\n"))[0]  # the slot, rewritten in place
                 fd.lines = old.lines + fd.lines
                 if tails is not None:
                     tails[path] = fd
@@ -152,11 +180,32 @@ def prefix_state(fd: FileData) -> dict[str, Any]:
     return {"size": fd.consumed, "sha256": fd.digest.hexdigest(), "lines": fd.last_line, "skip": fd.skip}
 
 
-def check_state(data: bytes, state: dict[str, Any], path: str, session_id: str) -> int:
+def check_state(data: bytes, state: Any, path: str, session_id: str) -> int:
     """The number of the last line ``state`` consumed, after checking that
-    those bytes are unchanged (else SourceChanged)."""
-    size = int(state.get("size", 0))
-    skip = int(state.get("skip", 0))
-    if size > len(data) or hashlib.sha256(data[skip:size]).hexdigest() != state.get("sha256"):
+    those bytes are unchanged (else SourceChanged). A state of the wrong
+    shape (hand-edited, or damaged) is a CorruptionError naming the session."""
+    size, skip, lines, digest = _state_fields(state, os.path.basename(path), session_id)
+    if size > len(data) or hashlib.sha256(data[skip:size]).hexdigest() != digest:
         raise SourceChanged(path, session_id, size)
-    return int(state.get("lines", 0))
+    return lines
+
+
+def _state_fields(state: Any, name: str, session_id: str) -> tuple[int, int, int, str]:
+    def damaged(why: str) -> CorruptionError:
+        where = f"session {session_id} metadata (import.files[{name!r}])"
+        return CorruptionError(where, None, f"{why}; delete the session to import the file again")
+
+    if not isinstance(state, dict):
+        raise damaged(f"the file's import state is a {type(state).__name__}, not an object")
+    numbers = []
+    for field in ("size", "skip", "lines"):
+        value = state.get(field, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise damaged(f"{field} is {value!r:.40}, not a count")
+        numbers.append(value)
+    digest = state.get("sha256")
+    if not isinstance(digest, str):
+        raise damaged(f"sha256 is {digest!r:.40}, not a hex digest")
+    if numbers[1] > numbers[0]:
+        raise damaged(f"skip ({numbers[1]}) is beyond size ({numbers[0]})")
+    return numbers[0], numbers[1], numbers[2], digest
