@@ -177,3 +177,21 @@ def test_codex_lines_of_any_shape(lines, junk):
 @given(st.lists(PI, max_size=8), st.lists(st.sampled_from(["{", "[]", "1"]), max_size=2))
 def test_pi_lines_of_any_shape(lines, junk):
     _check("pi", lines, junk)
+
+
+def test_a_compact_summary_after_a_copied_boundary_is_its_own_line():
+    # Found by test_claude_lines_of_any_shape: the summary's parent is a
+    # compaction copied from the sidechain session; merged into that copy,
+    # the line was in no event of its own and counted nowhere.
+    summary = {
+        "type": "user",
+        "sessionId": "s1",
+        "uuid": "b",
+        "parentUuid": "a",
+        "message": {},
+        "isSidechain": False,
+        "timestamp": "2026-01-01T00:00:00Z",
+        "isCompactSummary": True,
+    }
+    boundary = {"type": "system", "sessionId": "s1", "uuid": "a", "parentUuid": "a", "subtype": "compact_boundary"}
+    _check("claude", [summary, {**boundary, "isSidechain": True}], [])

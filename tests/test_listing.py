@@ -146,9 +146,10 @@ def test_malformed_sessions_are_left_out_and_reported(file_store):
     (sessions / "not a valid id!").mkdir()
 
     rows = file_store.list(archived=True)
-    assert [r.id for r in rows] == [good]
+    # index.bin is derived: a session without one is whole in its log, and listed
+    assert sorted(r.id for r in rows) == sorted([good, no_index])
     broken = {b.id: b.reason for b in file_store.broken()}
-    assert set(broken) == {bad_json, not_object, no_index, no_meta, "garbage"}
+    assert set(broken) == {bad_json, not_object, no_meta, "garbage"}
     assert "does not parse" in broken[bad_json]
     assert "not a JSON object" in broken[not_object]
 
@@ -161,7 +162,9 @@ def test_malformed_sessions_are_left_out_and_reported(file_store):
 def test_a_missing_index_is_only_a_warning_for_fsck_and_heals_on_open(file_store):
     sid = fill(file_store, "s", 3)
     index_path(file_store, sid).unlink()
-    assert sid in {b.id for b in file_store.broken()}
+    assert file_store.broken() == []
+    # listed still, its count a lower bound (0) until a writer rebuilds the index
+    assert [(r.id, r.event_count) for r in file_store.list()] == [(sid, 0)]
     assert errors_of(file_store.fsck(sid)) == []
     with file_store.open(sid):  # a writer rebuilds the index from the chunks
         pass

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["LineError", "decode_line", "encode_line"]
+__all__ = ["LineError", "checksum_ok", "decode_line", "encode_line"]
 
 _CRC_PREFIX = b',"crc":"'
 _SUFFIX_LEN = len(_CRC_PREFIX) + 8 + 2  # ,"crc":"  8 hex  "}
@@ -59,3 +59,17 @@ def decode_line(line: bytes | memoryview) -> dict[str, Any]:
         raise LineError("record is not a JSON object")
     del obj["crc"]
     return obj
+
+
+def checksum_ok(line: bytes) -> bool:
+    """True if a complete line (without its newline) carries the checksum
+    of its own bytes, checked as ``decode_line`` checks it but without
+    parsing the JSON: for scans that only need to know a line is intact."""
+    raw = line.rstrip(b" ")
+    return (
+        len(raw) >= _SUFFIX_LEN + 2
+        and raw[:1] == b"{"
+        and raw[-_SUFFIX_LEN:-10] == _CRC_PREFIX
+        and raw[-2:] == b'"}'
+        and raw[-10:-2] == b"%08x" % zlib.crc32(b"}", zlib.crc32(memoryview(raw)[: len(raw) - _SUFFIX_LEN]))
+    )

@@ -325,4 +325,6 @@ class SourceChanged(ImportSourceError):
 
 
 class RecoveryWarning(UserWarning):
-    """Opening a session repaired a crash's leftovers (torn tail, stale index)."""
+    """Opening a session repaired a crash's leftovers (torn tail, stale index),
+    or a cache (a breadcrumb) could not be read or written: nothing stored
+    is affected."""

@@ -29,6 +29,7 @@ from .errors import (
     SessionExists,
     SessionLocked,
     SessionNotFound,
+    StorageError,
 )
 from .event import (
     NIL_ID,
@@ -302,26 +303,43 @@ class Store:
             return session.update_meta(**changes)
 
     # --- --continue ------------------------------------------------------------------
-    def _leave_breadcrumb(self, session_id: str, working_dir: str | None) -> None:
-        if working_dir:
+    def _leave_breadcrumb(self, session_id: str, working_dir: Any) -> None:
+        """Remember the session as its directory's latest. A breadcrumb is a
+        cache of what listing finds: failing to write one is said, never
+        fatal (it comes after a commit, which must not then look failed)."""
+        if not isinstance(working_dir, str) or not working_dir:
+            return  # none, or a hand-edited session.json's odd value: nothing to remember
+        try:
             self.backend.put_breadcrumb(working_dir, session_id)
+        except StorageError as exc:
+            warnings.warn(
+                RecoveryWarning(f"cannot record {session_id} as the latest session of {working_dir}: {exc}"),
+                stacklevel=3,
+            )
 
     def latest_for(self, working_dir: str) -> str | None:
         """The id of the latest session of ``working_dir``, if any."""
         working_dir = os.path.abspath(working_dir)
         try:
             crumb = self.backend.get_breadcrumb(working_dir)
-        except CorruptionError as exc:
+        except (CorruptionError, StorageError) as exc:
             # A breadcrumb is a cache of what listing can find; say it is
-            # damaged, then find the session the slow way.
+            # damaged or unreadable, then find the session the slow way.
             warnings.warn(RecoveryWarning(f"{exc}; looking the session up by listing"), stacklevel=2)
             crumb = None
-        if crumb is not None and self.backend.exists(crumb):
+        # Archived sessions are hidden from --continue as from ls.
+        if crumb is not None and self.backend.exists(crumb) and not self._archived(crumb):
             return crumb
-        for row in self.list(archived=True):
+        for row in self.list():
             if row.working_dir == working_dir:
                 return row.id
         return None
+
+    def _archived(self, session_id: str) -> bool:
+        try:
+            return self.backend.read_meta(session_id).get("archived") is True
+        except CorruptionError:
+            return False  # listing reports it; the breadcrumb still names it
 
     def find_moved(self, working_dir: str) -> list[SessionInfo]:
         """Sessions whose working directory no longer exists and whose last
@@ -421,6 +439,10 @@ class Store:
                 problems += self.backend.verify(sid)
             except CorruptionError as exc:
                 problems.append(Problem(sid, exc.path, exc.offset, exc.reason))
+            except StorageError as exc:
+                # The OS refused a read (a directory where a chunk should be,
+                # EIO): report it for this session, and check the others.
+                problems.append(Problem(sid, exc.path or sid, None, f"cannot be checked: {exc}"))
         return problems
 
     def repair(self, session_id: str) -> builtins.list[str]:

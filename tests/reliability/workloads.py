@@ -325,6 +325,7 @@ def lifecycle(w: Workload) -> None:
     w.step("summary", "s1", lambda: s.set_summary(goal="fix it", completed=["read"], remaining=["test"]))
     w.update_meta("s1", archived=True)
     w.step("draft cleared", "s1", lambda: s.set_draft(None))
+    w.update_meta("s1", archived=False)  # --continue skips archived sessions, as ls hides them
     w.close("s1")
     w.step("continue", "s1", lambda: w.store.continue_session(project).close())
 

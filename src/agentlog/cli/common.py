@@ -13,6 +13,7 @@ from typing import Any
 import click
 import orjson
 
+from .._streams import write_stdout
 from ..session import Session
 from ..store import Store
 from .completion import complete_session
@@ -61,7 +62,7 @@ pass_app = click.make_pass_decorator(App)
 
 def emit_json(document: Any) -> None:
     """Print one JSON document on stdout (the machine output of --json)."""
-    click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+    write_stdout(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 import click
-from rich.console import Console
-from rich.progress import Progress
 
 from ..copying import copy_sessions
 from ..store import Store
 from .common import App, emit_json, json_option, pass_app
+from .progress import progress_bar
+from .refs import resolve_session
 
 __all__ = ["COMMANDS"]
 
@@ -27,10 +27,18 @@ def copy(app: App, source: str | None, target: str, sessions: tuple[str, ...], a
     a session that differs on the target is refused, never overwritten."""
     src = Store(source, durability=app.durability) if source else app.store
     dst = Store(target, durability=app.durability)
-    ids = list(sessions) or sorted(src.backend.session_ids())
-    with Progress(console=Console(stderr=True), transient=True, disable=as_json) as bar:
-        task = bar.add_task("copying", total=len(ids))
-        report = copy_sessions(src, dst, ids, lambda sid, n: bar.advance(task))
+    # SESSION refs are resolved in the source store, as every command
+    # resolves them (a name, a short id, a prefix); each session once.
+    ids = list(dict.fromkeys(resolve_session(src, ref) for ref in sessions)) or sorted(src.backend.session_ids())
+    copied = 0
+    with progress_bar("copying") as update:
+
+        def advance(sid: str, events: int) -> None:
+            nonlocal copied
+            copied += 1
+            update(copied, len(ids))
+
+        report = copy_sessions(src, dst, ids, advance)
     if as_json:
         emit_json(dataclasses.asdict(report))
         return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -58,9 +59,42 @@ def _read_record(text: str | None) -> Any:
     else:
         data, where = text, "RECORD_JSON"
     try:
-        return orjson.loads(data)
+        record = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise InvalidEvent(f"the record on {where} is not valid JSON: {exc}") from None
+    big = _big_integer(data)
+    if big is not None:
+        shown = big if len(big) <= 24 else f"{big[:20]}... ({len(big.lstrip('-'))} digits)"
+        raise InvalidEvent(
+            f"the record on {where} has an integer beyond 64 bits, {shown}, which cannot be stored "
+            "exactly (JSON numbers are kept as 64-bit integers or doubles); write it as a string"
+        )
+    return record
+
+
+#: A JSON string, or a number. Outside strings, digits occur only in numbers.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?')
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson reads as an int; it reads others as floats
+
+
+def _big_integer(data: bytes | str) -> str | None:
+    """The first integer in the JSON text ``data`` (already parsed, so
+    valid) outside the 64-bit range orjson reads exactly, else None.
+
+    Scanned only when the text has a run of 19 digits somewhere (any
+    integer out of range has at least that many), so it costs nothing on
+    ordinary records."""
+    text = data.decode() if isinstance(data, bytes) else data
+    if not re.search(r"[0-9]{19}", text):
+        return None
+    for token in _JSON_TOKEN.finditer(text):
+        number = token[0]
+        if number[0] == '"' or any(c in number for c in ".eE"):
+            continue
+        digits = number.lstrip("-").lstrip("0") or "0"
+        if len(digits) > 20 or not _INT_MIN <= int(number) <= _INT_MAX:
+            return number
+    return None
 
 
 @contextlib.contextmanager
@@ -93,7 +127,9 @@ def append(app: App, session: str, kind: str, record_json: str | None, role: str
     """Append one event to a session as a child of HEAD; print its id.
 
     The record is JSON given as RECORD_JSON, or read from stdin when
-    RECORD_JSON is '-' or left out. It returns once the event is durable."""
+    RECORD_JSON is '-' or left out. It returns once the event is durable.
+    An integer beyond 64 bits is refused, as it cannot be stored exactly:
+    write it as a string."""
     # Read and check the record before taking the writer's lease, so a slow
     # producer or a bad record never holds (or recovers) the session.
     record = _read_record(record_json)
@@ -130,7 +166,8 @@ def log(app: App, session: Session, full: bool, limit: int | None, as_json: bool
     the record. Payloads kept in blobs are not read unless --full."""
     walk = session.walk()
     with _path_broken_hint(session):
-        events = list(itertools.islice(walk, limit) if limit else walk)
+        # No path is longer than sys.maxsize, which is all islice takes.
+        events = list(itertools.islice(walk, min(limit, sys.maxsize)) if limit else walk)
     events.reverse()
     if full:
         events = [session.resolve(e) for e in events]

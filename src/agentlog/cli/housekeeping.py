@@ -18,7 +18,7 @@ from rich.text import Text
 
 from ..backends.files import FileBackend
 from ..backends.files.gc import GcItem, collect, usage
-from ..errors import AgentlogError, SessionNotFound
+from ..errors import AgentlogError, SessionLocked, SessionNotFound
 from ..event import format_timestamp
 from ..export import totals
 from ..session import Session
@@ -30,6 +30,7 @@ from .progress import progress_bar
 from .refs import resolve_session
 from .render import columns, console, local_time, one_line, print_lines
 from .timespec import Age
+from .verbs import not_done
 
 __all__ = ["COMMANDS", "on_disk"]
 
@@ -77,7 +78,9 @@ def gc(app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, 
 
     A blob is orphaned when no event line names it (a crash between
     writing the blob and its event). Anything younger than an hour is
-    left alone, as are sessions a writer holds (reported busy)."""
+    left alone, as are sessions a writer holds (reported busy). A session
+    with a damaged line or a quarantine file keeps every blob: the damaged
+    bytes may be the only reference to one (reported; run fsck)."""
     home = on_disk(app.store)
     if home is None:
         if as_json:
@@ -107,6 +110,7 @@ def gc(app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, 
                 "collected": [_item_json(i) for i in report.items],
                 "bytes": report.bytes,
                 "busy": report.busy,
+                "damaged": [{"id": sid, "where": where} for sid, where in report.damaged],
                 "quarantine_kept": [_item_json(i) for i in report.quarantine_kept],
             }
         )
@@ -116,6 +120,8 @@ def gc(app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, 
         click.echo(f"{verb} {item.what}: {item.path} ({_human(item.bytes)})")
     for sid in report.busy:
         click.echo(f"skipped {sid}: a writer holds it", err=True)
+    for sid, where in report.damaged:
+        click.echo(f"kept every blob of {sid}: {where} (see 'agentlog fsck {sid}')", err=True)
     if report.quarantine_kept:
         click.echo(f"{len(report.quarantine_kept)} quarantine files kept (see 'agentlog gc --quarantine')", err=True)
     click.echo(f"{verb} {len(report.items)} items, {_human(report.bytes)}")
@@ -158,22 +164,49 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
         for r in rows:
             click.echo(f"{r['id']}  {r['title'] or '-'}  updated {local_time(r['updated_at'])}", err=True)
         click.confirm(f"delete these {len(doomed)} sessions?", abort=True, err=True)
-    deleted = []
+    deleted: list[str] = []
+    busy: list[str] = []
+    failed: list[dict[str, str]] = []
     if not dry_run:
         with progress_bar("pruning") as update:
             for n, info in enumerate(doomed):
-                store.delete(info.id)
-                deleted.append(info.id)
+                # Carry on past any one session: a writer holding it means it
+                # is in use, so not stale (skipped, as gc skips it); any other
+                # failure is reported, and the others are still deleted.
+                try:
+                    store.delete(info.id)
+                except SessionLocked:
+                    busy.append(info.id)
+                except (AgentlogError, OSError) as exc:
+                    failed.append(not_done(info.id, "not deleted", exc))
+                else:
+                    deleted.append(info.id)
                 update(n + 1, len(doomed))
     if as_json:
-        emit_json({"dry_run": dry_run, "cutoff": cutoff, "sessions": rows, "deleted": deleted})
-        return
-    verb = "would delete" if dry_run else "deleted"
-    for r in rows:
-        click.echo(
-            f"{verb} {r['id']}  {r['title'] or '-'}  (updated {local_time(r['updated_at'])}, {r['events']} events)"
+        emit_json(
+            {
+                "dry_run": dry_run,
+                "cutoff": cutoff,
+                "sessions": rows,
+                "deleted": deleted,
+                "busy": busy,
+                "failed": failed,
+            }
         )
-    click.echo(f"{verb} {len(rows)} sessions updated before {local_time(cutoff)}")
+    else:
+        verb = "would delete" if dry_run else "deleted"
+        done = {r["id"] for r in rows} if dry_run else set(deleted)
+        for r in rows:
+            if r["id"] in done:
+                click.echo(
+                    f"{verb} {r['id']}  {r['title'] or '-'}  "
+                    f"(updated {local_time(r['updated_at'])}, {r['events']} events)"
+                )
+        for sid in busy:
+            click.echo(f"skipped {sid}: a writer holds it", err=True)
+        click.echo(f"{verb} {len(done)} sessions updated before {local_time(cutoff)}")
+    if failed:
+        raise click.exceptions.Exit(1)
 
 
 _DU_HEADERS = [
@@ -270,15 +303,20 @@ def _session_stats(session: Session) -> dict[str, Any]:
     }
 
 
+_TOKEN_COUNTS = ("input_tokens", "output_tokens", "total_tokens", "calls")
+
+
 def _merge(rows: list[dict[str, Any]]) -> dict[str, Any]:
     kinds: Counter[str] = Counter()
     sizes: Counter[str] = Counter()
-    tok: Counter[str] = Counter()
+    # Every key from the start: a home with no readable session still has
+    # the token fields one session's document has (all zero).
+    tok: Counter[str] = Counter(dict.fromkeys(_TOKEN_COUNTS, 0))
     cost = 0.0
     for r in rows:
         kinds.update(r["by_kind"])
         sizes.update(r["bytes_by_kind"])
-        for key in ("input_tokens", "output_tokens", "total_tokens", "calls"):
+        for key in _TOKEN_COUNTS:
             tok[key] += r["tokens"][key]
         cost += r["tokens"]["cost_usd"] or 0.0
     return {

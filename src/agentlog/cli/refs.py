@@ -33,6 +33,7 @@ __all__ = [
     "MIN_EVENT_PREFIX",
     "SHORT_LEN",
     "BadRef",
+    "check_text",
     "labels_of",
     "resolve_event",
     "resolve_session",
@@ -67,6 +68,21 @@ def _some(ids: list[str]) -> str:
     shown = ", ".join(ids[:_SHOWN])
     more = len(ids) - _SHOWN
     return f"{shown} and {more} more" if more > 0 else shown
+
+
+def check_text(text: str, what: str, why: str = "") -> str:
+    """``text`` if it is valid Unicode, else a one-line error naming
+    ``what`` (and saying ``why`` it matters, if given).
+
+    Arguments arrive decoded with surrogateescape, so bytes that are not
+    UTF-8 (a Latin-1 directory name) become lone surrogates, which no
+    JSON document, and so no session's metadata, can hold."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        shown = text.encode(errors="surrogateescape").decode(errors="backslashreplace")
+        raise click.ClickException(f"{what} '{shown}' is not valid UTF-8{'; ' + why if why else ''}") from None
+    return text
 
 
 # --- sessions ---------------------------------------------------------------------
@@ -126,14 +142,26 @@ def resolve_event(session: Session, text: str, *, allow_root: bool = False) -> s
         if found:
             base = found["base"]
             for step in _STEP.finditer(found["steps"]):
-                steps += int(step[1]) if step[1] else 1
+                steps += _count(step[1])
     current = _resolve_base(session, base, labels)
     for _ in range(steps):
         parent = session.event(current).parent_id
         if parent == NIL_ID:
-            raise BadRef(f"{text!r} goes past the root of session {session.id}")
+            shown = text if len(text) <= 40 else f"{text[:30]}...{text[-6:]}"
+            raise BadRef(f"{shown!r} goes past the root of session {session.id}")
         current = parent
     return current
+
+
+def _count(digits: str) -> int:
+    """The N of ``~N`` (``~`` alone is 1). A count of more than 18 digits
+    is more steps than any session has events, so it walks past the root,
+    as it should, without converting thousands of digits (which Python
+    refuses past 4,300)."""
+    if not digits:
+        return 1
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 10**18
 
 
 def _resolve_base(session: Session, text: str, labels: dict[str, str]) -> str:

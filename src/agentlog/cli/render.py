@@ -14,11 +14,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import click
 import orjson
 from rich.console import Console
 from rich.text import Text
 
+from .._streams import write_stdout
 from ..backends.base import IndexEntry
 from ..event import NIL_ID, Event, parse_timestamp
 from .refs import short_ids
@@ -71,7 +71,7 @@ def print_lines(text: Text) -> None:
     if out.is_terminal:
         out.print(text, no_wrap=True, overflow="ellipsis")
     else:
-        click.echo(text.plain)
+        write_stdout(text.plain + "\n")
 
 
 def columns(headers: Sequence[tuple[str, int, str]], rows: Iterable[Sequence[tuple[str, str]]]) -> Text:

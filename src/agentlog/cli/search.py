@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 from rich.text import Text
 
@@ -83,6 +85,9 @@ def search_command(
     if not query:
         raise click.UsageError("give a QUERY to search for (or --reindex alone)")
     sid = resolve_session(store, session_ref) if session_ref else None
+    # SQLite's LIMIT takes a 64-bit integer; no index holds more hits than
+    # that, so a larger N asks for the same thing: every hit.
+    limit = min(limit, sys.maxsize)
     hits = search(store, " ".join(query), session=sid, kind=kind, role=role, since=since, cwd=cwd, limit=limit)
     if as_json:
         emit_json([h.to_dict() for h in hits])

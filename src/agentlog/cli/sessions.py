@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..store import SessionInfo
 from .common import App, emit_json, json_option, pass_app
+from .refs import check_text
 from .render import abbreviate, columns, console, local_time, one_line, print_lines
 
 __all__ = ["COMMANDS"]
@@ -123,6 +124,12 @@ def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
 @pass_app
 def new(app: App, name: str | None, working_dir: str, model: str | None, session_id: str | None, as_json: bool) -> None:
     """Create an empty session and print its id."""
+    # Metadata is JSON text: refuse bytes that are not UTF-8 here, naming
+    # the argument, rather than as "metadata is not JSON" from the store.
+    check_text(working_dir, "the working directory", "run 'new' elsewhere or give --working-dir")
+    for value, what in ((name, "--name"), (model, "--model")):
+        if value is not None:
+            check_text(value, what)
     with app.store.create(name=name, working_dir=working_dir, model=model, session_id=session_id) as session:
         meta = session.meta
     if as_json:

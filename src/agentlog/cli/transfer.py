@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -37,21 +38,40 @@ IMPORT_FORMATS: dict[str, Importer] = {"bundle": _bundle}
 
 @contextlib.contextmanager
 def _output(path: str | None) -> Iterator[IO[bytes]]:
-    """stdout, or ``path`` written whole or not at all (temp file + rename)."""
+    """stdout, or ``path``: a regular file is written whole or not at all
+    (temp file + rename, through a symlink to the file it names, keeping
+    an existing file's mode); a FIFO, a device or a socket is written
+    into, never replaced (``-o /dev/null``, ``-o >(gzip > x.gz)``)."""
     if path is None or path == "-":
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".agentlog-export-", dir=directory)
     try:
+        mode: int | None = os.stat(path).st_mode  # follows a symlink
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(path, "wb") as f:
+            yield f
+        return
+    target = os.path.realpath(path)  # a symlink stays one; the file it names is replaced
+    fd, tmp = tempfile.mkstemp(prefix=".agentlog-export-", dir=os.path.dirname(target))
+    try:
+        # mkstemp makes the file 0600: give it the old file's mode, or a new file's
+        os.fchmod(fd, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             yield f
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)  # the export failed: leave no half-written file behind
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0o022)  # the only way to read it; put straight back
+    os.umask(current)
+    return current
 
 
 @click.command("export")

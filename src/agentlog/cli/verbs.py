@@ -15,12 +15,14 @@ from typing import Any
 
 import click
 
+from ..errors import AgentlogError
 from ..session import Session
+from ..store import Store
 from .common import App, CliError, emit_json, json_option, pass_app
 from .completion import complete_event, complete_session
-from .refs import labels_of, resolve_event, resolve_session
+from .refs import check_text, labels_of, resolve_event, resolve_session
 
-__all__ = ["COMMANDS", "check_label"]
+__all__ = ["COMMANDS", "check_label", "not_done"]
 
 _LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,63}\Z")
 _HEXISH = re.compile(r"[0-9a-fA-F-]+\Z")
@@ -110,16 +112,29 @@ def compact(app: App, session: str, keep_tokens: int | None, as_json: bool) -> N
 
 
 def _set_archived(app: App, sessions: tuple[str, ...], archived: bool, as_json: bool) -> None:
-    done = []
-    for ref in sessions:
-        with app.open(ref, write=True) as opened:
-            opened.archive() if archived else opened.unarchive()
-            done.append(opened.id)
+    # Every ref is resolved before any session is changed, so a typo changes
+    # nothing; past that, one session that fails (a writer holds it, damage)
+    # is reported and the others are still done.
+    store = app.store
+    ids = list(dict.fromkeys(resolve_session(store, ref) for ref in sessions))
+    verb = "archived" if archived else "unarchived"
+    results: list[dict[str, Any]] = []  # in the order given, done or failed
+    for sid in ids:
+        try:
+            with store.open(sid) as opened:
+                opened.archive() if archived else opened.unarchive()
+        except (AgentlogError, OSError) as exc:
+            results.append(not_done(sid, f"not {verb}", exc))
+        else:
+            results.append({"id": sid, "archived": archived})
     if as_json:
-        emit_json([{"id": sid, "archived": archived} for sid in done])
-        return
-    for sid in done:
-        click.echo(f"{sid}: {'archived' if archived else 'unarchived'}")
+        emit_json(results)
+    else:
+        for r in results:
+            if "error" not in r:
+                click.echo(f"{r['id']}: {verb}")
+    if any("error" in r for r in results):
+        raise click.exceptions.Exit(1)
 
 
 @click.command("archive")
@@ -148,7 +163,7 @@ def unarchive(app: App, sessions: tuple[str, ...], as_json: bool) -> None:
 def rename(app: App, session: str, title: str, as_json: bool) -> None:
     """Set a session's title; commands then accept the title as SESSION
     while no other session has it."""
-    title = title.strip()
+    title = check_text(title, "TITLE").strip()
     if not title:
         raise CliError("the title is empty")
     with app.open(session, write=True) as opened:
@@ -219,6 +234,9 @@ def continue_command(app: App, directory: str | None, reroot: bool, as_json: boo
 
     This is the session an agent started with --continue would resume."""
     cwd = os.path.abspath(directory or os.getcwd())
+    # Metadata is JSON, so no session can have a working directory whose
+    # name is not UTF-8: say so, rather than look for one.
+    check_text(cwd, "directory", "no session can belong to it (agentlog keeps working directories as UTF-8 text)")
     with app.store.continue_session(cwd, reroot=reroot, readonly=not reroot) as opened:
         doc = _summary(opened)
     doc["rerooted"] = reroot and doc["working_dir"] == cwd
@@ -239,20 +257,55 @@ def rm(app: App, sessions: tuple[str, ...], yes: bool, as_json: bool) -> None:
     Without --yes it lists what it would delete and asks; an answer other
     than yes (or no terminal to ask on) deletes nothing."""
     store = app.store
+    # Resolve every ref first: a typo deletes nothing.
     ids = list(dict.fromkeys(resolve_session(store, ref) for ref in sessions))
-    infos = [store.info(sid) for sid in ids]
     if not yes:
-        for info in infos:
-            click.echo(f"{info.id}  {info.title or '-'}  ({info.event_count} events)", err=True)
+        for sid in ids:
+            click.echo(_rm_line(store, sid), err=True)
         noun = "session" if len(ids) == 1 else "sessions"
         click.confirm(f"delete {len(ids)} {noun}?", abort=True, err=True)
+    deleted: list[str] = []
+    failed: list[dict[str, str]] = []
     for sid in ids:
-        store.delete(sid)
+        # One session that cannot be deleted (a writer holds it) stops
+        # nothing: the others are deleted, and every outcome is reported.
+        try:
+            store.delete(sid)
+        except (AgentlogError, OSError) as exc:
+            failed.append(not_done(sid, "not deleted", exc))
+        else:
+            deleted.append(sid)
     if as_json:
-        emit_json({"deleted": ids})
+        emit_json({"deleted": deleted, **({"failed": failed} if failed else {})})
     else:
-        for sid in ids:
+        for sid in deleted:
             click.echo(f"{sid}: deleted")
+    if failed:
+        raise click.exceptions.Exit(1)
+
+
+def _rm_line(store: Store, sid: str) -> str:
+    """How ``rm`` lists a session before asking. A damaged session is
+    listed as unreadable, and can still be deleted: deleting needs only
+    its directory and its lease, never its metadata."""
+    try:
+        info = store.info(sid)
+    except (AgentlogError, OSError) as exc:
+        reason = " ".join(str(exc).split())
+        return f"{sid}  (unreadable: {reason})"
+    return f"{info.id}  {info.title or '-'}  ({info.event_count} events)"
+
+
+def not_done(sid: str, what: str, exc: AgentlogError | OSError) -> dict[str, str]:
+    """Say on stderr, as one error line, that ``what`` (``"not deleted"``)
+    befell session ``sid`` because of ``exc``; its ``{"id", "error"}`` for --json."""
+    if isinstance(exc, AgentlogError) or not exc.strerror:
+        message = str(exc)
+    else:  # as the CLI words any OS error: what, then where
+        message = exc.strerror + (f": {exc.filename}" if exc.filename else "")
+    message = " ".join(message.split())
+    click.echo(f"agentlog: error: {sid}: {what}: {message}", err=True)
+    return {"id": sid, "error": message}
 
 
 COMMANDS = [fork, compact, archive, unarchive, rename, label, continue_command, rm]

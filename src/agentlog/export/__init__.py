@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from .._streams import write_all
 from ..errors import UnknownFormat
 from ..session import Session
 from .bundle import BUNDLE_VERSION, BundleError, BundleImportReport, import_bundle, write_bundle
@@ -74,8 +75,8 @@ class _Counting:
         self.count = 0
 
     def write(self, data: bytes) -> int:
-        self.out.write(data)
-        self.count += len(data)
+        # every byte or an error: a reader that went away is not a success
+        self.count += write_all(self.out, data)
         return len(data)
 
 

@@ -12,14 +12,20 @@ a bundle altered in transit is refused rather than imported. A redacted
 bundle carries no digests (its records are no longer the blobs' bytes).
 The trailer line makes a truncated bundle an error, not a shorter session.
 
-Importing keeps every id, parent, time and HEAD. It is idempotent: a
-session that already holds the bundle's events is left as it is, and a
-session holding the start of them gets only the rest.
+Importing keeps every id, parent, time and HEAD. The whole bundle is
+checked before anything is written (each event valid, ids increasing,
+each parent an earlier event of the bundle, times RFC 3339 UTC, HEAD one
+of its events): a bundle that is not consistent is refused whole, with
+the line and event, and leaves nothing behind. It is idempotent: a
+session that already holds the bundle's events (and perhaps more,
+appended since) is left as it is, and a session holding the start of
+them gets only the rest.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,8 +33,8 @@ from typing import IO, Any, Protocol
 
 import orjson
 
-from ..errors import BundleError, SessionNotFound
-from ..event import NIL_ID, Event, digest_of
+from ..errors import BundleError, SessionNotFound, StreamedDeltaError
+from ..event import NIL_ID, Event, check_kind, digest_of, is_event_id, parse_timestamp, stored_record_problem
 from ..session import Session
 from ..store import Store
 from .redact import Redactor
@@ -40,6 +46,9 @@ Progress = Callable[[int, int], None]
 #: Metadata that describes the session itself and travels with it; the
 #: rest (``schema``, ``id``) is the store's to write.
 _LOCAL_META = frozenset({"schema", "id"})
+#: RFC 3339 in UTC, as docs/format.md asks of an event's time (up to
+#: nanoseconds; agentlog writes all nine digits, older writers fewer).
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z\Z")
 
 
 class Sink(Protocol):
@@ -135,6 +144,7 @@ def _read(path: str, progress: Progress | None) -> _Bundle:
         if not isinstance(meta, dict) or not isinstance(meta.get("id"), str):
             raise BundleError(f"{path}:1: the header has no session metadata with an id")
         bundle = _Bundle(meta=meta, head=str(header[1].get("head") or NIL_ID))
+        seen = {NIL_ID}  # the ids of the events read so far (a parent must be one)
         end: dict[str, Any] | None = None
         for number, doc in lines:
             if end is not None:
@@ -144,7 +154,7 @@ def _read(path: str, progress: Progress | None) -> _Bundle:
                 continue
             if not isinstance(doc, dict) or not isinstance(doc.get("event"), dict):
                 raise BundleError(f"{path}:{number}: expected an event line")
-            bundle.events.append(_event(bundle, doc["event"], f"{path}:{number}"))
+            bundle.events.append(_event(bundle, doc["event"], f"{path}:{number}", seen))
             if progress is not None:
                 progress(f.tell(), size)
     if end is None:
@@ -155,6 +165,8 @@ def _read(path: str, progress: Progress | None) -> _Bundle:
             f"{end.get('head')}, the bundle holds {len(bundle.events)} and "
             f"{bundle.head}"
         )
+    if bundle.head not in seen:
+        raise BundleError(f"{path}:1: the head {bundle.head} is not an event of the bundle")
     return bundle
 
 
@@ -168,7 +180,9 @@ def _numbered(f: IO[bytes], path: str) -> Iterator[tuple[int, Any]]:
             raise BundleError(f"{path}:{number}: not JSON: {exc}") from None
 
 
-def _event(bundle: _Bundle, doc: dict[str, Any], where: str) -> Event:
+def _event(bundle: _Bundle, doc: dict[str, Any], where: str, seen: set[str]) -> Event:
+    """The event on one line, checked on its own and against the events
+    before it (``seen``: their ids, which this adds to); BundleError if not."""
     try:
         event = Event(
             id=doc["id"],
@@ -182,15 +196,51 @@ def _event(bundle: _Bundle, doc: dict[str, Any], where: str) -> Event:
         )
     except KeyError as exc:
         raise BundleError(f"{where}: the event has no {exc.args[0]!r}") from None
+    fields = {k: getattr(event, k) for k in ("id", "parent_id", "branch_from", "kind", "role", "timestamp")}
+    problem = stored_record_problem({**fields, "digest": event.digest})
+    if problem:
+        name = f"event {event.id}" if is_event_id(event.id) else "the event"
+        raise BundleError(f"{where}: {name} {problem.removeprefix('event record ')}")
+    try:
+        check_kind(event.kind)
+    except StreamedDeltaError as exc:
+        raise BundleError(f"{where}: event {event.id}: {exc}") from None
+    if not _valid_time(event.timestamp):
+        raise BundleError(
+            f"{where}: event {event.id} has the timestamp {event.timestamp!r}, "
+            "not an RFC 3339 UTC time (2026-08-25T17:21:22.454897183Z)"
+        )
+    last = bundle.events[-1].id if bundle.events else ""
+    if event.id <= last:
+        raise BundleError(f"{where}: event {event.id} does not sort after the event before it ({last})")
+    if event.parent_id not in seen:
+        why = "not an earlier event of the bundle"
+        if event.parent_id >= event.id:
+            why = "not before it (a link forward: its path would loop)"
+        raise BundleError(f"{where}: event {event.id} names the parent {event.parent_id}, which is {why}")
+    seen.add(event.id)
+    try:
+        data = orjson.dumps(event.record)  # what the store will write (orjson reads deeper than it writes)
+    except TypeError as exc:
+        raise BundleError(f"{where}: the record of event {event.id} cannot be stored: {exc}") from None
     if event.digest is None:
         return event
-    data = orjson.dumps(event.record)
     actual = digest_of(data)
     if actual != event.digest:
         raise BundleError(
             f"{where}: the record of event {event.id} does not match its digest {event.digest} (the bundle was altered)"
         )
     return event  # loaded: the store splits it into a blob again by its own threshold
+
+
+def _valid_time(text: str) -> bool:
+    if not _TIMESTAMP.match(text):
+        return False
+    try:
+        parse_timestamp(text)  # a real date and time: no month 13, no 25 o'clock
+    except ValueError:
+        return False
+    return True
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -208,23 +258,21 @@ def import_bundle(store: Store, path: str, *, progress: Progress | None = None) 
         return _create(store, bundle)
     with session:
         entries = session.entries()
-        if len(entries) > len(bundle.events):
-            raise BundleError(
-                f"session {sid} already exists with more events than the "
-                f"bundle ({len(entries)} > {len(bundle.events)}); not imported"
-            )
         for have, new in zip(entries, bundle.events, strict=False):
             if not _same(have, new):
                 raise BundleError(
                     f"session {sid} already exists and differs from the bundle at event {new.id}; not imported"
                 )
+        if len(entries) >= len(bundle.events):
+            # Every event of the bundle is here (the session may have grown
+            # since it was exported): nothing to add, and HEAD is the
+            # session's own now, not moved back to where the bundle left it.
+            return BundleImportReport(sid, "unchanged", 0, len(entries), session.head)
         rest = bundle.events[len(entries) :]
-        if rest:
-            session.import_events(rest)  # records are loaded: no blob source needed
-        if rest and session.head != bundle.head:
-            session.checkout(bundle.head)
-        outcome = "extended" if rest else "unchanged"
-        return BundleImportReport(sid, outcome, len(rest), len(bundle.events), session.head)
+        session.import_events(rest)  # records are loaded: no blob source needed
+        if session.head != bundle.head:
+            session.checkout(bundle.head)  # an event of the bundle (checked): cannot be refused
+        return BundleImportReport(sid, "extended", len(rest), len(bundle.events), session.head)
 
 
 def _create(store: Store, bundle: _Bundle) -> BundleImportReport:
@@ -239,5 +287,5 @@ def _create(store: Store, bundle: _Bundle) -> BundleImportReport:
         meta=meta,  # not **meta: a field named "lazy" or "events" is metadata, not an option
     ) as session:
         if bundle.events and session.head != bundle.head:
-            session.checkout(bundle.head)
+            session.checkout(bundle.head)  # an event of the bundle (checked): cannot be refused
         return BundleImportReport(session.id, "created", len(bundle.events), len(bundle.events), session.head)

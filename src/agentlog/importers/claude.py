@@ -251,7 +251,13 @@ class ClaudeImporter(Importer):
     ) -> None:
         text = _text_of(obj["message"].get("content"))
         target = b.by_id.get(parent)
-        if target is not None and target.kind == "compaction" and target.record["source"].get("awaiting_summary"):
+        if (
+            target is not None
+            and target.kind == "compaction"
+            and target.record["source"].get("awaiting_summary")
+            # a copy of another session's event is that session's: this line stays its own
+            and "copied_from" not in target.record["source"]
+        ):
             record = b.edit(target)
             record["summary"] = text
             record["source"].pop("awaiting_summary")

@@ -80,6 +80,10 @@ def reindex(store: Store, progress: ProgressFn | None = None) -> IndexStats:
     return stats
 
 
+#: The largest limit SQLite and PostgreSQL bind (a signed 64-bit integer).
+_MAX_LIMIT = (1 << 63) - 1
+
+
 def _check_text(name: str, value: object) -> None:
     """A query or filter must be text the index can hold (UTF-8)."""
     if not isinstance(value, str):
@@ -118,6 +122,7 @@ def search(
             _check_text(name, value)
     if type(limit) is not int or limit < 1:
         raise SearchError(f"limit must be a whole number of at least 1, not {limit!r}")
+    limit = min(limit, _MAX_LIMIT)  # more than SQL can bind means "all of them"
     # A backend with its own full-text index (PostgreSQL's) answers behind
     # the same call, with the same arguments and hit type.
     native = store.backend.search(

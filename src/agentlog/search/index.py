@@ -265,6 +265,8 @@ class SearchIndex:
         with self.store.open(sid, readonly=True) as session:
             entries = session.entries()
             working_dir = session.meta.get("working_dir")
+            if not isinstance(working_dir, str):
+                working_dir = None  # a hand-edited session.json must not break every search
             start = 0
             if seen is not None:
                 indexed, last = seen[0], seen[1]

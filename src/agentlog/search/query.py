@@ -5,6 +5,15 @@ Words are matched as words, whatever punctuation they hold (``foo-bar``,
 becomes a quoted FTS5 string. ``"two words"`` is a phrase, a trailing
 ``*`` a prefix, and a bare ``OR`` / ``NOT`` / ``AND`` between words keeps
 its FTS5 meaning. Words are ANDed.
+
+``NOT`` excludes: ``a NOT b`` is the events with ``a`` and without ``b``
+(``a AND NOT b`` means the same). It needs a word before it: a query that
+starts with ``NOT`` (``NOT b``), or ``OR NOT`` / ``NOT NOT``, is a
+SearchError, never searched with the ``NOT`` dropped (that would find
+exactly the events the person asked to leave out). "Everything but b" is
+not offered: a hit is ranked by the words it matches, and it has none.
+A stray ``OR`` / ``AND`` at either end, or a ``NOT`` at the end, excludes
+nothing and is dropped.
 """
 
 from __future__ import annotations
@@ -35,8 +44,7 @@ def to_match(query: str) -> str:
                 parts.append(_quote(phrase))
             continue
         if word in _OPERATORS:
-            if parts and parts[-1] not in _OPERATORS:
-                parts.append(word)
+            _operator(parts, word, query)
             continue
         prefix = word.endswith("*") and len(word) > 1
         body = word.rstrip("*") if prefix else word
@@ -47,6 +55,29 @@ def to_match(query: str) -> str:
     if not parts:
         raise SearchError(f"the search query {query!r} has no words to look for")
     return " ".join(parts)
+
+
+def _operator(parts: list[str], word: str, query: str) -> None:
+    """Add operator ``word`` to ``parts``, or drop it where it changes
+    nothing; a NOT that would be dropped is an error (see the module doc)."""
+    previous = parts[-1] if parts else None
+    if previous is None or previous in _OPERATORS:
+        if word != "NOT":
+            return  # a stray OR / AND: nothing to join
+        if previous == "AND":
+            parts[-1] = "NOT"  # "a AND NOT b" is FTS5's "a NOT b"
+            return
+        if previous is None:
+            raise SearchError(
+                f"cannot search for {query!r}: NOT leaves out, from the events with the words "
+                "before it, those with the words after it, and there is no word before it; "
+                "put what you are looking for first, as in 'error NOT timeout'"
+            )
+        raise SearchError(
+            f"cannot search for {query!r}: '{previous} NOT' is not a search; NOT needs a word "
+            "right before it, as in 'error NOT timeout'"
+        )
+    parts.append(word)
 
 
 def highlight_words(query: str) -> list[tuple[str, bool]]:

@@ -26,7 +26,7 @@ from ...event import NIL_ID, check_session_id
 from ..base import Backend, Commit, Problem, SessionStats
 from .fsck import repair_session, verify_session
 from .index import ENTRY_SIZE, HEADER_SIZE, LEGACY_INDEX_WIDTH, empty_index
-from .layout import Layout, chunk_name
+from .layout import Layout, chunk_name, parse_chunk_name
 from .meta import encode_meta, parse_meta
 from .migrate import legacy_meta, migrate_legacy, needs_migration
 from .storage import FileSessionStorage
@@ -278,8 +278,17 @@ class FileBackend(Backend):
                 st = self.fs.stat(self.layout.legacy_index(session_id))
                 return SessionStats(st.st_size // LEGACY_INDEX_WIDTH, st.st_mtime_ns)
             except StorageError as exc2:
-                if exc2.errno != errno.ENOENT or not needs_migration(self.fs, self.layout, session_id):
+                if exc2.errno != errno.ENOENT:
                     raise
+                if not needs_migration(self.fs, self.layout, session_id):
+                    # index.bin is derived and gone (deleted, or lost with a
+                    # disk): the session is still whole in its log, and the
+                    # next writer rebuilds the index. Dated by the log; the
+                    # count is a lower bound, as it is for a lagging index.
+                    chunks = self.layout.chunks(session_id)
+                    names = [n for n in self.fs.listdir(chunks) if parse_chunk_name(n) is not None]
+                    st = self.fs.stat(os.path.join(chunks, max(names)) if names else chunks)
+                    return SessionStats(0, st.st_mtime_ns)
             # A legacy layout not yet upgraded: count its lines (until it is).
             path = os.path.join(self.layout.session_dir(session_id), "events.jsonl")
             data = self.fs.read_file(path)
@@ -302,7 +311,7 @@ class FileBackend(Backend):
             self.fs.rmtree(doomed)
 
     def _breadcrumb_path(self, working_dir: str) -> str:
-        key = hashlib.sha256(os.path.abspath(working_dir).encode()).hexdigest()[:32]
+        key = hashlib.sha256(os.fsencode(os.path.abspath(working_dir))).hexdigest()[:32]
         return os.path.join(self.layout.breadcrumbs, f"{key}.json")
 
     def put_breadcrumb(self, working_dir: str, session_id: str) -> None:

@@ -18,7 +18,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -59,12 +59,28 @@ class _Scan:
     head: str
     bad: list[_Bad]
     torn: _Bad | None  # a torn tail the next writer open cuts off
+    #: ids of event records intact but refused for where they stand (an id
+    #: that does not increase, a parent that does not come before): each is
+    #: in ``bad``, so an event naming one as its parent is not reported again
+    refused: set[str] = field(default_factory=set)
+
+
+def _late_parent(rec: dict[str, Any]) -> str | None:
+    """Why an event's parent link is impossible, or None: a parent comes
+    before its child in the log and ids increase in log order, so a parent
+    id not below the event's own is a link forward (or to itself), and
+    path walks through it loop. (``rec`` has well-formed ids.)"""
+    parent = rec["parent_id"]
+    if parent != NIL_ID and parent >= rec["id"]:
+        return f"event {rec['id']} names parent {parent}, which does not come before it (a parent link loop)"
+    return None
 
 
 def _scan_log(log: ChunkLog) -> _Scan:
     events: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     bad: list[_Bad] = []
+    refused: set[str] = set()
     torn = None
     head = NIL_ID
     last = len(log.numbers) - 1
@@ -97,8 +113,10 @@ def _scan_log(log: ChunkLog) -> _Scan:
         if problem:
             bad.append(_Bad(line.chunk, line.offset, line.length, problem))
             return
-        if order and rec["id"] <= order[-1]:
-            bad.append(_Bad(line.chunk, line.offset, line.length, f"event id {rec['id']} does not increase"))
+        why = f"event id {rec['id']} does not increase" if order and rec["id"] <= order[-1] else _late_parent(rec)
+        if why:
+            bad.append(_Bad(line.chunk, line.offset, line.length, why))
+            refused.add(rec["id"])
             return
         rec["_loc"] = (line.chunk, line.offset, line.length)
         events[rec["id"]] = rec
@@ -156,6 +174,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
                         broken = stored_record_problem(r)
                         if not broken and r["id"] <= prev:
                             broken = f"event id {r['id']} does not increase"
+                        broken = broken or _late_parent(r)
                         prev = r["id"]
                     if broken:
                         break
@@ -172,7 +191,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
         span = sum(ln.length for _, ln in pending)
         torn = _Bad(first.chunk, first.offset, span + (torn.length if torn else 0), "batch cut short by a crash")
         pending.clear()
-    return _Scan(events, order, head, bad, torn)
+    return _Scan(events, order, head, bad, torn, refused)
 
 
 def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
@@ -206,7 +225,7 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
         for event_id in scan.order:
             rec = scan.events[event_id]
             parent = rec["parent_id"]
-            if parent != NIL_ID and parent not in scan.events:
+            if parent != NIL_ID and parent not in scan.events and parent not in scan.refused:
                 chunk, offset, _ = rec["_loc"]
                 if quarantined:
                     # Only repair removes a record whole; a damaged record's own

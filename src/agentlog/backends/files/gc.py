@@ -18,7 +18,9 @@ What ``collect`` removes (see docs/format.md for the layout):
 Blob references are found by scanning chunk and quarantine bytes for
 ``"digest":"sha256:<hex>"``. A record that happens to contain such text
 keeps a blob alive; nothing referenced is ever taken, which is the side
-to err on.
+to err on. A session with a damaged or torn chunk line, or a quarantine
+file, keeps every blob (``GcReport.damaged``): the damaged bytes may be
+the only reference to one.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+
+from ..._codec import checksum_ok
 
 __all__ = ["DEFAULT_GRACE_S", "GcItem", "GcReport", "SessionUsage", "collect", "usage"]
 
@@ -61,6 +65,9 @@ class GcReport:
     busy: list[str] = field(default_factory=list)
     #: Quarantine files kept because ``quarantine`` was not given.
     quarantine_kept: list[GcItem] = field(default_factory=list)
+    #: (session, where): sessions whose blobs were all kept because a line
+    #: is damaged or a quarantine file exists (a reference may be unreadable).
+    damaged: list[tuple[str, str]] = field(default_factory=list)
     dry_run: bool = False
 
     @property
@@ -139,18 +146,67 @@ def _lease(home: str, session_id: str) -> Iterator[bool]:
         os.close(fd)
 
 
-def _referenced(chunks_dir: str) -> set[str]:
+def _referenced(chunks_dir: str) -> tuple[set[str], str | None]:
+    """The blob digests the session's lines name, and why a reference may
+    be missing from them, if one may: a chunk line that fails its
+    checksum or is torn (its digest may be the damaged part), or a
+    quarantine file (``fsck --repair`` moved damaged bytes there, and the
+    tombstone it left keeps a blob's digest only when the index knew it)."""
     found: set[str] = set()
+    damage: str | None = None
     for entry in _scandir(chunks_dir):
         if not entry.is_file():
             continue
-        with open(entry.path, "rb") as f:
-            tail = b""
-            while block := f.read(_READ):
-                data = tail + block
-                found.update(m.decode() for m in _DIGEST.findall(data))
-                tail = data[-100:]  # a reference split across two reads
+        if entry.name.endswith(".quarantine"):
+            found |= _digests(entry.path)
+            damage = damage or f"{entry.name} holds bytes fsck --repair moved aside"
+        else:
+            digests, problem = _scan_chunk(entry.path, entry.name)
+            found |= digests
+            damage = damage or problem
+    return found, damage
+
+
+def _digests(path: str) -> set[str]:
+    found: set[str] = set()
+    with open(path, "rb") as f:
+        tail = b""
+        while block := f.read(_READ):
+            data = tail + block
+            found.update(m.decode() for m in _DIGEST.findall(data))
+            tail = data[-100:]  # a reference split across two reads
     return found
+
+
+def _scan_chunk(path: str, name: str) -> tuple[set[str], str | None]:
+    """The digests a chunk names, and where its first damaged line is."""
+    found: set[str] = set()
+    problem: str | None = None
+    pending = b""  # an incomplete line, carried to the next read
+    offset = 0  # the file offset of ``pending``'s first byte
+    with open(path, "rb") as f:
+        while block := f.read(_READ):
+            data = pending + block
+            cut = data.rfind(b"\n") + 1
+            complete, pending = data[:cut], data[cut:]
+            found.update(m.decode() for m in _DIGEST.findall(complete))
+            if problem is None:
+                problem = _damaged_line(name, complete, offset)
+            offset += cut
+    if pending:
+        found.update(m.decode() for m in _DIGEST.findall(pending))
+        problem = problem or f"{name} ends in a torn line at byte {offset}"
+    return found, problem
+
+
+def _damaged_line(name: str, lines: bytes, offset: int) -> str | None:
+    """Where the first line of ``lines`` that fails its checksum starts."""
+    at = 0
+    for line in lines.split(b"\n")[:-1]:
+        if not checksum_ok(line):
+            return f"{name} has a damaged line at byte {offset + at}"
+        at += len(line) + 1
+    return None
 
 
 def _session_items(
@@ -177,13 +233,18 @@ def _session_items(
         if not held:
             report.busy.append(sid)
             return items
-        referenced = _referenced(chunks)
+        referenced, damage = _referenced(chunks)
+        if damage is not None:
+            # A damaged line may be the only one naming a blob: no blob of
+            # this session is called an orphan until fsck has been run and
+            # its quarantine removed.
+            report.damaged.append((sid, damage))
         for entry in candidates:
             if not _older(entry.path, grace_s, now):
                 continue
             if entry.name.startswith(".tmp-"):
                 items.append(GcItem(entry.path, "temp-file", _size(entry.path), sid))
-            elif _BLOB_NAME.match(entry.name) and entry.name not in referenced:
+            elif _BLOB_NAME.match(entry.name) and entry.name not in referenced and damage is None:
                 items.append(GcItem(entry.path, "orphan-blob", _size(entry.path), sid))
         if not dry_run:
             # Under the lease: a writer that found this blob already there
