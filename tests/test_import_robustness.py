@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentlog import Store
+from agentlog import Event, Store
 from agentlog.importers import FORMATS, ClaudeImporter, run_import
 from agentlog.importers.base import safe_session_id
 from agentlog.importers.model import SourceLine
@@ -336,3 +337,19 @@ def test_a_time_beyond_year_9999_is_not_the_lines_time(store, tmp_path, ts):
     lines = [_claude("u1", None, "hi") | {"timestamp": ts}, _claude("u22", "u1", "x")]
     report = do_import(store, "claude", write_lines(tmp_path / "s.jsonl", lines))
     assert report.errors == [] and report.events == 2  # it takes the time of the line after it
+
+
+def test_a_stored_time_this_build_cannot_read_does_not_stop_the_next_import(store, tmp_path):
+    # import_events keeps another tool's times as they are (the log's loose
+    # form); the next import into that session used to die on parsing one.
+    path = copy_fixture("claude-code_v2.1.42_real_03eb5929.jsonl", tmp_path / "src")
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:30]))
+    first = do_import(store, "claude", path)
+    [sid] = [s.session_id for s in first.sessions]
+    with store.open(sid) as s:
+        odd = str(uuid.UUID(int=uuid.UUID(s.entries()[-1].id).int + 1))
+        s.import_events([Event(odd, s.head, "custom", None, "yesterday", {"note": "x"})])
+    path.write_bytes(b"".join(lines))
+    again = do_import(store, "claude", path)
+    assert again.errors == [] and again.events > 0

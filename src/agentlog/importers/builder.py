@@ -149,7 +149,7 @@ class SessionBuilder:
         self.session = self.store.open(self.session_id)
         self.files = self._file_states(self.session.meta)
         cached = load_rows(self.session)
-        latest = ""  # timestamps have one fixed format: the greatest string is the latest
+        latest = 0
         for entry in self.session.entries():
             row = cached.get(entry.id)
             if row is not None and row[1] == entry.parent_id and row[2] == entry.kind:
@@ -162,9 +162,8 @@ class SessionBuilder:
             self._observe(entry.id, entry.parent_id, entry.kind, slim)
             self.rows.append([entry.id, entry.parent_id, entry.kind, slim])
             self.ids.last = max(self.ids.last, uuid.UUID(entry.id).int)
-            latest = max(latest, entry.timestamp)
-        if latest:
-            self.last_ts = max(self.last_ts, parse_timestamp(latest))
+            latest = max(latest, _stamp_ns(entry.timestamp, 0))
+        self.last_ts = max(self.last_ts, latest)
         self.cursor = self.session.head
 
     def _file_states(self, meta: dict[str, Any]) -> dict[str, Any]:
@@ -368,7 +367,7 @@ class SessionBuilder:
             source["copied_from"] = {"session": other.id, "event": event.id}
             record["source"] = source
             parent = mapping.get(event.parent_id, NIL_ID)
-            ts = parse_timestamp(event.timestamp)
+            ts = _stamp_ns(event.timestamp, self.last_ts)
             new_id = self.ids.next(ts, f"{self.session_id}\0copy\0{event.id}")
             p = Pending(new_id, parent, event.kind, event.role, ts, record)
             self._add(p, keys, bool(source.get("side")))
@@ -413,3 +412,13 @@ class SessionBuilder:
     def close(self) -> None:
         if self.session is not None:
             self.session.close()
+
+
+def _stamp_ns(text: str, default: int) -> int:
+    """An event's time in nanoseconds, or ``default`` for a form this build
+    cannot read: a session can hold one written by another tool through
+    ``import_events``, and one odd time must not stop an import."""
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        return default
