@@ -240,3 +240,12 @@ def test_a_search_limit_past_what_sql_binds_means_all(tmp_path: Path) -> None:
     home = tmp_path / "home"
     _session(home, n=3)
     assert len(Store(home).search("event", limit=2**70)) == 3
+
+
+def test_an_export_that_cannot_be_written_names_the_users_path(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _session(home)
+    target = tmp_path / "no such dir" / "x.md"
+    result = run(home, "export", "s", "-o", str(target))
+    assert result.exit_code == 1
+    assert f"cannot write {target}" in result.stderr and ".agentlog-export-" not in result.stderr

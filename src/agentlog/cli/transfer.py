@@ -55,7 +55,10 @@ def _output(path: str | None) -> Iterator[IO[bytes]]:
             yield f
         return
     target = os.path.realpath(path)  # a symlink stays one; the file it names is replaced
-    fd, tmp = tempfile.mkstemp(prefix=".agentlog-export-", dir=os.path.dirname(target))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".agentlog-export-", dir=os.path.dirname(target))
+    except OSError as exc:  # name the user's path, not the temporary one
+        raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         # mkstemp makes the file 0600: give it the old file's mode, or a new file's
         os.fchmod(fd, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
