@@ -61,7 +61,7 @@ def _since(value: str | datetime | None) -> str | None:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise SearchError(f"--since {value!r} is not a date or time") from None
+        raise SearchError(f"since {value!r} is not a date or time") from None
     return _since(parsed)
 
 

@@ -7,6 +7,7 @@ routes and the SSE stream alike; docs/server.md documents these shapes.
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import orjson
@@ -98,9 +99,46 @@ async def read_json_object(request: Request) -> dict[str, Any]:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise ApiError(400, "invalid_json", f"the body is not JSON: {exc}") from None
+    if _has_huge_float(document, 0):
+        _check_integers(body)
     if not isinstance(document, dict):
         raise ApiError(400, "invalid_body", "the body must be a JSON object")
     return document
+
+
+#: The integers agentlog stores (as the library does: signed or unsigned 64-bit).
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
+def _has_huge_float(value: Any, depth: int) -> bool:
+    """True if ``value`` holds a float as large as an integer beyond 64 bits:
+    orjson reads such an integer literal as a float, without a word."""
+    if isinstance(value, float):
+        return not -(2.0**63) < value < 2.0**64
+    if depth > 1024:  # orjson refuses deeper documents; this is a guard only
+        return False
+    if isinstance(value, dict):
+        return any(_has_huge_float(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_huge_float(v, depth + 1) for v in value)
+    return False
+
+
+def _check_integers(body: bytes) -> None:
+    """A 400 if the body has an integer literal beyond 64 bits (a float
+    literal such as 1e30 is fine: it was written as a float)."""
+
+    def exact(text: str) -> int:
+        number = int(text)
+        if not _INT_MIN <= number <= _INT_MAX:
+            shown = text if len(text) <= 40 else text[:37] + "..."
+            raise ApiError(400, "invalid_json", f"the integer {shown} is outside the 64-bit range agentlog stores")
+        return number
+
+    try:
+        json.loads(body, parse_int=exact)
+    except RecursionError:
+        raise ApiError(400, "invalid_json", "the body is nested too deeply") from None
 
 
 def field(document: dict[str, Any], name: str, kinds: type | tuple[type, ...], *, required: bool = False) -> Any:

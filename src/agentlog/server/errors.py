@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from .. import (
@@ -23,12 +23,17 @@ from .. import (
     ContextMismatch,
     CorruptionError,
     EventNotFound,
+    HeadConflict,
     InvalidEvent,
     InvalidEventId,
+    InvalidMeta,
+    InvalidName,
     InvalidSessionId,
     ModelError,
     NothingToContinue,
     ReadOnlySession,
+    RedactionUnavailable,
+    SearchError,
     SessionClosed,
     SessionExists,
     SessionLocked,
@@ -61,16 +66,21 @@ _LIBRARY: tuple[tuple[type[AgentlogError], int, str], ...] = (
     (InvalidEventId, 400, "invalid_event_id"),
     (StreamedDeltaError, 400, "streamed_delta"),
     (InvalidEvent, 400, "invalid_event"),
+    (InvalidMeta, 400, "invalid_body"),
+    (InvalidName, 400, "invalid_body"),
+    (SearchError, 400, "invalid_parameter"),
     (SessionNotFound, 404, "session_not_found"),
     (EventNotFound, 404, "event_not_found"),
     (NothingToContinue, 404, "nothing_to_continue"),
     (SessionExists, 409, "session_exists"),
     (ContextMismatch, 409, "context_mismatch"),
+    (HeadConflict, 409, "head_mismatch"),
     (SessionLocked, 423, "session_locked"),
     (ReadOnlySession, 409, "read_only"),
     (SessionClosed, 409, "session_closed"),
     (SummarizerError, 422, "summarizer_failed"),
     (ModelError, 502, "model_failed"),
+    (RedactionUnavailable, 501, "redaction_unavailable"),
     (BlobIntegrityError, 500, "blob_integrity"),
     (CorruptionError, 500, "corruption"),
     (SessionPoisoned, 503, "session_poisoned"),
@@ -113,6 +123,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, code, str(exc.detail))
 
 
+async def _gone(request: Request, exc: Exception) -> Response:
+    # The client went away in the middle of sending its body: nobody reads
+    # this answer, and it is no error of the server's (nothing is logged).
+    return Response(status_code=400)
+
+
 async def _unexpected(request: Request, exc: Exception) -> Response:
     # Last resort: a bug in agentlog. The client gets JSON, never a
     # traceback; the log keeps the traceback for whoever runs the server.
@@ -126,5 +142,6 @@ def install_handlers() -> dict[Any, Any]:
         ApiError: _api_error,
         AgentlogError: _agentlog_error,
         HTTPException: _http_error,
+        ClientDisconnect: _gone,
         Exception: _unexpected,
     }

@@ -134,7 +134,7 @@ def _paths() -> dict[str, Any]:
                     _query("kind", {"type": "string", "maxLength": 32}),
                     _query("role", {"type": "string", "maxLength": 32}),
                     _query("since", {"type": "string", "maxLength": 64}, "RFC 3339 time or a date."),
-                    _query("cwd", {"type": "string", "maxLength": 4096}),
+                    _query("cwd", {"type": "string", "maxLength": 4096}, "An absolute path."),
                     _query("limit", {"type": "integer", "minimum": 1, "maximum": 200}),
                 ],
                 {**_ok(200, "the hits"), **_errors(400)},
@@ -158,7 +158,7 @@ def _paths() -> dict[str, Any]:
                         "description": "the export",
                         "content": {"text/markdown": {}, "text/html": {}, "application/x-ndjson": {}},
                     },
-                    **_errors(400, 404),
+                    **_errors(400, 404, 501),
                 },
             }
         },
@@ -189,7 +189,7 @@ def _paths() -> dict[str, Any]:
                     "type": "object",
                     "properties": {
                         "name": {"type": "string"},
-                        "working_dir": {"type": "string"},
+                        "working_dir": {"type": "string", "description": "An absolute path."},
                         "model": {"type": "string"},
                         "session_id": _SID["schema"],
                     },

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from starlette.requests import Request
 
 from ..event import check_event_id, check_session_id
@@ -35,14 +37,17 @@ def flag(request: Request, name: str) -> bool:
     raise ApiError(400, "invalid_parameter", f"{name} must be true or false, not {value!r}")
 
 
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+
+
 def integer(request: Request, name: str, default: int, low: int, high: int) -> int:
     value = request.query_params.get(name)
     if value is None or value == "":
         return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise ApiError(400, "invalid_parameter", f"{name} must be an integer") from None
+    # Plain ASCII digits only: int() would also take "+5", " 5" and other scripts' digits.
+    if _INTEGER.fullmatch(value) is None:
+        raise ApiError(400, "invalid_parameter", f"{name} must be an integer")
+    number = int(value)
     if not low <= number <= high:
         raise ApiError(400, "invalid_parameter", f"{name} must be between {low} and {high}")
     return number

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import io
+import os
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .. import Session
+from .. import SearchError, SearchHit, Session
+from ..backends.base import Backend
 from ..export import EXPORT_FORMATS, export_session
+from ..search import catch_up
 from . import params
 from .encode import json_response
 from .errors import ApiError
@@ -27,18 +30,36 @@ def find_routes(service: Service) -> list[Route]:
         query = params.text(request, "q", 1000)
         if not query or not query.strip():
             raise ApiError(400, "bad_parameter", "q: give the words to search for")
-        hits = await service.run(
-            lambda: store.search(
-                query,
-                session=params.text(request, "session", 128),
-                kind=params.text(request, "kind", 32),
-                role=params.text(request, "role", 32),
-                since=params.text(request, "since", 64),
-                cwd=params.text(request, "cwd"),
-                limit=params.integer(request, "limit", 20, 1, 200),
-            )
+        session = params.text(request, "session", 128)
+        kind = params.text(request, "kind", 32)
+        role = params.text(request, "role", 32)
+        since = params.text(request, "since", 64)
+        cwd = params.text(request, "cwd")
+        limit = params.integer(request, "limit", 20, 1, 200)
+        if cwd is not None and not os.path.isabs(cwd):
+            raise ApiError(400, "invalid_parameter", "cwd: give an absolute path (the server cannot know yours)")
+
+        def work() -> tuple[list[SearchHit], tuple[tuple[str, str], ...]]:
+            failed: tuple[tuple[str, str], ...] = ()
+            if type(store.backend).search is Backend.search:
+                # agentlog's own index: bring it up to date here, so that the
+                # sessions it cannot read are known and reported, not skipped.
+                failed = catch_up(store).failed
+            try:
+                found = store.search(
+                    query, session=session, kind=kind, role=role, since=since, cwd=cwd, limit=limit, refresh=False
+                )
+            except SearchError as exc:
+                raise ApiError(400, "invalid_parameter", str(exc)) from None
+            return found, failed
+
+        hits, failed = await service.run(work)
+        return json_response(
+            {
+                "hits": [hit.to_dict() for hit in hits],
+                "broken": [{"session_id": sid, "reason": reason} for sid, reason in failed],
+            }
         )
-        return json_response({"hits": [hit.to_dict() for hit in hits]})
 
     async def export(request: Request) -> Response:
         sid = params.session_id(request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from starlette.requests import Request
@@ -15,6 +16,8 @@ from .errors import ApiError
 from .service import Service
 
 __all__ = ["read_routes"]
+
+log = logging.getLogger("agentlog.server")
 
 _NOTE_KINDS = ("compaction", "branch_summary", "label")
 _NOTE_CHARS = 2000
@@ -47,6 +50,17 @@ def _notes(session: Session) -> tuple[dict[str, list[str]], dict[str, dict[str, 
     return labels, notes
 
 
+def _warned(session_id: str, session: Session, document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with ``warnings``: what opening the session had to repair
+    on its own (a torn tail, an index rebuilt from the chunks), also logged.
+    An empty list when the log is whole."""
+    warnings = session.warnings
+    for warning in warnings:
+        log.warning("session %s: %s", session_id, warning)
+    document["warnings"] = warnings
+    return document
+
+
 def _events(session: Session, events: list[Event], resolve: bool) -> list[Event]:
     return [session.resolve(e) for e in events] if resolve else events
 
@@ -64,7 +78,9 @@ def read_routes(service: Service) -> list[Route]:
         status = params.text(request, "status", 64)
         limit = params.integer(request, "limit", 50, 1, 500)
         offset = params.integer(request, "offset", 0, 0, 10_000_000)
-        infos = await service.run(lambda: store.list(archived=archived))
+        infos, broken = await service.run(store.scan)
+        if not archived:
+            infos = [info for info in infos if not info.archived]
         rows = []
         for info in infos:
             if working_dir is not None and info.working_dir != working_dir:
@@ -86,6 +102,9 @@ def read_routes(service: Service) -> list[Route]:
                 "total": len(rows),
                 "offset": offset,
                 "next_offset": following,
+                # Sessions that cannot be listed (as `agentlog ls --all` shows
+                # them): never left out without a word, whatever the filters.
+                "broken": [{"session_id": b.id, "reason": b.reason} for b in broken],
             }
         )
 
@@ -93,7 +112,8 @@ def read_routes(service: Service) -> list[Route]:
         sid = params.session_id(request)
 
         def work(session: Session) -> dict[str, Any]:
-            return {"session": info_json(store.info(sid)), "meta": session.meta, "head": session.head}
+            document = {"session": info_json(store.info(sid)), "meta": session.meta, "head": session.head}
+            return _warned(sid, session, document)
 
         return json_response(await service.read(sid, work))
 
@@ -102,13 +122,14 @@ def read_routes(service: Service) -> list[Route]:
 
         def work(session: Session) -> dict[str, Any]:
             labels, notes = _notes(session)
-            return {
+            document = {
                 "head": session.head,
                 "root": NIL_ID,
                 "entries": [entry_json(e) for e in session.entries()],
                 "labels": labels,
                 "notes": notes,
             }
+            return _warned(sid, session, document)
 
         return json_response(await service.read(sid, work))
 
@@ -119,12 +140,13 @@ def read_routes(service: Service) -> list[Route]:
 
         def work(session: Session) -> dict[str, Any]:
             events = _events(session, session.path(at), resolve)
-            return {
+            document = {
                 "head": session.head,
                 "at": at or session.head,
                 "events": [event_json(e) for e in events],
                 "totals": usage_totals(events),
             }
+            return _warned(sid, session, document)
 
         return json_response(await service.read(sid, work))
 
@@ -134,11 +156,12 @@ def read_routes(service: Service) -> list[Route]:
 
         def work(session: Session) -> dict[str, Any]:
             events = session.context(resolve=resolve)
-            return {
+            document = {
                 "head": session.head,
                 "events": [event_json(e) for e in events],
                 "totals": usage_totals(events),
             }
+            return _warned(sid, session, document)
 
         return json_response(await service.read(sid, work))
 

@@ -4,20 +4,26 @@ Stream format (docs/server.md):
 
 - ``ready``: first, ``{"head", "last_event_id", "replayed"}``.
 - ``settled``: one per durable event, SSE ``id:`` = event id, data = the
-  event (``record`` null for a blob) plus ``head`` after its batch.
+  event (``record`` null for a blob) plus ``head`` as read with it.
 - ``head``: HEAD moved without a new event (a checkout).
 - ``delta``: ``{"delta": true, "item": {...}}``, live only, never stored.
-- ``problem``: the server could not read the log or lost deltas.
+- ``problem``: the server could not read the log, found it damaged, could
+  not place ``Last-Event-ID``, lost deltas, or the session was deleted.
 - ``dropped``: the client was too slow; the stream ends after it.
 
 A client that reconnects with ``Last-Event-ID`` (browsers do it on their
 own) or passes ``?after=<event id>`` first gets every settled event after
-that id from the log, then the live stream; duplicates are never sent.
+that id from the log, then the live stream; duplicates are never sent. An
+id that is not an event of the session gives a ``problem`` and the whole
+session. An error once the headers are out ends the stream after a
+``problem`` (never a torn connection).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from sse_starlette.sse import EventSourceResponse, SendTimeoutError
 from starlette.requests import Request
@@ -27,11 +33,12 @@ from starlette.types import Receive, Scope, Send
 
 from ..event import check_event_id
 from . import params
-from .errors import ApiError
-from .feed import Item, read_after
+from .feed import Item, problem_item, read_after
 from .service import Service
 
 __all__ = ["stream_routes"]
+
+log = logging.getLogger("agentlog.server")
 
 PING_SECONDS = 15
 SEND_TIMEOUT_SECONDS = 30
@@ -59,19 +66,43 @@ def stream_routes(service: Service) -> list[Route]:
         after_text = request.headers.get("last-event-id") or request.query_params.get("after")
         after = check_event_id(after_text.strip()) if after_text else None
         queue_size = params.integer(request, "queue", service.feeds.queue_size, 1, 1_000_000)
-        if not await service.run(lambda: store.exists(sid)):
-            raise ApiError(404, "session_not_found", f"session {sid!r} not found")
+        # Opened once before the headers go out: a session that is missing
+        # or cannot be opened at all gets its JSON error (404, 500 corruption).
+        await service.read(sid, lambda session: session.head)
 
         async def messages() -> AsyncIterator[bytes]:
+            # aclosing: when this generator is closed, the inner one (and its
+            # subscription) is closed at once, not whenever it is collected.
+            async with contextlib.aclosing(_messages()) as inner:
+                try:
+                    async for chunk in inner:
+                        yield chunk
+                except Exception as exc:  # noqa: BLE001 - the headers are out: say it on the stream, end cleanly
+                    log.warning("stream %s: %s: %s", sid, type(exc).__name__, exc)
+                    yield problem_item(f"{type(exc).__name__}: {exc}").wire()
+
+        async def _messages() -> AsyncGenerator[bytes, None]:
             async with service.feeds.subscribe(sid, queue_size) as sub:
                 # Subscribed before reading the log: nothing committed in
                 # between is missed, and ids filter out what both deliver.
-                replay, head, last = await service.run(lambda: read_after(store, sid, after))
-                sent = max(after or "", last)
-                ready = Item("ready", None, {"head": head, "last_event_id": last or None, "replayed": len(replay)})
+                replay = await service.run(lambda: read_after(store, sid, after))
+                sent = replay.after
+                ready = Item(
+                    "ready",
+                    None,
+                    {
+                        "head": replay.head,
+                        "last_event_id": replay.last or None,
+                        "replayed": sum(1 for item in replay.items if item.name == "settled"),
+                    },
+                )
                 yield ready.wire()
-                for start in range(0, len(replay), BATCH):
-                    yield b"".join(item.wire() for item in replay[start : start + BATCH])
+                if replay.problems:
+                    for problem in replay.problems:
+                        log.warning("stream %s: %s", sid, problem.data["message"])
+                    yield b"".join(problem.wire() for problem in replay.problems)
+                for start in range(0, len(replay.items), BATCH):
+                    yield b"".join(item.wire() for item in replay.items[start : start + BATCH])
                 while True:
                     batch = await sub.get_many(BATCH)
                     if not batch:

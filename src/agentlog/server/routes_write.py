@@ -7,6 +7,7 @@ happens only if HEAD is that event (compare-and-swap), else 409
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from starlette.requests import Request
@@ -46,6 +47,9 @@ def write_routes(service: Service) -> list[Route]:
         body = await read_json_object(request)
         name = field(body, "name", str)
         working_dir = field(body, "working_dir", str)
+        if working_dir is not None and not os.path.isabs(working_dir):
+            # Relative to what? The server cannot know the client's directory.
+            raise ApiError(400, "invalid_body", "working_dir must be an absolute path")
         model = field(body, "model", str)
         sid = field(body, "session_id", str)
         if sid is not None:

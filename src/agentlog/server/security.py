@@ -110,6 +110,10 @@ class Guard:
             if int(length) > self.max_body:
                 await _reply(send, 413, "body_too_large", f"request body over {self.max_body} bytes")
                 return
+        if "range" in headers:
+            # Nothing here serves ranges (the viewer's files are small), and
+            # Starlette would answer a bad Range itself, in text/plain.
+            scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"range"]}
         await self._call_limited(scope, receive, send)
 
     def _authorized(self, scope: Scope, headers: dict[str, str]) -> bool:

@@ -115,7 +115,7 @@ function moveListCursor(step) {
 const view = {
   sid: null, head: null, entries: new Map(), children: new Map(), labels: {}, notes: {},
   at: null, lastId: null, source: null, previews: new Map(), totals: null, deltaText: "", treeCursor: null,
-  treeTimer: null,
+  treeTimer: null, shown: null, redraw: null,
 };
 
 async function showSession(sid) {
@@ -243,6 +243,10 @@ async function loadPath(at) {
   path.events.forEach(remember);
   renderTotals();
   renderConversation(path.events);
+  // The last event drawn in the live conversation: a settled event whose
+  // parent it is extends it. (Not HEAD: events that settle together all
+  // carry the HEAD after the last of them.)
+  view.shown = view.at ? null : (path.events.length ? path.events[path.events.length - 1].id : NIL);
   $("path-title").textContent = view.at ? "Path to the selected event" : "Active path (HEAD)";
   const note = $("viewing-note");
   note.hidden = !view.at;
@@ -362,17 +366,17 @@ function startStream() {
 
 function onSettled(e) {
   if (view.entries.has(e.id)) return;
-  const followsHead = e.parent_id === view.head;
+  const followsShown = !view.at && view.shown && e.parent_id === view.shown;
   addEntry({ id: e.id, parent_id: e.parent_id, branch_from: e.branch_from, kind: e.kind, role: e.role,
     timestamp: e.timestamp, blob: e.blob });
   view.lastId = e.id;
   remember(e);
-  const oldHead = view.head;
   view.head = e.head;
   if (e.kind === "label" || e.kind === "compaction" || e.kind === "branch_summary") {
     scheduleTreeReload();
   }
-  if (!view.at && followsHead && oldHead !== e.head) {
+  if (followsShown) {
+    view.shown = e.id;
     $("conversation").append(renderEvent(e, true));
     if (e.kind === "message" && e.role === "assistant") {
       clearDelta();
@@ -380,10 +384,18 @@ function onSettled(e) {
     }
     const last = $("conversation").lastElementChild;
     if (last && window.scrollY + window.innerHeight >= document.body.scrollHeight - 200) last.scrollIntoView({ block: "end" });
-  } else if (!view.at && oldHead !== e.head) {
-    loadPath(null);  // HEAD moved elsewhere: redraw the active path
+  } else if (!view.at && e.head !== view.shown) {
+    scheduleRedraw();  // HEAD is not at the end of what is drawn: redraw the active path
   }
   scheduleTreeRender();
+}
+
+function scheduleRedraw() {
+  if (view.redraw) return;  // once for all the events that settled together
+  view.redraw = setTimeout(() => {
+    view.redraw = null;
+    loadPath(view.at).catch((err) => status(`error: ${err.message}`));
+  }, 50);
 }
 
 function scheduleTreeRender() {
