@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -218,24 +219,23 @@ def test_deleting_a_watched_session_ends_its_streams(tmp_path: Path, kind: str) 
 
 def test_many_watched_sessions_leave_the_api_responsive() -> None:
     """Memory and SQLite feeds wait for commits; those waits once held the
-    default executor's few workers, so a dozen streams took seconds to start."""
+    default executor's few workers, so a dozen streams took seconds to start
+    and every route queued behind them. Each wait now runs in its feed's own
+    thread: checked by what runs where, not by a time (the machine is shared)."""
     store = Store.memory()
     sids = []
     for _ in range(13):
         with store.create() as s:
             append_some(s, 1)
             sids.append(s.id)
-    with live_server(store) as url, httpx.Client(base_url=url) as client:
-        started = time.monotonic()
+    with live_server(store) as url, httpx.Client(base_url=url, timeout=60) as client:
         sockets = [raw_stream(url, sid) for sid in sids[:12]]
-        opened = time.monotonic() - started
-        started = time.monotonic()
+        names = [t.name for t in threading.enumerate() if t.name.startswith("agentlog-feed-")]
         assert client.get(f"{API}/sessions/{sids[12]}/context").status_code == 200
-        answered = time.monotonic() - started
         for sock in sockets:
             sock.close()
-    assert opened < 4.0, f"12 streams took {opened:.1f} s to start"
-    assert answered < 1.0
+    watched = {sid for sid in sids[:12] if any(name.endswith(sid) for name in names)}
+    assert watched == set(sids[:12])  # each watched session waits in a thread of its own
 
 
 # --- 6. damaged sessions and events are reported, not dropped ---------------------------
