@@ -12,10 +12,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from agentlog import Store
-from agentlog.cli import main
+from cli_support import ok, ok_json, run
 
 AGENTLOG = Path(sys.executable).parent / "agentlog"
 BIG = 20_000  # over the default 16 KiB blob threshold
@@ -42,23 +41,6 @@ def cli_store(request, tmp_path):
 def cli_shared_store(request, tmp_path):
     """A store that separate processes share (a memory store cannot be)."""
     return {"file": tmp_path / "home", "sqlite": f"sqlite://{tmp_path}/agentlog.db"}[request.param]
-
-
-def run(home, *args, input=None, env=None):
-    runner = CliRunner(env={"AGENTLOG_HOME": None, "AGENTLOG_STORE": None, **(env or {})})
-    option = "--store" if isinstance(home, str) else "--home"
-    prefix = [] if home is None else [option, str(home)]
-    return runner.invoke(main, [*prefix, *args], input=input)
-
-
-def ok(home, *args, input=None):
-    result = run(home, *args, input=input)
-    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
-    return result.stdout
-
-
-def ok_json(home, *args, input=None):
-    return json.loads(ok(home, *args, "--json", input=input))
 
 
 def one_line_error(result, code=1):

@@ -17,32 +17,16 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 from agentlog import Store
-from agentlog.cli import main
 from agentlog.errors import StorageError
+from cli_support import ok, ok_json, run
 
 
 @pytest.fixture
 def home(tmp_path):
     return tmp_path / "home"
-
-
-def run(home, *args, input=None):
-    runner = CliRunner(env={"AGENTLOG_HOME": None, "AGENTLOG_STORE": None})
-    option = "--store" if isinstance(home, str) else "--home"
-    return runner.invoke(main, [option, str(home), *args], input=input)
-
-
-def ok(home, *args, input=None):
-    result = run(home, *args, input=input)
-    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
-    return result.stdout
-
-
-def ok_json(home, *args, input=None):
-    return json.loads(ok(home, *args, "--json", input=input))
 
 
 def error(result: Result, code: int = 1) -> str:

@@ -10,31 +10,16 @@ import time
 from html.parser import HTMLParser
 
 import pytest
-from click.testing import CliRunner
 
 from agentlog import Store
 from agentlog.cli import main
 from agentlog.cli.transfer import IMPORT_FORMATS
+from cli_support import ok, ok_json, run
 
 
 @pytest.fixture
 def home(tmp_path):
     return tmp_path / "home"
-
-
-def run(home, *args, input=None):
-    runner = CliRunner(env={"AGENTLOG_HOME": None})
-    return runner.invoke(main, ["--home", str(home), *args], input=input)
-
-
-def ok(home, *args, input=None):
-    result = run(home, *args, input=input)
-    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
-    return result.stdout
-
-
-def ok_json(home, *args, input=None):
-    return json.loads(ok(home, *args, "--json", input=input))
 
 
 def error(result, code=1):

@@ -12,21 +12,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from agentlog import Store
 from agentlog.backends.files.gc import collect
-from agentlog.cli import main
+from cli_support import run
 
 AGENTLOG = Path(sys.executable).parent / "agentlog"
-
-
-def run(home: Path, *args: str) -> Any:
-    runner = CliRunner(env={"AGENTLOG_HOME": None, "AGENTLOG_STORE": None})
-    return runner.invoke(main, ["--home", str(home), *args])
 
 
 def _session(home: Path, sid: str = "s", n: int = 1) -> None:
