@@ -335,7 +335,8 @@ class Feed:
     def _exists(self) -> bool:
         try:
             return self.store.exists(self.session_id)
-        except Exception:  # noqa: BLE001 - cannot tell: keep the feed, the read error was reported
+        except Exception as exc:  # noqa: BLE001 - cannot tell: keep the feed, and say why
+            log.warning("feed %s: cannot tell whether the session still exists: %s", self.session_id, exc)
             return True
 
     def _gone(self) -> None:
