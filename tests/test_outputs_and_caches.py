@@ -242,3 +242,14 @@ def test_an_export_that_cannot_be_written_names_the_users_path(tmp_path: Path) -
     result = run(home, "export", "s", "-o", str(target))
     assert result.exit_code == 1
     assert f"cannot write {target}" in result.stderr and ".agentlog-export-" not in result.stderr
+
+
+def test_a_title_with_a_newline_stays_on_its_line_in_prune_and_search(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with Store(home).create(session_id="s", name="first line\nsecond\tline") as s:
+        s.append("message", {"content": "needle"}, "user")
+    found = run(home, "search", "needle")
+    assert found.exit_code == 0 and "first line second line" in found.stdout
+    pruned = run(home, "prune", "--older-than", "0s", "--dry-run")
+    assert pruned.exit_code == 0, pruned.output
+    assert "first line second line" in pruned.output and "first line\nsecond" not in pruned.output

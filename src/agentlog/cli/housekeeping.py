@@ -162,7 +162,7 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
     ]
     if not dry_run and doomed and not yes:
         for r in rows:
-            click.echo(f"{r['id']}  {r['title'] or '-'}  updated {local_time(r['updated_at'])}", err=True)
+            click.echo(f"{r['id']}  {one_line(r['title'] or '-')}  updated {local_time(r['updated_at'])}", err=True)
         click.confirm(f"delete these {len(doomed)} sessions?", abort=True, err=True)
     deleted: list[str] = []
     busy: list[str] = []
@@ -199,7 +199,7 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
         for r in rows:
             if r["id"] in done:
                 click.echo(
-                    f"{verb} {r['id']}  {r['title'] or '-'}  "
+                    f"{verb} {r['id']}  {one_line(r['title'] or '-')}  "
                     f"(updated {local_time(r['updated_at'])}, {r['events']} events)"
                 )
         for sid in busy:

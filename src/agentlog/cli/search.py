@@ -14,7 +14,7 @@ from .common import App, emit_json, json_option, pass_app
 from .completion import complete_session
 from .progress import progress_bar
 from .refs import resolve_session
-from .render import console, local_time
+from .render import console, local_time, one_line
 from .timespec import Since
 
 __all__ = ["COMMANDS"]
@@ -104,7 +104,7 @@ def search_command(
                 meta = store.meta(hit.session_id)
             except AgentlogError:
                 meta = {}  # deleted or damaged since the catch-up: the hit still shows, untitled
-            titles[hit.session_id] = str(meta.get("title") or meta.get("name") or "")
+            titles[hit.session_id] = one_line(str(meta.get("title") or meta.get("name") or ""))
     for hit in hits:
         head = Text(no_wrap=True, overflow="ellipsis")
         head.append(sessions.get(hit.session_id, hit.session_id), style="yellow")
