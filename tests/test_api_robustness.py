@@ -178,7 +178,15 @@ def test_a_draft_that_is_not_utf8_is_reported_and_one_that_is_not_text_refused(s
 
 @pytest.mark.parametrize(
     ("query", "options"),
-    [("\udcff", {}), (None, {}), ("x", {"kind": 5}), ("x", {"role": b"user"}), ("x", {"limit": "9"})],
+    [
+        ("\udcff", {}),
+        (None, {}),
+        ("x", {"kind": 5}),
+        ("x", {"role": b"user"}),
+        ("x", {"limit": "9"}),
+        ("x", {"kind": ""}),
+        ("x", {"role": ""}),
+    ],
 )
 def test_a_search_that_cannot_run_is_a_search_error(file_store: Store, query: Any, options: Any) -> None:
     with file_store.create() as s:

@@ -120,6 +120,8 @@ def search(
     for name, value in (("session", session), ("kind", kind), ("role", role), ("cwd", cwd)):
         if value is not None:
             _check_text(name, value)
+            if not value:  # matches nothing, which reads as "no matches" rather than as the mistake it is
+                raise SearchError(f"{name} must not be empty: leave it out to search every {name}")
     if type(limit) is not int or limit < 1:
         raise SearchError(f"limit must be a whole number of at least 1, not {limit!r}")
     limit = min(limit, _MAX_LIMIT)  # more than SQL can bind means "all of them"
