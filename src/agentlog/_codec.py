@@ -38,19 +38,8 @@ def decode_line(line: bytes | memoryview) -> dict[str, Any]:
     if raw.endswith(b"\n"):
         raw = raw[:-1]
     raw = raw.rstrip(b" ")
-    if len(raw) < _SUFFIX_LEN + 2 or raw[:1] != b"{":
-        raise LineError("not a framed record")
-    if raw[-_SUFFIX_LEN:-10] != _CRC_PREFIX or raw[-2:] != b'"}':
-        raise LineError("checksum field missing")
-    got = zlib.crc32(b"}", zlib.crc32(memoryview(raw)[: len(raw) - _SUFFIX_LEN]))
-    stored = raw[-10:-2]
-    # Compared as the text the writer writes, not parsed: int(..., 16) also
-    # takes "DEADBEEF", " 1234567" or "1_234567", so a damaged byte there
-    # (a flipped case bit, a zero turned space) would read as intact.
-    if stored != b"%08x" % got:
-        if _HEX8.fullmatch(stored) is None:
-            raise LineError(f"checksum field is not 8 lowercase hex digits: {stored!r}")
-        raise LineError(f"checksum mismatch (stored {stored.decode()}, computed {got:08x})")
+    if not checksum_ok(raw):
+        raise LineError(_why_not_intact(raw))
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -63,13 +52,35 @@ def decode_line(line: bytes | memoryview) -> dict[str, Any]:
 
 def checksum_ok(line: bytes) -> bool:
     """True if a complete line (without its newline) carries the checksum
-    of its own bytes, checked as ``decode_line`` checks it but without
-    parsing the JSON: for scans that only need to know a line is intact."""
+    of its own bytes: the one rule every reader applies (``decode_line``,
+    the whole-path read, gc's scan).
+
+    The checksum is compared as the text the writer writes, not parsed:
+    int(..., 16) also takes "DEADBEEF", " 1234567" or "1_234567", so a
+    damaged byte there (a flipped case bit, a zero turned space) would
+    read as intact."""
     raw = line.rstrip(b" ")
     return (
         len(raw) >= _SUFFIX_LEN + 2
         and raw[:1] == b"{"
         and raw[-_SUFFIX_LEN:-10] == _CRC_PREFIX
         and raw[-2:] == b'"}'
-        and raw[-10:-2] == b"%08x" % zlib.crc32(b"}", zlib.crc32(memoryview(raw)[: len(raw) - _SUFFIX_LEN]))
+        and raw[-10:-2] == b"%08x" % _crc(raw)
     )
+
+
+def _crc(raw: bytes) -> int:
+    """The CRC-32 of a framed line as if its checksum member were absent."""
+    return zlib.crc32(b"}", zlib.crc32(memoryview(raw)[: len(raw) - _SUFFIX_LEN]))
+
+
+def _why_not_intact(raw: bytes) -> str:
+    """What ``checksum_ok`` refused in ``raw``, for the error message."""
+    if len(raw) < _SUFFIX_LEN + 2 or raw[:1] != b"{":
+        return "not a framed record"
+    if raw[-_SUFFIX_LEN:-10] != _CRC_PREFIX or raw[-2:] != b'"}':
+        return "checksum field missing"
+    stored = raw[-10:-2]
+    if _HEX8.fullmatch(stored) is None:
+        return f"checksum field is not 8 lowercase hex digits: {stored!r}"
+    return f"checksum mismatch (stored {stored.decode()}, computed {_crc(raw):08x})"

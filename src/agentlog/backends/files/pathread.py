@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import gc
 import re
-import zlib
 from typing import TYPE_CHECKING, Any
 from zlib import crc32
 
 import orjson
 from orjson import loads
 
+from ..._codec import checksum_ok
 from ..._slots import slot_constructor
 from ...errors import CorruptionError, EventNotFound
 from ...event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, Event, is_event_id, stored_record_problem
@@ -92,10 +92,7 @@ def _learn(kind: object, role: object) -> bool:
 
 def _decode(line: bytes, want: str) -> dict[str, Any] | None:
     """The record of ``line`` (no newline) if it is the intact, valid event ``want``."""
-    if len(line) < _SUFFIX_LEN + 2 or line[-_SUFFIX_LEN:-10] != _CRC_PREFIX or line[-2:] != b'"}':
-        return None
-    # the checksum as the text the writer writes (see _codec.decode_line)
-    if b"%08x" % zlib.crc32(b"}", zlib.crc32(memoryview(line)[: len(line) - _SUFFIX_LEN])) != line[-10:-2]:
+    if not checksum_ok(line):  # the one rule decode_line applies, without its messages
         return None
     try:
         rec = orjson.loads(line)
@@ -217,6 +214,7 @@ def _follow(
         if line[7:_ID_END] != key or line[:7] != prefix or line[-18:-10] != crc_prefix:
             break
         try:
+            # _codec.checksum_ok's rule, inlined: this loop runs once an event
             if b"%08x" % crc32(b"}", crc32(line[:-18])) != line[-10:-2]:
                 break
             rec = loads(line)
