@@ -17,6 +17,7 @@ from agentlog import (
     InvalidEvent,
     InvalidMeta,
     InvalidName,
+    InvalidOption,
     SearchError,
     SessionClosed,
     SessionNotFound,
@@ -250,3 +251,34 @@ def test_a_closed_session_does_not_fork(store: Store) -> None:
     s.close()
     with pytest.raises(SessionClosed):
         s.fork()
+
+
+# --- options ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda home: Store(home, durability="bogus"), id="durability"),
+        pytest.param(lambda home: Store(home, blob_threshold=-1), id="blob_threshold"),
+        pytest.param(lambda home: Store(home, chunk_size=0), id="chunk_size zero"),
+        pytest.param(lambda home: Store(home, chunk_size="64M"), id="chunk_size text"),
+        pytest.param(lambda home: Store(home, chunk_size=True), id="chunk_size bool"),
+    ],
+)
+def test_an_option_out_of_range_is_invalid_option_and_opens_nothing(tmp_path: Path, make: Any) -> None:
+    home = tmp_path / "home"
+    with pytest.raises(InvalidOption) as caught:
+        make(str(home))
+    assert isinstance(caught.value, ValueError)  # callers written before InvalidOption still catch it
+    assert not home.exists()
+
+
+def test_helper_options_out_of_range_are_invalid_option(store: Store) -> None:
+    from agentlog.agent.hub import LiveHub
+    from agentlog.cutpoints import choose_cut
+
+    with pytest.raises(InvalidOption, match="keep_tokens"):
+        choose_cut([], keep_tokens=-1)
+    with pytest.raises(InvalidOption, match="maxsize"):
+        LiveHub().subscribe("s", maxsize=0)

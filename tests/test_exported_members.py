@@ -39,6 +39,7 @@ PUBLIC = [
     "InvalidEventId",
     "InvalidMeta",
     "InvalidName",
+    "InvalidOption",
     "InvalidSessionId",
     "KINDS",
     "LLMSummarizer",

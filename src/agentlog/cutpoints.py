@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from .errors import InvalidOption
 from .event import Event
 from .tokens import event_tokens
 
@@ -65,7 +66,7 @@ def choose_cut(
     something to summarize: None unless the prefix has more than it, or
     when everything fits in ``keep_tokens``."""
     if keep_tokens < 0:
-        raise ValueError("keep_tokens must be >= 0")
+        raise InvalidOption(f"keep_tokens must be >= 0, not {keep_tokens!r}")
     costs = [count(e) for e in events]
     if sum(costs) <= keep_tokens:
         return None

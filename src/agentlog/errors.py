@@ -7,6 +7,8 @@
      +-- InvalidEventId            an event id that is not a canonical UUID
      +-- InvalidEvent              a kind, role or record the store refuses
      +-- InvalidName               a sidecar name that is not one safe path component
+     +-- InvalidMeta               session metadata that cannot be stored
+     +-- InvalidOption             an option out of its range (durability, a size, a limit)
      +-- AmbiguousRef              a ref (short id, name, label) naming more than one thing
      +-- BadRef                    a ref that cannot name anything
      +-- SearchError               a query that cannot run
@@ -63,6 +65,7 @@ __all__ = [
     "InvalidEventId",
     "InvalidMeta",
     "InvalidName",
+    "InvalidOption",
     "InvalidSessionId",
     "LeaseLost",
     "ModelError",
@@ -121,6 +124,13 @@ class InvalidName(AgentlogError, ValueError):
 class InvalidMeta(AgentlogError, ValueError):
     """Session metadata that cannot be stored: not JSON, a field the store
     keeps itself (``id``, ``schema``), or a known field of the wrong type."""
+
+
+class InvalidOption(AgentlogError, ValueError):
+    """An option given to the store, a backend or a helper that is out of
+    its range: an unknown durability, a negative size, a zero limit. A
+    ``ValueError`` too, so code written before it existed still catches it;
+    raised before anything is opened or written."""
 
 
 class StreamedDeltaError(InvalidEvent):

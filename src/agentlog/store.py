@@ -24,6 +24,7 @@ from .backends.memory import MemoryBackend
 from .backends.registry import open_backend
 from .errors import (
     CorruptionError,
+    InvalidOption,
     NothingToContinue,
     RecoveryWarning,
     SessionExists,
@@ -158,7 +159,7 @@ class Store:
     ) -> None:
         # Checked before a backend is opened, so a bad value changes nothing.
         if type(blob_threshold) is not int or not 0 <= blob_threshold <= MAX_BLOB_THRESHOLD:
-            raise ValueError(
+            raise InvalidOption(
                 f"blob_threshold must be a whole number of bytes from 0 to {MAX_BLOB_THRESHOLD:,}, "
                 f"not {blob_threshold!r}"
             )

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import InvalidOption
 from ..event import check_session_id
 
 __all__ = ["Dropped", "LiveHub", "Subscription"]
@@ -136,7 +137,7 @@ class LiveHub:
         """A new subscription to items published for ``session_id`` from now on."""
         check_session_id(session_id)
         if not isinstance(maxsize, int) or maxsize < 1:
-            raise ValueError(f"maxsize must be a positive int, not {maxsize!r}")
+            raise InvalidOption(f"maxsize must be a positive int, not {maxsize!r}")
         sub = Subscription(self, session_id, maxsize)
         with self._lock:
             self._subs.setdefault(session_id, []).append(sub)

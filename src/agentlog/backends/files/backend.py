@@ -16,6 +16,7 @@ from ..._fs import OsFs
 from ..._lease import Lease, acquire
 from ...errors import (
     CorruptionError,
+    InvalidOption,
     SessionExists,
     SessionLocked,
     SessionNotFound,
@@ -76,7 +77,9 @@ class FileBackend(Backend):
         fs: OsFs | None = None,
     ) -> None:
         if durability not in _DURABILITY:
-            raise ValueError(f"durability must be one of {_DURABILITY}, not {durability!r}")
+            raise InvalidOption(f"durability must be one of {_DURABILITY}, not {durability!r}")
+        if type(chunk_size) is not int or chunk_size < 1:
+            raise InvalidOption(f"chunk_size must be a whole number of bytes above 0, not {chunk_size!r}")
         self.fs = fs or OsFs()
         self.layout = Layout(home)
         self.durability = durability
