@@ -21,6 +21,7 @@ from .. import __version__
 from ..errors import AgentlogError, RecoveryWarning
 from . import check, copying, events, housekeeping, imports, search, serve, sessions, transfer, verbs
 from .common import App
+from .location import store_location
 
 __all__ = ["main"]
 
@@ -128,22 +129,7 @@ def main(ctx: click.Context, home: str | None, store_url: str | None, durability
 
     Sessions and events can be named by a unique prefix of their id. Every
     command takes --json for one JSON document on stdout."""
-    ctx.obj = App(_location(ctx, home, store_url), durability)
-
-
-def _location(ctx: click.Context, home: str | None, store_url: str | None) -> str | None:
-    """--store or --home: one typed on the command line wins over one from
-    the environment; both typed is a mistake."""
-    if home is None or store_url is None:
-        return store_url or home
-    typed = {
-        name
-        for name in ("home", "store_url")
-        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-    }
-    if typed == {"home", "store_url"}:
-        raise click.UsageError("give --store or --home, not both")
-    return home if typed == {"home"} else store_url
+    ctx.obj = App(store_location(ctx, home, store_url), durability)
 
 
 for _group in GROUPS:

@@ -9,14 +9,13 @@ no suggestions.
 
 from __future__ import annotations
 
-import os
-
 import click
 from click.shell_completion import CompletionItem
 
 from ..errors import AgentlogError
 from ..shortid import short_ids
 from ..store import Store
+from .location import store_location
 from .refs import labels_of, resolve_session
 
 __all__ = ["complete_event", "complete_session"]
@@ -25,15 +24,20 @@ _MAX = 200
 
 
 def _store(ctx: click.Context) -> Store:
-    home = ctx.find_root().params.get("home") or os.environ.get("AGENTLOG_HOME")
-    return Store(home)
+    """The store the command being completed will use: --store or --home
+    from its line, else their environment variables (click has read them
+    into the root's params)."""
+    root = ctx.find_root()
+    return Store(store_location(root, root.params.get("home"), root.params.get("store_url")))
 
 
 def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     try:
         infos = _store(ctx).list(archived=True)
-    except (AgentlogError, OSError):
-        return []  # no store, or an unreadable one: nothing to offer, and no noise
+    except (AgentlogError, OSError, click.UsageError):
+        # No store, an unreadable one, or both --store and --home typed:
+        # nothing to offer, and no noise in the middle of a command line.
+        return []
     shorts = short_ids([i.id for i in infos])
     items = []
     for info in infos[:_MAX]:
@@ -56,6 +60,6 @@ def complete_event(ctx: click.Context, param: click.Parameter, incomplete: str) 
                 entries = session.entries()
                 shorts = short_ids([e.id for e in entries])
                 values += [shorts[e.id] for e in reversed(entries[-_MAX:])]
-        except (AgentlogError, OSError):
-            pass  # an unknown session: HEAD is still a fair suggestion
+        except (AgentlogError, OSError, click.UsageError):
+            pass  # an unknown session (or store): HEAD is still a fair suggestion
     return [CompletionItem(v) for v in values if v.startswith(incomplete)]

@@ -37,8 +37,10 @@ from .render import (
     full_text,
     hide_kinds,
     local_time,
+    one_line,
     preview,
     print_lines,
+    safe_text,
     session_tree,
 )
 
@@ -111,7 +113,7 @@ def _title(session: Session) -> Text:
     title = Text(session.id, style="bold yellow")
     name = meta.get("title") or meta.get("name")
     if name:
-        title.append(f"  {name}", style="bold")
+        title.append(f"  {one_line(str(name))}", style="bold")
     title.append(f"  ({len(session)} events)", style="dim")
     return title
 
@@ -316,7 +318,7 @@ def context(app: App, session: Session, resolve: bool, as_json: bool) -> None:
         header.append(f" · {shorts[e.id]} · {local_time(e.timestamp)}", style="dim")
         out.print(header)
         body = f"<payload in blob {e.digest}; --resolve loads it>" if not e.loaded else full_text(e.kind, e.record)
-        out.print(Text(body), soft_wrap=True)
+        out.print(Text(safe_text(body)), soft_wrap=True)
 
 
 COMMANDS = [append, log, tree, show, checkout, context]

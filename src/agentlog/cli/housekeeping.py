@@ -8,7 +8,6 @@ asked, and every deleting command can show first what it would do
 from __future__ import annotations
 
 import os
-import time
 from collections import Counter
 from typing import Any
 
@@ -19,7 +18,6 @@ from rich.text import Text
 from ..backends.files import FileBackend
 from ..backends.files.gc import GcItem, collect, usage
 from ..errors import AgentlogError, SessionLocked, SessionNotFound
-from ..event import format_timestamp
 from ..export import totals
 from ..session import Session
 from ..shortid import short_ids
@@ -29,7 +27,7 @@ from .completion import complete_session
 from .progress import progress_bar
 from .refs import resolve_session
 from .render import columns, console, local_time, one_line, print_lines
-from .timespec import Age
+from .timespec import Age, ago
 from .verbs import not_done
 
 __all__ = ["COMMANDS", "on_disk"]
@@ -146,7 +144,7 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
     agentlog never deletes on its own; this lists the sessions it would
     delete and asks first (unless --yes)."""
     store = app.store
-    cutoff = format_timestamp(int((time.time() - older_than) * 1e9))
+    cutoff = ago(older_than)
     doomed = [
         i for i in store.list(archived=True) if (i.updated_at or "") < cutoff and (i.archived or not archived_only)
     ]
@@ -166,6 +164,7 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
         click.confirm(f"delete these {len(doomed)} sessions?", abort=True, err=True)
     deleted: list[str] = []
     busy: list[str] = []
+    changed: list[str] = []
     failed: list[dict[str, str]] = []
     if not dry_run:
         with progress_bar("pruning") as update:
@@ -174,14 +173,24 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
                 # is in use, so not stale (skipped, as gc skips it); any other
                 # failure is reported, and the others are still deleted.
                 try:
+                    # Listed, perhaps minutes ago while the question waited
+                    # for an answer: a session used (or unarchived) since is
+                    # no longer stale, and deleting it would lose that work.
+                    now = store.info(info.id)
+                    if (now.updated_at or "") >= cutoff or (archived_only and not now.archived):
+                        changed.append(info.id)
+                        continue
                     store.delete(info.id)
                 except SessionLocked:
                     busy.append(info.id)
+                except SessionNotFound:
+                    pass  # deleted by someone else since it was listed: nothing left to do
                 except (AgentlogError, OSError) as exc:
                     failed.append(not_done(info.id, "not deleted", exc))
                 else:
                     deleted.append(info.id)
-                update(n + 1, len(doomed))
+                finally:
+                    update(n + 1, len(doomed))
     if as_json:
         emit_json(
             {
@@ -190,6 +199,7 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
                 "sessions": rows,
                 "deleted": deleted,
                 "busy": busy,
+                "changed": changed,
                 "failed": failed,
             }
         )
@@ -204,13 +214,17 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
                 )
         for sid in busy:
             click.echo(f"skipped {sid}: a writer holds it", err=True)
+        for sid in changed:
+            click.echo(f"skipped {sid}: updated since it was listed", err=True)
         click.echo(f"{verb} {len(done)} sessions updated before {local_time(cutoff)}")
     if failed:
         raise click.exceptions.Exit(1)
 
 
 _DU_HEADERS = [
-    ("ID", 36, "<"),
+    # Never cut: the id is the ref to type back. A UUID shows as its short
+    # form; an id made elsewhere (an import's "claude-<uuid>") is whole.
+    ("ID", 128, "<"),
     ("TITLE", 40, "<"),
     ("CHUNKS", 10, ">"),
     ("BLOBS", 16, ">"),

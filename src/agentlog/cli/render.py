@@ -35,6 +35,7 @@ __all__ = [
     "one_line",
     "preview",
     "print_lines",
+    "safe_text",
     "session_tree",
 ]
 
@@ -120,8 +121,25 @@ def local_time(timestamp: str | None, *, seconds: bool = True) -> str:
 
 
 # --- record text -----------------------------------------------------------------
+#: Control characters shown as what they are, never sent to the terminal:
+#: a record (from a session imported from another tool, or a tool's
+#: output) holding ESC sequences would otherwise retitle the window, clear
+#: the screen or hide text. C0 controls become their Unicode control
+#: pictures (ESC is "␛"), DEL "␡", C1 controls "�"; one character for
+#: one, so highlight offsets into the text stay right. Newline and tab are
+#: kept for the callers that print several lines.
+_CONTROLS = {c: 0x2400 + c for c in range(0x20) if chr(c) not in "\n\t"}
+_CONTROLS[0x7F] = 0x2421
+_CONTROLS.update({c: 0xFFFD for c in range(0x80, 0xA0)})
+
+
+def safe_text(text: str) -> str:
+    """``text`` with control characters made visible (see ``_CONTROLS``)."""
+    return text.translate(_CONTROLS)
+
+
 def one_line(text: str, limit: int = PREVIEW_LIMIT) -> str:
-    flat = " ".join(text.split())
+    flat = safe_text(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

@@ -14,7 +14,7 @@ from .common import App, emit_json, json_option, pass_app
 from .completion import complete_session
 from .progress import progress_bar
 from .refs import resolve_session
-from .render import console, local_time, one_line
+from .render import console, local_time, one_line, safe_text
 from .timespec import Since
 
 __all__ = ["COMMANDS"]
@@ -114,7 +114,9 @@ def search_command(
         head.append(f"  {hit.event_id.replace('-', '')[-8:]}", style="yellow")
         head.append(f"  {local_time(hit.timestamp)}  {hit.kind}", style="dim")
         head.append(f"  {hit.role or '-'}", style="cyan")
-        text = hit.snippet.replace("\n", " ")
+        # One character for one (offsets hold): a newline would split the
+        # hit, a control character would reach the terminal.
+        text = safe_text(hit.snippet.replace("\n", " ").replace("\t", " "))
         body = Text("    " + text)
         for start, end in hit.highlights:
             body.stylize("bold reverse", 4 + start, 4 + end)

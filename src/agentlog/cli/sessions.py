@@ -19,7 +19,9 @@ __all__ = ["COMMANDS"]
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _HEADERS = [
-    ("ID", 36, "<"),
+    # Never cut: the id is the ref to type back. A UUID shows as its short
+    # form; an id made elsewhere (an import's "claude-<uuid>") is whole.
+    ("ID", 128, "<"),
     ("TITLE", 40, "<"),
     ("WORKING DIR", 40, "<"),
     ("UPDATED", 16, "<"),

@@ -21,6 +21,7 @@ from ..store import Store
 from .common import App, CliError, emit_json, json_option, pass_app
 from .completion import complete_event, complete_session
 from .refs import check_text, labels_of, resolve_event, resolve_session
+from .render import one_line
 
 __all__ = ["COMMANDS", "check_label", "not_done"]
 
@@ -243,7 +244,7 @@ def continue_command(app: App, directory: str | None, reroot: bool, as_json: boo
     if as_json:
         emit_json(doc)
     else:
-        click.echo(doc["id"] + (f"  {doc['title']}" if doc["title"] else ""))
+        click.echo(doc["id"] + (f"  {one_line(doc['title'])}" if doc["title"] else ""))
 
 
 @click.command("rm")
@@ -293,7 +294,7 @@ def _rm_line(store: Store, sid: str) -> str:
     except (AgentlogError, OSError) as exc:
         reason = " ".join(str(exc).split())
         return f"{sid}  (unreadable: {reason})"
-    return f"{info.id}  {info.title or '-'}  ({info.event_count} events)"
+    return f"{info.id}  {one_line(info.title or '-')}  ({info.event_count} events)"
 
 
 def not_done(sid: str, what: str, exc: AgentlogError | OSError) -> dict[str, str]:

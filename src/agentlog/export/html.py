@@ -11,6 +11,7 @@ escaped, so a record holding ``<script>`` shows as text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -32,6 +33,7 @@ aside a{color:#333;text-decoration:none;display:block;white-space:nowrap;overflo
 text-overflow:ellipsis}
 aside a:hover{background:#e2e2ea}
 aside .active>a{font-weight:600}
+aside li.branch>small{color:#7c3aed}
 main{flex:1;max-width:920px;padding:16px 28px}
 article{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:8px 12px;margin:10px 0}
 article.user{border-left:4px solid #3b82f6}
@@ -162,14 +164,33 @@ def _tree(view: ExportView) -> str:
     while head_shown in view.events and view.events[head_shown].kind in _SIDEBAR_HIDDEN:
         head_shown = view.events[head_shown].parent_id
     out: list[str] = ["<ul>"]
-    # Each stack item: an event to start a run at, or a closing tag.
-    stack: list[str | None] = []
+    # Each stack item: an event to start a run at, a branch to open
+    # (its title), or None to close the list last opened.
+    stack: list[str | tuple[str] | None] = []
+
+    def fork(kids: Sequence[str], what: str) -> None:
+        """Each of ``kids`` as its own labelled branch, so that where one
+        ends and the next begins shows (in one flat list they would read
+        as one run)."""
+        stack.append(None)  # closes the list of branches
+        for n, kid in reversed(list(enumerate(kids, 1))):
+            stack.append(None)
+            stack.append(kid)
+            stack.append((f"{what} {n}/{len(kids)}" + ("  (active)" if kid in active else ""),))
+
     roots = children.get(NIL_ID, ())
-    stack.extend(reversed(roots))
+    if len(roots) > 1:
+        out.append(f"<li><small>{len(roots)} roots</small><ul>")
+        fork(roots, "root")
+    else:
+        stack.extend(roots)
     while stack:
         item = stack.pop()
         if item is None:
             out.append("</ul></li>")
+            continue
+        if isinstance(item, tuple):
+            out.append(f'<li class="branch"><small>{_e(item[0])}</small><ul>')
             continue
         current: str | None = item
         while current is not None:
@@ -195,9 +216,8 @@ def _tree(view: ExportView) -> str:
                 out.append(line + "</li>")
                 current = None
                 continue
-            out.append(line + f" <small>⑂ {len(kids)}</small><ul>")
-            stack.append(None)
-            stack.extend(reversed(kids))
+            out.append(line + f" <small>{len(kids)} branches</small><ul>")
+            fork(kids, "branch")
             current = None
     out.append("</ul>")
     return "".join(out)

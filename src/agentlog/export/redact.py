@@ -6,6 +6,9 @@ GitLab, OpenAI, Slack, Stripe, private keys, JWTs, basic-auth URLs...) and
 a keyword detector for ``password = "..."`` lines, plus high-entropy
 string detectors. Every string of a record is scanned line by line; each
 secret found is replaced by ``[REDACTED:<type>]`` and counted by type.
+Two detectors find less than the secret, so the span is widened: a
+private key is matched by its BEGIN marker alone (the key is on the
+lines after it), and a JWT without its signature.
 
 The library is the optional extra ``redact``; without it ``--redact``
 fails with a clear error rather than exporting secrets.
@@ -33,6 +36,13 @@ _MIN_GROUP = 8
 #: Ids agentlog itself writes are high-entropy hex; they are not secrets.
 _UUID = re.compile(r"\A[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _DIGEST = re.compile(r"\A(sha256:)?[0-9a-f]{64}\Z")
+#: Where a private key detect-secrets found by its BEGIN marker ends: the
+#: PEM END line, or a PuTTY key's last line. The detector matches only the
+#: marker, and the key material is on the lines after it.
+_KEY_END = re.compile(r"-----END[^\n]*?-----|Private-MAC:[^\n]*")
+#: What can continue a token past where a detector's pattern stopped (the
+#: JWT pattern ends lazily after the payload, leaving the signature).
+_TOKEN_TAIL = re.compile(r"(?:[A-Za-z0-9_+/=-]|\.(?=[A-Za-z0-9_+/=-]))*")
 
 
 class Redactor:
@@ -53,6 +63,7 @@ class Redactor:
         with transient_settings(settings):
             self._plugins = list(get_plugins())
         self._regex_based = RegexBasedDetector
+        self._keys = [p for p in self._plugins if isinstance(p, RegexBasedDetector) and p.secret_type == "Private Key"]
         self._settings = settings
         self._transient = transient_settings
         self.counts: Counter[str] = Counter()
@@ -66,7 +77,40 @@ class Redactor:
         if not value.strip():
             return value
         with self._transient(self._settings):
-            return "\n".join(self._line(line) for line in value.split("\n"))
+            out: list[str] = []
+            end = 0
+            for start, stop, kind in self._private_keys(value):
+                out.append(self._lines(value[end:start]))
+                out.append(f"[REDACTED:{kind}]")
+                self.counts[kind] += 1
+                end = stop
+            out.append(self._lines(value[end:]))
+            return "".join(out)
+
+    def _lines(self, text: str) -> str:
+        return "\n".join(self._line(line) for line in text.split("\n"))
+
+    def _private_keys(self, value: str) -> list[tuple[int, int, str]]:
+        """Spans of whole private keys: from the BEGIN marker the detector
+        found to the END marker (or, with none, to the end of the text:
+        a key cut short is still secret, and showing its lines would
+        export the key material the marker announced)."""
+        spans: list[tuple[int, int, str]] = []
+        for plugin in self._keys:
+            for regex in plugin.denylist:
+                for match in regex.finditer(value):
+                    start = match.start()
+                    while start and value[start - 1] == "-":
+                        start -= 1
+                    closing = _KEY_END.search(value, match.end())
+                    spans.append((start, closing.end() if closing else len(value), str(plugin.secret_type)))
+        merged: list[tuple[int, int, str]] = []
+        for start, stop, kind in sorted(spans):
+            if merged and start < merged[-1][1]:  # a key inside one already found
+                merged[-1] = (merged[-1][0], max(stop, merged[-1][1]), merged[-1][2])
+            else:
+                merged.append((start, stop, kind))
+        return merged
 
     def _line(self, line: str) -> str:
         spans: list[tuple[int, int, str]] = []
@@ -82,7 +126,8 @@ class Redactor:
                         if group and len(match.group(group) or "") >= _MIN_GROUP:
                             spans.append((match.start(group), match.end(group), kind))
                         else:
-                            spans.append((match.start(), match.end(), kind))
+                            tail = _TOKEN_TAIL.match(line, match.end())
+                            spans.append((match.start(), tail.end() if tail else match.end(), kind))
             else:
                 for secret in found:
                     value = secret.secret_value or ""

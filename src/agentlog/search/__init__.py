@@ -125,6 +125,10 @@ def search(
     if type(limit) is not int or limit < 1:
         raise SearchError(f"limit must be a whole number of at least 1, not {limit!r}")
     limit = min(limit, _MAX_LIMIT)  # more than SQL can bind means "all of them"
+    # One query language whatever the store: a query this index refuses
+    # (``NOT b`` alone, no word at all) is refused before a backend with
+    # its own index could read it another way.
+    match_text = to_match(query)
     # A backend with its own full-text index (PostgreSQL's) answers behind
     # the same call, with the same arguments and hit type.
     native = store.backend.search(
@@ -132,7 +136,7 @@ def search(
     )
     if native is not None:
         return native
-    terms = [f"text : ({to_match(query)})"]
+    terms = [f"text : ({match_text})"]
     for field, value in (("s", session), ("k", kind), ("r", role)):
         if value is not None:
             terms.append(f'tags : "{tag(field, value)}"')

@@ -39,8 +39,11 @@ def to_match(query: str) -> str:
     parts: list[str] = []
     for found in _TOKEN.finditer(query):
         phrase, word = found.group(1), found.group(2)
+        # Text without a letter or digit (``*``, ``...``, an emoji) holds
+        # no word the index has, so it would match nothing and the query
+        # would say "no matches"; it is left out like any punctuation.
         if phrase is not None:
-            if phrase.strip():
+            if _WORD.search(phrase):
                 parts.append(_quote(phrase))
             continue
         if word in _OPERATORS:
@@ -48,7 +51,7 @@ def to_match(query: str) -> str:
             continue
         prefix = word.endswith("*") and len(word) > 1
         body = word.rstrip("*") if prefix else word
-        if body:
+        if _WORD.search(body):
             parts.append(_quote(body) + ("*" if prefix else ""))
     while parts and parts[-1] in _OPERATORS:
         parts.pop()
