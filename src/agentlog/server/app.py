@@ -23,7 +23,7 @@ from .routes_find import find_routes
 from .routes_read import read_routes
 from .routes_stream import stream_routes
 from .routes_write import write_routes
-from .security import COOKIE, Guard
+from .security import COOKIE, Guard, cookie_value
 from .service import Service
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
@@ -37,7 +37,7 @@ def _viewer_routes(token: str | None) -> list[BaseRoute]:
         if token is not None and "token" in request.query_params:
             # The Guard has checked it; trade it for a cookie and drop it from the URL.
             response: Response = RedirectResponse("/", status_code=303)
-            response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+            response.set_cookie(COOKIE, cookie_value(token), httponly=True, samesite="strict", path="/")
             return response
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
 

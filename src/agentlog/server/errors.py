@@ -10,6 +10,7 @@ the tests assert it never happens).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -88,9 +89,11 @@ _LIBRARY: tuple[tuple[type[AgentlogError], int, str], ...] = (
 )
 
 
-def error_response(status: int, code: str, message: str, **extra: Any) -> Response:
+def error_response(
+    status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None, **extra: Any
+) -> Response:
     body = {"error": {"code": code, "message": message, **extra}}
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json", headers=headers)
 
 
 def library_error(exc: AgentlogError) -> ApiError:
@@ -120,7 +123,9 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
-    return error_response(exc.status_code, code, str(exc.detail))
+    # Starlette's headers are kept: a 405 must say which methods are allowed
+    # (``Allow``, RFC 9110 section 15.5.6).
+    return error_response(exc.status_code, code, str(exc.detail), headers=exc.headers)
 
 
 async def _gone(request: Request, exc: Exception) -> Response:

@@ -179,15 +179,25 @@ class Subscriber:
         self.closed = False
 
     def offer(self, item: Item) -> None:
-        if self.dropped is not None or self.closed:
+        self.offer_many([item])
+
+    def offer_many(self, items: list[Item]) -> None:
+        """Queue ``items`` that arrived together (the events of one read of
+        the log) as a whole. A client is too slow when it still has
+        ``maxsize`` items unsent as new ones arrive, not when one large
+        commit (a batch, an import) holds more events than its queue: such a
+        burst would otherwise drop every client, however fast. The queue
+        holds at most ``maxsize`` items plus one burst, of items shared by
+        every subscriber."""
+        if not items or self.dropped is not None or self.closed:
             return
         if len(self._items) >= self.maxsize:
             self.dropped = (
-                f"subscriber too slow: its queue of {self.maxsize} items was full; "
-                "reconnect with Last-Event-ID to catch up from the log"
+                f"subscriber too slow: {len(self._items)} items were still unsent (its queue holds "
+                f"{self.maxsize}); reconnect with Last-Event-ID to catch up from the log"
             )
         else:
-            self._items.append(item)
+            self._items.extend(items)
         self._wake.set()
 
     def end(self) -> None:
@@ -329,8 +339,7 @@ class Feed:
                     return
                 log.warning("feed %s: reading the log failed: %s", self.session_id, exc)
                 items = [_problem(exc)]
-            for item in items:
-                self._broadcast(item)
+            self._broadcast_many(items)
 
     def _exists(self) -> bool:
         try:
@@ -468,8 +477,11 @@ class Feed:
             self._broadcast(Item("delta", None, delta_json(item)))
 
     def _broadcast(self, item: Item) -> None:
+        self._broadcast_many([item])
+
+    def _broadcast_many(self, items: list[Item]) -> None:
         for sub in list(self.subscribers):
-            sub.offer(item)
+            sub.offer_many(items)
 
 
 class Feeds:

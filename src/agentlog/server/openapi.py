@@ -31,9 +31,12 @@ _IF_MATCH = {
     "name": "If-Match",
     "in": "header",
     "required": False,
-    "schema": {"type": "string", "format": "uuid"},
-    "description": "Compare-and-swap: write only if HEAD is this event.",
+    "schema": {"anyOf": [{"type": "string", "format": "uuid"}, {"const": "*"}]},
+    "description": "Compare-and-swap: write only if HEAD is this event (`*`: whatever HEAD is).",
 }
+
+#: What the server refuses in a path it cannot resolve itself (the client's directory).
+_ABSOLUTE = {"type": "string", "pattern": "^/"}
 
 _ERROR = {
     "type": "object",
@@ -134,7 +137,7 @@ def _paths() -> dict[str, Any]:
                     _query("kind", {"type": "string", "maxLength": 32}),
                     _query("role", {"type": "string", "maxLength": 32}),
                     _query("since", {"type": "string", "maxLength": 64}, "RFC 3339 time or a date."),
-                    _query("cwd", {"type": "string", "maxLength": 4096}, "An absolute path."),
+                    _query("cwd", {**_ABSOLUTE, "maxLength": 4096}, "An absolute path."),
                     _query("limit", {"type": "integer", "minimum": 1, "maximum": 200}),
                 ],
                 {**_ok(200, "the hits"), **_errors(400)},
@@ -189,7 +192,7 @@ def _paths() -> dict[str, Any]:
                     "type": "object",
                     "properties": {
                         "name": {"type": "string"},
-                        "working_dir": {"type": "string", "description": "An absolute path."},
+                        "working_dir": {**_ABSOLUTE, "description": "An absolute path."},
                         "model": {"type": "string"},
                         "session_id": _SID["schema"],
                     },
@@ -360,4 +363,9 @@ def openapi_document(*, token: bool) -> dict[str, Any]:
     if token:
         document["components"] = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}}
         document["security"] = [{"bearer": []}]
+        # Every operation answers 401 without the token: say so where its
+        # answers are listed, so that a client generated from this knows it.
+        for operations in document["paths"].values():
+            for operation in operations.values():
+                operation["responses"].update(_errors(401))
     return document

@@ -37,6 +37,10 @@ def _draft(document: Any, where: str) -> tuple[str, Any, str | None]:
 
 def _if_match(request: Request) -> str | None:
     value = if_match_header(request.headers.get("if-match"))
+    if value == "*":
+        # RFC 9110: "*" matches any current state; the session must exist,
+        # which opening it for the write checks anyway.
+        return None
     return None if value is None else check_event_id(value)
 
 

@@ -25,13 +25,13 @@ import ipaddress
 from collections.abc import Awaitable, Callable
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 import orjson
 
 from .errors import ApiError
 
-__all__ = ["COOKIE", "Guard", "is_loopback", "token_matches"]
+__all__ = ["COOKIE", "Guard", "cookie_value", "is_loopback", "token_matches"]
 
 COOKIE = "agentlog_token"
 
@@ -55,11 +55,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def token_matches(given: str | None, expected: str) -> bool:
-    """Constant-time comparison of a presented token with the configured one."""
+def token_matches(given: str | bytes | None, expected: str) -> bool:
+    """Constant-time comparison of a presented token with the configured one
+    (bytes as the client sent them, or text, compared as UTF-8)."""
     if given is None:
         return False
-    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+    presented = given.encode("utf-8") if isinstance(given, str) else given
+    return hmac.compare_digest(presented, expected.encode("utf-8"))
+
+
+def cookie_value(token: str) -> str:
+    """The token as the cookie carries it: percent-encoded UTF-8, so that any
+    token (spaces, quotes, non-ASCII) fits in a ``Set-Cookie`` header and
+    comes back unchanged."""
+    return quote(token, safe="")
 
 
 def _host_name(value: str) -> str:
@@ -120,7 +129,9 @@ class Guard:
         assert self.token is not None
         auth = headers.get("authorization", "")
         scheme, _, value = auth.partition(" ")
-        if scheme.lower() == "bearer" and token_matches(value.strip(), self.token):
+        # The header was decoded as latin-1: encoding it back gives the bytes
+        # the client sent (UTF-8 for a non-ASCII token, as curl sends it).
+        if scheme.lower() == "bearer" and token_matches(value.strip().encode("latin-1"), self.token):
             return True
         cookie = SimpleCookie()
         try:
@@ -128,8 +139,13 @@ class Guard:
         except Exception:  # noqa: BLE001 - a malformed Cookie header is just no cookie
             return False
         morsel = cookie.get(COOKIE)
-        if morsel is not None and token_matches(morsel.value, self.token):
-            return True
+        if morsel is not None:
+            # As ``/?token=`` sets it (percent-encoded), or the token itself
+            # set by hand; both compared, in constant time.
+            encoded = token_matches(morsel.value, cookie_value(self.token))
+            plain = token_matches(morsel.value.encode("latin-1", "replace"), self.token)
+            if encoded or plain:
+                return True
         # The viewer's entry URL carries the token once; the route sets the cookie.
         if scope["path"] == "/" and scope.get("query_string"):
             query = parse_qs(scope["query_string"].decode("latin-1"))

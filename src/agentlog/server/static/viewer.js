@@ -121,7 +121,12 @@ const view = {
 async function showSession(sid) {
   $("list-view").hidden = true;
   $("session-view").hidden = false;
-  if (view.sid !== sid) stopStream();
+  if (view.sid !== sid) {
+    stopStream();
+    // Not "on" from the session shown before: this one's stream is not open yet.
+    $("live-state").textContent = "connecting";
+    $("live-state").className = "";
+  }
   Object.assign(view, { sid, at: null, treeCursor: null });
   $("crumb").textContent = sid;
   status("loading…");
@@ -135,6 +140,8 @@ async function showSession(sid) {
     status("");
   } catch (err) {
     status(`error: ${err.message}`);
+    $("live-state").textContent = "off";
+    $("live-state").className = "off";
   }
 }
 
@@ -477,8 +484,12 @@ document.addEventListener("keydown", (event) => {
 // --- routing ---------------------------------------------------------------------------
 function route() {
   const match = location.hash.match(/^#\/s\/(.+)$/);
-  if (match) showSession(decodeURIComponent(match[1]));
-  else showList();
+  if (!match) { showList(); return; }
+  let sid = match[1];
+  // A mistyped address (a stray "%") is not a reason to throw: the server
+  // names what is wrong with the id instead.
+  try { sid = decodeURIComponent(sid); } catch (err) { /* kept as typed */ }
+  showSession(sid);
 }
 
 window.addEventListener("hashchange", route);
