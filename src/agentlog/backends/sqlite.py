@@ -204,7 +204,12 @@ class SqliteBackend(Backend):
     def __init__(self, path: str, *, durability: str = "full") -> None:
         if durability not in ("full", "off"):
             raise ValueError(f"durability must be 'full' or 'off', not {durability!r}")
-        self.path = os.path.abspath(path)
+        # The real path: the lease's lock files sit beside the database, so
+        # two names of one file (a symlink) must find the same lock files, or
+        # a writer through each name would both hold "the" lease. SQLite
+        # itself resolves symlinks to name its WAL; the URL follows too, so
+        # writers in one process share one timeline whichever name they used.
+        self.path = os.path.realpath(path)
         self.url = "sqlite://" + self.path
         self.durability = durability
         self._locks = self.path + ".locks"

@@ -13,6 +13,7 @@ Needs the ``postgres`` extra (psycopg 3 and psycopg_pool).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import weakref
@@ -23,7 +24,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
-from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from ...errors import CorruptionError, SearchError, SessionExists, SessionNotFound, StorageError, UnknownBackend
@@ -32,11 +32,14 @@ from ..base import Backend, Commit, ListingRow, Problem, SearchHit, SessionStats
 from .lease import LEASE_MODES, PostgresLease
 from .schema import migrate
 from .search import search_sql, to_hits
-from .storage import PostgresSessionStorage, channel_of, insert_commit
+from .storage import PostgresSessionStorage, channel_of, insert_commit, meta_columns
 
 __all__ = ["PostgresBackend"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
+#: The metadata as written (``meta_text``, since migration 0004), or as
+#: jsonb kept it for a session whose metadata no agentlog since has written.
+_META = "coalesce(meta_text, meta::json)"
 
 
 def _configure_for(schema: str, durability: str) -> Callable[[Conn], None]:
@@ -49,6 +52,14 @@ def _configure_for(schema: str, durability: str) -> Callable[[Conn], None]:
             conn.execute("SET synchronous_commit TO off")
 
     return configure
+
+
+def _seconds(text: str) -> float | str:
+    """A URL's ``lease_ttl``: a number, or the text itself for the check to refuse."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 class PostgresBackend(Backend):
@@ -68,6 +79,10 @@ class PostgresBackend(Backend):
             raise ValueError(f"durability must be 'full' or 'off', not {durability!r}")
         if lease not in LEASE_MODES:
             raise UnknownBackend(f"lease={lease!r}: use one of {', '.join(LEASE_MODES)}")
+        if not (isinstance(lease_ttl, int | float) and math.isfinite(lease_ttl) and lease_ttl > 0):
+            # 0 or less: a row lease expired the moment it was taken (every
+            # commit refused) and its renewer spun without pause.
+            raise UnknownBackend(f"lease_ttl={lease_ttl!r}: give a number of seconds above 0")
         self.dsn = dsn
         self.schema = schema
         self.durability = durability
@@ -100,7 +115,7 @@ class PostgresBackend(Backend):
         query = parse_qsl(parts.query)
         for key, value in query:
             if key in ours:
-                options.setdefault(key, float(value) if key == "lease_ttl" else value)
+                options.setdefault(key, _seconds(value) if key == "lease_ttl" else value)
         dsn = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k not in ours])))
         return cls(dsn, durability=durability, **options)
 
@@ -120,15 +135,23 @@ class PostgresBackend(Backend):
             yield conn
 
     def query(self, statement: str, args: Any = (), *, one: bool = False) -> Any:
-        """One read (or idempotent write) on a pooled connection; a connection
-        the server ended since it was pooled is replaced and the query re-run once."""
-        for attempt in (1, 2):
+        """One read (or idempotent write) on a pooled connection. A pooled
+        connection the server ended since (a restart ends them all at once)
+        is discarded by the pool and the query re-run on the next one, up to
+        the pool's size plus one: after a restart the first query meets every
+        dead connection in turn, and must not fail because of them."""
+        attempts = self._pool.max_size + 1
+        for attempt in range(1, attempts + 1):
+            used: Conn | None = None
             try:
                 with self._pool.connection() as conn:
+                    used = conn
                     cursor = conn.execute(statement, args)
                     return cursor.fetchone() if one else cursor.fetchall()
             except psycopg.OperationalError:
-                if attempt == 2:
+                # Only a dead connection is worth another try; a query the
+                # server refused or cancelled fails here, typed.
+                if used is None or not used.broken or attempt == attempts:
                     with self.errors():
                         raise
             except psycopg.Error:
@@ -163,12 +186,13 @@ class PostgresBackend(Backend):
     def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> SessionStorage:
         lease = self._lease(session_id, exists=False)
         try:
-            with self.errors(), lease.conn.transaction():
+            # The lease's lock: a row lease's renewer shares this connection.
+            with lease.lock, self.errors(), lease.conn.transaction():
                 try:
                     with lease.conn.transaction():
                         lease.conn.execute(
-                            "INSERT INTO sessions (id, meta, head, updated_ns) VALUES (%s, %s, %s, %s)",
-                            (session_id, Jsonb(meta), NIL_ID, time.time_ns()),
+                            "INSERT INTO sessions (id, meta_text, meta, head, updated_ns) VALUES (%s, %s, %s, %s, %s)",
+                            (session_id, *meta_columns(meta), NIL_ID, time.time_ns()),
                         )
                 except psycopg.errors.UniqueViolation:
                     raise SessionExists(session_id) from None
@@ -193,7 +217,7 @@ class PostgresBackend(Backend):
         return iter([str(row[0]) for row in self.query("SELECT id FROM sessions")])
 
     def read_meta(self, session_id: str) -> dict[str, Any]:
-        row = self.query("SELECT meta FROM sessions WHERE id = %s", (check_session_id(session_id),), one=True)
+        row = self.query(f"SELECT {_META} FROM sessions WHERE id = %s", (check_session_id(session_id),), one=True)
         if row is None:
             raise SessionNotFound(session_id)
         meta: dict[str, Any] = row[0]
@@ -207,23 +231,36 @@ class PostgresBackend(Backend):
 
     def listing(self) -> Iterator[ListingRow]:
         """Every session's metadata and counts in one query."""
-        rows = self.query("SELECT id, meta, event_count, updated_ns FROM sessions")
+        rows = self.query(f"SELECT id, {_META}, event_count, updated_ns FROM sessions")
         return iter([ListingRow(str(r[0]), r[1], SessionStats(int(r[2]), int(r[3]))) for r in rows])
 
     def delete(self, session_id: str) -> None:
         lease = self._lease(session_id, exists=True)
         try:
-            with self.errors(), lease.conn.transaction():
+            with lease.lock, self.errors(), lease.conn.transaction():
                 lease.check(lease.conn)
-                digests = lease.conn.execute(
-                    "SELECT DISTINCT digest FROM events WHERE session_id = %s AND digest IS NOT NULL",
-                    (session_id,),
-                ).fetchall()
+                digests = [
+                    str(row[0])
+                    for row in lease.conn.execute(
+                        "SELECT DISTINCT digest FROM events WHERE session_id = %s AND digest IS NOT NULL ORDER BY 1",
+                        (session_id,),
+                    )
+                ]
                 lease.conn.execute("DELETE FROM sessions WHERE id = %s", (session_id,))  # cascades
-                for (digest,) in digests:
+                if digests:
+                    # Lock the blobs first (waiting for any commit elsewhere that
+                    # is adding an event naming one: it row-locks them too), and
+                    # only then look for events that still name them, in a new
+                    # statement whose snapshot sees those commits. One DELETE
+                    # with NOT EXISTS would judge by a snapshot taken before the
+                    # wait, and delete a blob that a just-committed event needs.
                     lease.conn.execute(
-                        "DELETE FROM blobs WHERE digest = %s AND NOT EXISTS (SELECT 1 FROM events WHERE digest = %s)",
-                        (digest, digest),
+                        "SELECT 1 FROM blobs WHERE digest = ANY(%s) ORDER BY digest FOR UPDATE", (digests,)
+                    )
+                    lease.conn.execute(
+                        "DELETE FROM blobs b WHERE b.digest = ANY(%s)"
+                        " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.digest = b.digest)",
+                        (digests,),
                     )
         finally:
             lease.release()

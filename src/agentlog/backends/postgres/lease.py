@@ -57,6 +57,12 @@ class PostgresLease:
         ttl: float,
     ) -> None:
         self.conn = conn
+        #: Serializes every use of ``conn``: the writer's commits and reads
+        #: and the row-mode renewer share it, and a psycopg connection runs
+        #: one transaction at a time. Without it a renewal that starts while
+        #: a commit's transaction is open nests into it (or the commit into
+        #: the renewal) and one of them commits or rolls back the other's work.
+        self.lock = threading.Lock()
         self.session_id = session_id
         self.token = str(uuid.uuid4())
         self._mode = mode
@@ -106,7 +112,9 @@ class PostgresLease:
         """Row mode: push the expiry forward until released or lost."""
         while not self._stop.wait(self._ttl / 3):
             try:
-                with self.conn.transaction():
+                with self.lock:
+                    if self._stop.is_set():
+                        return  # released while this renewal waited for the connection
                     cur = self.conn.execute(
                         "UPDATE leases SET expires_at = now() + make_interval(secs => %s)"
                         " WHERE session_id = %s AND token = %s",
@@ -115,8 +123,8 @@ class PostgresLease:
                 if cur.rowcount != 1:
                     self.lost = "it expired and another writer took it"
                     return
-            except psycopg.Error as exc:
-                self.lost = f"renewal failed: {exc}"
+            except Exception as exc:  # noqa: BLE001  # not swallowed: the next commit raises LeaseLost with it
+                self.lost = f"renewal failed: {str(exc).strip() or type(exc).__name__}"
                 return
 
     def check(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
@@ -135,6 +143,10 @@ class PostgresLease:
         self._stop.set()
         if self._renewer is not None:
             self._renewer.join(timeout=5)
+        with self.lock:
+            self._release()
+
+    def _release(self) -> None:
         try:
             self.conn.execute("DELETE FROM leases WHERE session_id = %s AND token = %s", (self.session_id, self.token))
             if self._mode == "advisory":

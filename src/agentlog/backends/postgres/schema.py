@@ -90,6 +90,15 @@ MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
             "CREATE INDEX blobs_search ON blobs USING gin (search)",
         ),
     ),
+    (
+        "0004_exact_metadata",
+        (
+            # jsonb refuses a NUL in a string (which JSON, and every other
+            # backend, allows) and reorders keys: the exact text is kept
+            # here and read back; ``meta`` stays, without NULs, for queries.
+            "ALTER TABLE sessions ADD COLUMN meta_text json",
+        ),
+    ),
 )
 
 

@@ -29,7 +29,7 @@ from .lease import PostgresLease
 if TYPE_CHECKING:  # the backend module imports this one; the name is for annotations only
     from . import PostgresBackend
 
-__all__ = ["PostgresSessionStorage", "channel_of", "insert_commit"]
+__all__ = ["PostgresSessionStorage", "channel_of", "insert_commit", "meta_columns"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 _COLUMNS = "id::text, parent_id::text, kind, role, ts, record::text, digest, branch_from::text"
@@ -52,6 +52,23 @@ def searchable_text(kind: str, payload: bytes) -> str:
     """What search indexes of a record: its text as the SQLite index and the
     exports read it (``recordtext``), without NULs, which PostgreSQL text refuses."""
     return record_text(kind, orjson.loads(payload)).replace("\x00", "")
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
+
+
+def meta_columns(meta: dict[str, Any]) -> tuple[str, str]:
+    """The metadata as the two columns hold it: ``meta_text`` (json, the exact
+    document, what reads return) and ``meta`` (jsonb, for queries; jsonb
+    refuses NUL characters, so they are left out of that copy only)."""
+    return orjson.dumps(meta).decode(), orjson.dumps(_without_nul(meta)).decode()
 
 
 def channel_of(schema: str, session_id: str) -> str:
@@ -95,9 +112,19 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
         first_seq = int(row[0]) - n
         with conn.cursor() as cur:
             if blobs:
+                # DO UPDATE, not DO NOTHING: it row-locks a blob that is already
+                # there until this commit ends, so a concurrent delete of another
+                # session that shares it waits, then sees this commit's event and
+                # keeps the blob (DO NOTHING locks nothing: the delete removed a
+                # blob this commit's event names). Sorted, so that two commits
+                # and a delete lock shared blobs in one order and never deadlock.
                 cur.executemany(
-                    "INSERT INTO blobs (digest, data, search_text) VALUES (%s, %s, %s) ON CONFLICT (digest) DO NOTHING",
-                    [(digest, data, searchable_text(kinds.get(digest, "custom"), data)) for digest, data in blobs],
+                    "INSERT INTO blobs (digest, data, search_text) VALUES (%s, %s, %s)"
+                    " ON CONFLICT (digest) DO UPDATE SET digest = blobs.digest",
+                    [
+                        (digest, data, searchable_text(kinds.get(digest, "custom"), data))
+                        for digest, data in sorted(blobs)
+                    ],
                 )
             if commit.events:
                 cur.executemany(
@@ -130,7 +157,8 @@ class PostgresSessionStorage(SessionStorage):
         self.warnings: list[str] = []
         self._db = backend
         self._lease = lease
-        self._commit_lock = threading.Lock()
+        # The lease's own lock: its renewer uses the same connection.
+        self._commit_lock = lease.lock if lease is not None else threading.Lock()
         self._listener: Conn | None = None
 
     def commit(self, commit: Commit) -> Ticket:
@@ -239,7 +267,9 @@ class PostgresSessionStorage(SessionStorage):
         return self._db.read_meta(self.session_id)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        self._write("UPDATE sessions SET meta = %s WHERE id = %s", (orjson.dumps(meta).decode(), self.session_id))
+        self._write(
+            "UPDATE sessions SET meta_text = %s, meta = %s WHERE id = %s", (*meta_columns(meta), self.session_id)
+        )
 
     def _write(self, statement: str, args: tuple[Any, ...]) -> None:
         """A small write under the lease (metadata, sidecars)."""
@@ -284,12 +314,36 @@ class PostgresSessionStorage(SessionStorage):
         """Block until a commit to this session is announced (LISTEN), or
         ``timeout`` seconds pass; True if one was. No polling."""
         if self._listener is None:
-            self._listener = self._db.writer_connection("listener")
-            self._listener.execute(
-                sql.SQL("LISTEN {}").format(sql.Identifier(channel_of(self._db.schema, self.session_id)))
-            )
-        with self._db.errors():
+            # A commit between this call and the LISTEN taking effect would
+            # never be announced to us: compare HEAD and count across it.
+            before = (self.head(), self.event_count())
+            listener = self._db.writer_connection("listener")
+            try:
+                with self._db.errors():
+                    listener.execute(
+                        sql.SQL("LISTEN {}").format(sql.Identifier(channel_of(self._db.schema, self.session_id)))
+                    )
+            except BaseException:
+                listener.close()
+                raise
+            self._listener = listener
+            if (self.head(), self.event_count()) != before:
+                return True
+        try:
             return any(True for _ in self._listener.notifies(timeout=timeout, stop_after=1))
+        except psycopg.OperationalError:
+            # The listening connection ended (the server restarted, or an
+            # operator or a proxy dropped it). Unlike a writer's, it holds
+            # nothing another process may have taken since: listen again on
+            # the next call. Commits made meanwhile were announced to nobody,
+            # so say "something may have changed" and let the caller re-read
+            # (a server that is really down fails that read, typed).
+            self._listener.close()
+            self._listener = None
+            return True
+        except psycopg.Error:
+            with self._db.errors():
+                raise
 
     def close(self) -> None:
         if self._listener is not None:
