@@ -22,7 +22,7 @@ import re
 
 from ..errors import SearchError, SearchWarning
 
-__all__ = ["SearchError", "SearchWarning", "highlight_words", "to_match"]
+__all__ = ["Node", "SearchError", "SearchWarning", "Term", "highlight_words", "parse_query", "to_match"]
 
 _TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
 _OPERATORS = frozenset({"OR", "NOT", "AND"})
@@ -36,6 +36,54 @@ def _quote(text: str) -> str:
 
 def to_match(query: str) -> str:
     """The FTS5 expression for ``query`` (SearchError if it has no words)."""
+    return " ".join(_parts(query))
+
+
+#: A parsed query, for an index that is not FTS5 (PostgreSQL's): a term is
+#: (its words, a prefix on the last word?); a node is a term or
+#: (operator, left, right), the operator "AND", "NOT" or "OR".
+Term = tuple[tuple[str, ...], bool]
+Node = Term | tuple[str, "Node", "Node"]
+
+
+def parse_query(query: str) -> Node:
+    """``query`` as a tree with FTS5's meaning, which every backend follows:
+    words next to each other bind tightest, then ``NOT`` (``a NOT b c`` is
+    ``a`` without ``b c``), then ``AND``, then ``OR``, each from the left.
+    A term's words are the letters and digits the SQLite index sees in it
+    (``foo-bar`` is the phrase "foo bar"). SearchError as ``to_match``."""
+    tokens = _parts(query)
+    position = 0
+
+    def term() -> Node:
+        nonlocal position
+        text = tokens[position]
+        position += 1
+        prefix = text.endswith("*")
+        words = tuple(_WORD.findall(text[1 : -2 if prefix else -1].replace('""', '"')))
+        return (words, prefix)
+
+    def level(operator: str | None) -> Node:
+        nonlocal position
+        below = {"OR": "AND", "AND": "NOT", "NOT": None}
+        node = level(below[operator]) if operator is not None else term()
+        while position < len(tokens):
+            token = tokens[position]
+            if operator is None:
+                if token in _OPERATORS:
+                    return node
+                node = ("AND", node, term())  # words side by side
+                continue
+            if token != operator:
+                return node
+            position += 1
+            node = (operator, node, level(below[operator]))
+        return node
+
+    return level("OR")
+
+
+def _parts(query: str) -> list[str]:
     parts: list[str] = []
     for found in _TOKEN.finditer(query):
         phrase, word = found.group(1), found.group(2)
@@ -57,7 +105,7 @@ def to_match(query: str) -> str:
         parts.pop()
     if not parts:
         raise SearchError(f"the search query {query!r} has no words to look for")
-    return " ".join(parts)
+    return parts
 
 
 def _operator(parts: list[str], word: str, query: str) -> None:

@@ -307,7 +307,7 @@ class PostgresBackend(Backend):
             cwd=os.path.abspath(cwd) if cwd else None,
             limit=limit,
         )
-        return to_hits(self.query(statement, args))
+        return to_hits(self.query(statement, args), query)
 
     def repair(self, session_id: str) -> list[str]:
         return []  # the server's WAL recovers its own crashes; damage beyond is reported by verify

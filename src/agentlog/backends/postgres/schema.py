@@ -18,6 +18,11 @@ __all__ = ["MIGRATIONS", "applied", "migrate", "pending"]
 _MIGRATION_LOCK = 0x6167656E746C6F67
 
 #: (name, statements). Never edit a released migration: add the next one.
+#: ``translate()``'s two arguments: every ASCII character that is neither a
+#: letter nor a digit, and as many spaces.
+_ASCII_PUNCTUATION = "".join(c for c in map(chr, range(33, 127)) if not c.isalnum())
+_PUNCTUATION = "'" + _ASCII_PUNCTUATION.replace("'", "''") + "', '" + " " * len(_ASCII_PUNCTUATION) + "'"
+
 MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
     (
         "0001_timeline",
@@ -97,6 +102,23 @@ MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
             # backend, allows) and reorders keys: the exact text is kept
             # here and read back; ``meta`` stays, without NULs, for queries.
             "ALTER TABLE sessions ADD COLUMN meta_text json",
+        ),
+    ),
+    (
+        "0005_words_as_sqlite_splits_them",
+        # PostgreSQL's parser keeps ``src/cache_manager_v1.py`` or
+        # ``a@b.com`` as one token, where agentlog's SQLite index (FTS5
+        # unicode61) sees the words in them; ASCII punctuation becomes a
+        # space first, so a word is found on every backend alike.
+        tuple(
+            statement
+            for table in ("events", "blobs")
+            for statement in (
+                f"ALTER TABLE {table} DROP COLUMN search",
+                f"""ALTER TABLE {table} ADD COLUMN search tsvector GENERATED ALWAYS AS
+                 (to_tsvector('simple', translate(coalesce(search_text, ''), {_PUNCTUATION}))) STORED""",
+                f"CREATE INDEX {table}_search ON {table} USING gin (search)",
+            )
         ),
     ),
 )

@@ -1,31 +1,49 @@
 """search() through PostgreSQL's own full-text index (``tsvector`` + GIN).
 
-The same call and hit type as agentlog's SQLite FTS5 index: words (ANDed),
-``"a phrase"``, OR, ``-word`` (websearch syntax), and ``prefix*``. Every
-event of every branch is searched, inline records and blobs alike, with no
-derived file to keep in step: the index is part of each commit.
+The same call, hit type and query language as agentlog's SQLite FTS5 index
+(``agentlog.search.query``): the query is parsed there, with FTS5's
+meaning (words, ``"a phrase"``, ``prefix*``, ``OR``, ``a NOT b``, ``AND``),
+and written as a ``to_tsquery`` expression, so no query reads one way on
+one backend and another way here. Words are split as the SQLite index
+splits them: the indexed text has its ASCII punctuation turned into
+spaces (schema migration 0005), so ``cache_manager_v1`` in a path is
+three words on both. Snippets come from ``agentlog.search.snippet``, as on
+the other backends. Every event of every branch is searched, inline
+records and blobs alike, with no derived file to keep in step: the index
+is part of each commit.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ...search.query import Node, highlight_words, parse_query
+from ...search.snippet import make_snippet
 from ..base import SearchHit
 
-__all__ = ["search_sql", "to_hits"]
-
-_START, _STOP = "\x02", "\x03"  # highlight markers that no record text contains
-_PREFIX = re.compile(r"^[\w-]+\*$")
+__all__ = ["search_sql", "to_hits", "to_tsquery"]
 
 
-def _tsquery(query: str) -> tuple[str, str]:
-    """(SQL function, argument): prefix words need to_tsquery's ``:*``."""
-    words = query.split()
-    if words and any(_PREFIX.match(w) for w in words) and all(re.match(r"^[\w*-]+$", w) for w in words):
-        terms = [w[:-1] + ":*" if w.endswith("*") else w for w in words]
-        return "to_tsquery", " & ".join(re.sub(r"[^\w:*]", "", t) for t in terms)
-    return "websearch_to_tsquery", query
+def _lexeme(word: str) -> str:
+    # A word is letters and digits only (``parse_query``), so quoting it
+    # needs no escapes; doubling a quote keeps that true if it ever changes.
+    return "'" + word.replace("'", "''") + "'"
+
+
+def to_tsquery(query: str) -> str:
+    """The ``to_tsquery`` text of ``query`` (SearchError as ``to_match``)."""
+
+    def write(node: Node) -> str:
+        if len(node) == 2:  # a term: its words in sequence, the last one perhaps a prefix
+            words, prefix = node
+            text = " <-> ".join(_lexeme(w) for w in words)
+            return f"({text}:*)" if prefix else f"({text})"
+        operator, left, right = node
+        if operator == "NOT":
+            return f"({write(left)} & !{write(right)})"
+        return f"({write(left)} {'|' if operator == 'OR' else '&'} {write(right)})"
+
+    return write(parse_query(query))
 
 
 def search_sql(
@@ -38,7 +56,7 @@ def search_sql(
     cwd: str | None,
     limit: int,
 ) -> tuple[str, dict[str, Any]]:
-    function, argument = _tsquery(query)
+    argument = to_tsquery(query)
     where = ["(e.search @@ q.q OR b.search @@ q.q)"]
     args: dict[str, Any] = {"query": argument, "limit": limit}
     for column, key, value in (
@@ -58,11 +76,9 @@ def search_sql(
         args["below"] = args["cwd"].rstrip("/") + "/"
     text = "coalesce(e.search_text, b.search_text, '')"  # the string values search indexed
     sql = f"""
-        SELECT e.session_id, e.id::text, e.kind, e.role, e.ts,
-               ts_headline('simple', {text}, q.q,
-                           'StartSel={_START}, StopSel={_STOP}, MaxWords=24, MinWords=8, MaxFragments=1'),
+        SELECT e.session_id, e.id::text, e.kind, e.role, e.ts, {text},
                ts_rank(coalesce(e.search, b.search), q.q)
-        FROM {function}('simple', %(query)s) AS q(q), events e
+        FROM to_tsquery('simple', %(query)s) AS q(q), events e
         JOIN sessions s ON s.id = e.session_id
         LEFT JOIN blobs b ON b.digest = e.digest
         WHERE {" AND ".join(where)}
@@ -70,21 +86,10 @@ def search_sql(
     return sql, args
 
 
-def _highlighted(text: str) -> tuple[str, tuple[tuple[int, int], ...]]:
-    out: list[str] = []
-    spans: list[tuple[int, int]] = []
-    length = 0
-    for i, piece in enumerate(re.split(f"[{_START}{_STOP}]", text)):
-        if i % 2 == 1:
-            spans.append((length, length + len(piece)))
-        out.append(piece)
-        length += len(piece)
-    return " ".join("".join(out).split()) if not spans else "".join(out), tuple(spans)
-
-
-def to_hits(rows: list[tuple[Any, ...]]) -> list[SearchHit]:
+def to_hits(rows: list[tuple[Any, ...]], query: str) -> list[SearchHit]:
+    words = highlight_words(query)
     hits = []
-    for session_id, event_id, kind, role, ts, headline, rank in rows:
-        snippet, spans = _highlighted(str(headline))
+    for session_id, event_id, kind, role, ts, text, rank in rows:
+        snippet, spans = make_snippet(str(text), words)
         hits.append(SearchHit(str(session_id), event_id, kind, role, ts, snippet, spans, -float(rank)))
     return hits

@@ -1,0 +1,57 @@
+"""One query language on every backend: the same events and queries give
+the same hits on the file store (SQLite FTS5 index), the SQLite store and
+PostgreSQL (its own tsvector index), with FTS5's precedence as the rule
+(words side by side, then NOT, then AND, then OR)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentlog import Store
+from agentlog.search import search
+from agentlog.search.query import parse_query
+
+TEXTS = {
+    "ab": "alpha beta",
+    "a": "alpha",
+    "bc": "beta gamma",
+    "c": "gamma",
+    "ac": "alpha gamma",
+    "ad": "alpha delta",
+    "cd": "gamma delta",
+    "abc": "alpha beta gamma",
+    "path": "edited src/cache_manager_v1.py and mailed ops@example.com",
+    "phrase": "the flaky network test is marked",
+}
+
+QUERIES = {
+    "alpha beta OR gamma": {"ab", "abc", "bc", "c", "ac", "cd"},
+    "alpha NOT beta gamma": {"ab", "a", "ac", "ad"},  # alpha without (beta and gamma)
+    "alpha NOT beta AND gamma": {"ac"},
+    "alpha AND NOT beta": {"a", "ac", "ad"},
+    "alpha NOT beta NOT gamma": {"a", "ad"},
+    "alpha OR gamma NOT delta": {"ab", "a", "ac", "ad", "abc", "bc", "c"},
+    "cache_manager_v1": {"path"},
+    "manager": {"path"},
+    "example.com": {"path"},
+    '"network test"': {"phrase"},
+    '"test network"': set(),
+    "flak*": {"phrase"},
+    "gam* NOT alpha": {"bc", "c", "cd"},
+}
+
+
+@pytest.mark.parametrize("query", sorted(QUERIES))
+def test_every_backend_finds_the_same_events(store: Store, query: str) -> None:
+    with store.create(session_id="corpus") as s:
+        ids = {s.append("message", {"content": text}, role="user").id: name for name, text in TEXTS.items()}
+    hits = search(store, query, limit=100)
+    assert {ids[h.event_id] for h in hits} == QUERIES[query]
+
+
+def test_precedence_is_fts5s() -> None:
+    a, b, c = ((("a",), False), (("b",), False), (("c",), False))
+    assert parse_query("a NOT b c") == ("NOT", a, ("AND", b, c))
+    assert parse_query("a NOT b AND c") == ("AND", ("NOT", a, b), c)
+    assert parse_query("a b OR c") == ("OR", ("AND", a, b), c)
+    assert parse_query("cache_manager_v1*") == (("cache", "manager", "v1"), True)
