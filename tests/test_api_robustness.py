@@ -282,3 +282,40 @@ def test_helper_options_out_of_range_are_invalid_option(store: Store) -> None:
         choose_cut([], keep_tokens=-1)
     with pytest.raises(InvalidOption, match="maxsize"):
         LiveHub().subscribe("s", maxsize=0)
+
+
+@pytest.mark.parametrize("scheme", ["sqlite", "postgresql"])
+def test_other_backends_refuse_an_unknown_durability_as_invalid_option(tmp_path: Path, scheme: str) -> None:
+    # Checked before anything connects, so no server is needed.
+    url = f"sqlite:///{tmp_path}/x.db" if scheme == "sqlite" else "postgresql://nobody@127.0.0.1:1/none"
+    with pytest.raises(InvalidOption):
+        Store(url, durability="bogus")
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_sqlite_off_keeps_the_database_whole_on_power_loss(tmp_path: Path) -> None:
+    # NORMAL in WAL mode, not OFF: OFF can corrupt the file on a power loss.
+    store = Store(f"sqlite:///{tmp_path}/x.db", durability="off")
+    assert store.backend._conn.execute("PRAGMA synchronous").fetchone() == (1,)  # type: ignore[attr-defined]
+    assert store.backend._conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)  # type: ignore[attr-defined]
+
+
+def test_copy_carries_the_draft_and_artifacts(tmp_path: Path) -> None:
+    from agentlog.copying import copy_sessions
+
+    files = Store(str(tmp_path / "home"))
+    with files.create(session_id="a") as s:
+        s.append("message", {"content": "hello"}, role="user")
+        s.set_draft("unsent text")
+        s.write_sidecar("notes.md", b"# notes\n")
+    target = Store(f"sqlite:///{tmp_path}/t.db")
+    assert copy_sessions(files, target).created == ["a"]
+    with target.open("a") as c:
+        assert c.draft() == "unsent text" and c.read_sidecar("notes.md") == b"# notes\n"
+        c.write_sidecar("only-here.txt", b"kept")
+    assert copy_sessions(files, target).unchanged == ["a"]
+    with files.open("a") as s:
+        s.set_draft("changed")
+    assert copy_sessions(files, target).extended == ["a"]
+    with target.open("a", readonly=True) as c:
+        assert c.draft() == "changed" and c.read_sidecar("only-here.txt") == b"kept"

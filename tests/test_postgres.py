@@ -323,6 +323,7 @@ def test_copy_files_to_postgres_and_back_is_exact_and_idempotent(schema, tmp_pat
                 (e.id, e.parent_id, e.branch_from, e.timestamp) for e in o.entries()
             ]
             assert c.head == o.head and c.meta == o.meta
+            assert c.draft() == o.draft() == "unsent"
             assert [c.resolve(e).record for e in c.path()] == [o.resolve(e).record for e in o.path()]
     with files.open("a") as s:
         s.append("message", {"content": "later"}, role="user")

@@ -1,6 +1,7 @@
 """Copy sessions between any two stores (files, SQLite, PostgreSQL, memory).
 
-Ids, parents, times, HEAD, blobs and metadata are preserved. A copy is
+Ids, parents, times, HEAD, blobs, metadata and sidecars (the draft,
+artifacts) are preserved. A copy is
 idempotent and resumable: a session already on the target with the same
 first events gets only the events it lacks (a second run copies nothing),
 and each batch of events lands atomically. A target whose events differ
@@ -66,11 +67,30 @@ def _copy_one(source: Session, target: Store, report: CopyReport) -> int:
             copied.checkout(source.head)
         if copied.meta != meta:
             copied.storage.write_meta(meta)
+        sidecars = _copy_sidecars(source, copied)
+        if sidecars and source.id in report.unchanged:
+            report.unchanged.remove(source.id)
+            report.extended.append(source.id)
         if _shape(copied) != _shape(source) or copied.head != source.head or copied.meta != meta:
             raise CopyDiverged(f"session {source.id!r}: the copy does not match its source after copying")
+        if any(copied.read_sidecar(name) != data for name, data in sidecars.items()):
+            raise CopyDiverged(f"session {source.id!r}: a sidecar of the copy does not match its source")
         return added if source.id not in report.created else len(entries)
     finally:
         copied.close()
+
+
+def _copy_sidecars(source: Session, copied: Session) -> dict[str, bytes]:
+    """Give the copy the source's sidecars (the draft, artifacts) where they
+    differ; returns those written. A sidecar only the target has is kept:
+    it was written there, and a copy adds, it never deletes."""
+    written: dict[str, bytes] = {}
+    for name in source.storage.sidecar_names():
+        data = source.read_sidecar(name)
+        if data is not None and copied.read_sidecar(name) != data:
+            copied.write_sidecar(name, data)
+            written[name] = data
+    return written
 
 
 def copy_sessions(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -36,6 +36,9 @@ from .summarize import ExtractiveSummarizer, Summarizer
 from .sync import new_suffix
 from .timeline import NewEvent, NewEventLike, Timeline, as_new_event, check_draft
 
+if TYPE_CHECKING:
+    from .store import Store  # the store imports this module
+
 __all__ = ["Session"]
 
 #: How many events a walk reads at first, and at most, per bulk read.
@@ -48,7 +51,7 @@ class Session:
     Get one from ``Store.create`` or ``Store.open``; close it (or use it as
     a context manager) to release the writer's lease."""
 
-    def __init__(self, store: Any, timeline: Timeline, *, lazy: bool = False) -> None:
+    def __init__(self, store: Store, timeline: Timeline, *, lazy: bool = False) -> None:
         self._store = store
         self._timeline = timeline
         self._lock = threading.RLock()
@@ -79,7 +82,8 @@ class Session:
         return self._pending
 
     @property
-    def store(self) -> Any:
+    def store(self) -> Store:
+        """The store this session was opened from."""
         return self._store
 
     @property

@@ -5,7 +5,7 @@ backends: a commit is one transaction whose UPDATE of HEAD is the
 compare-and-swap; a path is one recursive query; the writer's lease is the
 same flock lease the file backend uses, in a directory beside the
 database. WAL mode, so readers never block the writer; ``synchronous=FULL``
-under durability ``full``. The file opens in ``sqlite3`` and Datasette.
+under durability ``full``, ``NORMAL`` under ``off``. The file opens in ``sqlite3`` and Datasette.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ..errors import (
     CorruptionError,
     EventNotFound,
     HeadConflict,
+    InvalidOption,
     ReadOnlySession,
     SessionExists,
     SessionNotFound,
@@ -203,7 +204,7 @@ class SqliteBackend(Backend):
 
     def __init__(self, path: str, *, durability: str = "full") -> None:
         if durability not in ("full", "off"):
-            raise ValueError(f"durability must be 'full' or 'off', not {durability!r}")
+            raise InvalidOption(f"durability must be 'full' or 'off', not {durability!r}")
         # The real path: the lease's lock files sit beside the database, so
         # two names of one file (a symlink) must find the same lock files, or
         # a writer through each name would both hold "the" lease. SQLite
@@ -218,8 +219,19 @@ class SqliteBackend(Backend):
             os.makedirs(self._locks, mode=0o700, exist_ok=True)
             self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA busy_timeout = 10000")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'OFF'}")
+            (mode,) = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            if str(mode).lower() != "wal":
+                # SQLite answers with the mode it kept (a file system
+                # without shared memory refuses WAL); readers would then
+                # block the writer, and the durability argument below is
+                # WAL's: say so rather than run on something else.
+                self._conn.close()
+                raise StorageError("open", self.path, None, f"SQLite would not use WAL mode here (it kept {mode!r})")
+            # ``off`` is NORMAL, not OFF: in WAL mode NORMAL skips the sync
+            # of each commit (a power loss may lose the last ones) but never
+            # corrupts the file, where OFF can; ``fsck --repair`` has nothing
+            # to repair a corrupt SQLite file with.
+            self._conn.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
         with self.transaction() as db:
             for statement in _SCHEMA.split(";"):  # executescript would commit mid-transaction
                 if statement.strip():

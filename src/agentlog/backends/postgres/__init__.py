@@ -26,7 +26,15 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from ...errors import CorruptionError, SearchError, SessionExists, SessionNotFound, StorageError, UnknownBackend
+from ...errors import (
+    CorruptionError,
+    InvalidOption,
+    SearchError,
+    SessionExists,
+    SessionNotFound,
+    StorageError,
+    UnknownBackend,
+)
 from ...event import NIL_ID, check_session_id
 from ..base import Backend, Commit, ListingRow, Problem, SearchHit, SessionStats, SessionStorage, check_links
 from .lease import LEASE_MODES, PostgresLease
@@ -76,7 +84,7 @@ class PostgresBackend(Backend):
         pool_size: int = 4,
     ) -> None:
         if durability not in ("full", "off"):
-            raise ValueError(f"durability must be 'full' or 'off', not {durability!r}")
+            raise InvalidOption(f"durability must be 'full' or 'off', not {durability!r}")
         if lease not in LEASE_MODES:
             raise UnknownBackend(f"lease={lease!r}: use one of {', '.join(LEASE_MODES)}")
         if not (isinstance(lease_ttl, int | float) and math.isfinite(lease_ttl) and lease_ttl > 0):
