@@ -187,6 +187,8 @@ def test_a_draft_that_is_not_utf8_is_reported_and_one_that_is_not_text_refused(s
         ("x", {"limit": "9"}),
         ("x", {"kind": ""}),
         ("x", {"role": ""}),
+        ("x", {"role": "User"}),  # no event can have it: not a silent "no matches"
+        ("x", {"kind": "messages!"}),
     ],
 )
 def test_a_search_that_cannot_run_is_a_search_error(file_store: Store, query: Any, options: Any) -> None:

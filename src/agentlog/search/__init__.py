@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..backends.base import SearchHit
-from ..event import format_timestamp, parse_timestamp
+from ..event import KIND_PATTERN, format_timestamp, parse_timestamp
 from .index import IndexStats, ProgressFn, SearchIndex, drop, index_location, open_index, tag
 from .query import SearchError, SearchWarning, highlight_words, to_match
 from .rank import rank
@@ -122,6 +122,13 @@ def search(
             _check_text(name, value)
             if not value:  # matches nothing, which reads as "no matches" rather than as the mistake it is
                 raise SearchError(f"{name} must not be empty: leave it out to search every {name}")
+            if name in ("kind", "role") and not KIND_PATTERN.match(value):
+                # No event can have it (every backend refuses such a kind or
+                # role on append): "User" would silently find nothing.
+                raise SearchError(
+                    f"no event has the {name} {value!r}: a {name} is lowercase letters, digits and _.-"
+                    f" (such as {'message' if name == 'kind' else 'user'!r})"
+                )
     if type(limit) is not int or limit < 1:
         raise SearchError(f"limit must be a whole number of at least 1, not {limit!r}")
     limit = min(limit, _MAX_LIMIT)  # more than SQL can bind means "all of them"
