@@ -7,14 +7,19 @@ from typing import Any
 
 import orjson
 
+from ._text import content_text
 from .cutpoints import choose_cut
 from .errors import AgentlogError, SummarizerError
 from .event import NIL_ID, Event
-from .summarize import Summarizer, Summary
+from .summarize import Summarizer, Summary, render_events
 from .tokens import count_tokens, event_tokens
 from .view import SessionView
 
 __all__ = ["CompactionPolicy", "compact", "summarize_branch"]
+
+#: How much of the current request a summary quotes when the cut falls
+#: inside its turn (about 2,000 tokens).
+REQUEST_CHARS = 8000
 
 
 @dataclass
@@ -46,6 +51,14 @@ def _summarize(summarizer: Summarizer, events: list[Event], previous: dict[str, 
     if not isinstance(summary, Summary) or not isinstance(summary.text, str):
         shown = type(summary.text if isinstance(summary, Summary) else summary).__name__
         raise SummarizerError(f"summarizer returned {shown}, not a Summary whose text is a string")
+    if not isinstance(summary.structured, dict):
+        # The record's schema (docs/records.md); the next compaction reads it.
+        shown = type(summary.structured).__name__
+        raise SummarizerError(f"summarizer returned a structured summary that is a {shown}, not an object")
+    if not summary.text.strip() and render_events(events).strip():
+        # An empty summary would silently drop everything it replaces from
+        # the model's context: that is a failed summary, not a short one.
+        raise SummarizerError("summarizer returned an empty summary of events that have content")
     try:
         orjson.dumps(summary.structured)
     except TypeError as exc:  # a set, an object: it could not be stored
@@ -53,35 +66,75 @@ def _summarize(summarizer: Summarizer, events: list[Event], previous: dict[str, 
     return summary
 
 
-def compact(session: SessionView, *, summarizer: Summarizer, keep_tokens: int) -> Event | None:
+def compact(
+    session: SessionView, *, summarizer: Summarizer, keep_tokens: int, split_turn: bool = False
+) -> Event | None:
     """Summarize the context before a cut point into a ``compaction`` event.
 
     Returns the new event, or None when there is nothing worth compacting.
     A failing summarizer raises SummarizerError and writes nothing, so the
-    compaction can simply be retried."""
+    compaction can simply be retried.
+
+    The current turn (from the last user message) is kept whole. With
+    ``split_turn``, a current turn that alone costs more than
+    ``keep_tokens`` is cut too, at an assistant step: what an agent loop
+    needs when one request runs many tool steps (``Agent`` does this)."""
     # The compaction goes where the next append goes: after a select(), on
     # the selected path, so that path (not HEAD's) is what it summarizes.
     context = session.context(at=session.pending, resolve=True)
     previous = context[0] if context and context[0].kind == "compaction" else None
     body = context[1:] if previous else context
     cut = choose_cut(body, keep_tokens)
+    if split_turn and (cut is None or sum(event_tokens(e) for e in body[cut:]) > keep_tokens):
+        # The current turn alone is over the budget (a long agentic turn: one
+        # user message, many tool steps). Keeping it whole would compact
+        # nothing, or too little, while the context keeps growing, so the cut
+        # moves inside it, to an assistant step (never inside a tool group).
+        inner = choose_cut(body, keep_tokens, keep_last_turn=False)
+        if inner is not None and (cut is None or inner > cut):
+            cut = inner
     if cut is None or cut <= 0:
         return None
     older, kept = body[:cut], body[cut:]
     prior = previous.record.get("structured") if previous and isinstance(previous.record, dict) else None
     summary = _summarize(summarizer, older, prior)
+    text = summary.text
+    request = _current_request(session, kept[0])
+    goal = summary.structured.get("goal")
+    if request and " ".join(request.split()) != (goal if isinstance(goal, str) else None):
+        # The cut fell inside a turn: the request the kept messages answer is
+        # quoted, not paraphrased, so the model keeps doing what was asked.
+        text = f"{text}\n## The request the following messages answer (verbatim)\n{request}".lstrip("\n")
     record = {
-        "summary": summary.text,
+        "summary": text,
         "structured": summary.structured,
         "first_kept_event_id": kept[0].id if kept else None,
         # Both figures are estimates of the same kind (the events as the
         # model would see them), so they compare; provider-reported usage
         # also counts the system prompt and tools, which compaction keeps.
         "tokens_before": sum(event_tokens(e) for e in context),
-        "tokens_after": count_tokens(summary.text) + sum(event_tokens(e) for e in kept),
+        "tokens_after": count_tokens(text) + sum(event_tokens(e) for e in kept),
         "previous_compaction_id": previous.id if previous else None,
     }
     return session.append("compaction", record, role="system")
+
+
+def _current_request(session: SessionView, first_kept: Event) -> str | None:
+    """The text of the user message whose turn the kept part starts inside,
+    or None when the kept part starts a turn (at a user message)."""
+    if first_kept.kind == "message" and first_kept.role == "user":
+        return None
+    if first_kept.parent_id == NIL_ID:
+        return None
+    for event in session.walk(first_kept.parent_id):
+        if event.kind == "message" and event.role == "user":
+            record = session.resolve(event).record
+            text = content_text(record.get("content")) if isinstance(record, dict) else ""
+            text = text.strip()
+            if len(text) > REQUEST_CHARS:
+                text = text[:REQUEST_CHARS] + f"... ({len(text) - REQUEST_CHARS} more characters)"
+            return text or None
+    return None
 
 
 def _ancestors(session: SessionView, event_id: str) -> set[str]:

@@ -44,6 +44,7 @@ from .records import RecordTuple
 
 __all__ = [
     "INTERRUPTED",
+    "as_message_dict",
     "chat_messages_to_drafts",
     "events_to_chat_messages",
     "normalize_chat_messages",
@@ -147,7 +148,7 @@ def _neutral(triples: Iterable[tuple[str, str | None, _Record]], repair: bool) -
 # --- Chat Completions ------------------------------------------------------------
 
 
-def _render_chat(items: list[_Msg | _Result], system: Any) -> list[dict[str, Any]]:
+def _render_chat(items: list[_Msg | _Result], system: Any, repair: bool = False) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     if system is not None:
         messages.append({"role": "system", "content": system})
@@ -156,7 +157,10 @@ def _render_chat(items: list[_Msg | _Result], system: Any) -> list[dict[str, Any
             messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.content})
             continue
         content = item.record.get("content")
-        if content is None and item.role != "assistant":
+        if content is None and (item.role != "assistant" or (repair and not item.calls)):
+            # Null content is valid only beside tool calls. An assistant
+            # message whose calls are not on the path (HEAD checked out
+            # between them) would make the provider reject the request.
             content = ""
         msg: dict[str, Any] = {"role": item.role, "content": content}
         for key in _CHAT_FIELDS[item.role]:
@@ -179,7 +183,7 @@ def to_chat_messages(events: Iterable[Event], system: Any = None) -> list[dict[s
     """Chat Completions ``messages`` for a context, pairing repaired.
 
     ``system`` (the system prompt, not a durable event) comes first."""
-    return _render_chat(_neutral(_triples(events), repair=True), system)
+    return _render_chat(_neutral(_triples(events), repair=True), system, repair=True)
 
 
 def events_to_chat_messages(events: Iterable[Event], system: Any = None) -> list[dict[str, Any]]:
@@ -254,7 +258,9 @@ def to_responses_input(events: Iterable[Event], system: Any = None) -> list[dict
 # --- the inverse: chat messages -> drafts -------------------------------------------
 
 
-def _as_dict(message: Any) -> dict[str, Any]:
+def as_message_dict(message: Any) -> dict[str, Any]:
+    """A chat message (a mapping or a pydantic message) as a plain dict;
+    anything else is InvalidEvent."""
     if isinstance(message, Mapping):
         return dict(message)
     dump = getattr(message, "model_dump", None)
@@ -265,7 +271,7 @@ def _as_dict(message: Any) -> dict[str, Any]:
 
 
 def _call_record(call: Any) -> dict[str, Any]:
-    call = _as_dict(call)
+    call = as_message_dict(call)
     if call.get("type", "function") != "function" or not isinstance(call.get("function"), Mapping):
         raise InvalidEvent(f"unsupported tool call (only type 'function'): {call!r}")
     fn = call["function"]
@@ -298,7 +304,7 @@ def chat_messages_to_drafts(
     # Keyed by whatever id a call had: a call without one is keyed None.
     names: dict[Any, str] = call_names if call_names is not None else {}
     for raw in messages:
-        msg = _as_dict(raw)
+        msg = as_message_dict(raw)
         role = msg.get("role")
         if role == "system" and not drafts:
             system.append(msg.get("content"))

@@ -446,18 +446,25 @@ class Session:
     def summarizer(self, value: Summarizer | None) -> None:
         self._summarizer = value
 
-    def compact(self, summarizer: Summarizer | None = None, *, keep_tokens: int | None = None) -> Event | None:
-        """Summarize older context into a ``compaction`` event (nothing deleted)."""
+    def compact(
+        self, summarizer: Summarizer | None = None, *, keep_tokens: int | None = None, split_turn: bool = False
+    ) -> Event | None:
+        """Summarize older context into a ``compaction`` event (nothing deleted).
+
+        The current turn is kept whole unless ``split_turn``: then a turn
+        that alone costs more than ``keep_tokens`` (one request, many tool
+        steps) is cut too, at an assistant step (``compaction.compact``)."""
         return compact(
             self,
             summarizer=summarizer or self.summarizer,
             keep_tokens=self.compaction.keep_tokens if keep_tokens is None else keep_tokens,
+            split_turn=split_turn,
         )
 
-    def maybe_compact(self, used_tokens: int, context_window: int) -> Event | None:
+    def maybe_compact(self, used_tokens: int, context_window: int, *, split_turn: bool = False) -> Event | None:
         """Compact when the policy says usage is high enough."""
         if self.compaction.due(used_tokens, context_window):
-            return self.compact()
+            return self.compact(split_turn=split_turn)
         return None
 
     def summarize_branch(self, summarizer: Summarizer | None = None) -> Event | None:

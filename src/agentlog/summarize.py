@@ -370,7 +370,16 @@ class ExtractiveSummarizer:
     def summarize(self, events: list[Event], previous: Mapping[str, Any] | None) -> Summary:
         current, goal_changed = self._extract(list(events))
         merged = merge_structured(previous, current, goal_changed, self.max_items)
-        return Summary(render_markdown(merged), merged)
+        text = render_markdown(merged)
+        if not text:
+            # No pattern matched (assistant text only, say). An empty summary
+            # would drop these events from the context without a trace, so
+            # the last lines of the events stand in, as work in progress.
+            lines = [line for line in render_events(events).splitlines() if line.strip()]
+            current["progress"]["in_progress"] = lines[-3:]
+            merged = merge_structured(previous, current, goal_changed, self.max_items)
+            text = render_markdown(merged)
+        return Summary(text, merged)
 
     def _extract(self, events: list[Event]) -> tuple[StructuredSummary, bool]:
         s = empty_structured()
@@ -515,4 +524,7 @@ class LLMSummarizer:
 
     def summarize(self, events: list[Event], previous: Mapping[str, Any] | None) -> Summary:
         structured = parse_summary_json(self._ask(self.prompt(list(events), previous)))
-        return Summary(render_markdown(structured), structured)
+        text = render_markdown(structured)
+        if not text:  # "{}" or every field empty: junk, not a summary
+            raise SummarizerError("summarizer model answered with an empty summary")
+        return Summary(text, structured)

@@ -7,7 +7,7 @@ from typing import Any
 
 from .errors import ContextMismatch
 from .event import NIL_ID, Event
-from .providers import chat_messages_to_drafts, events_to_chat_messages
+from .providers import as_message_dict, chat_messages_to_drafts, events_to_chat_messages
 from .timeline import NewEvent
 from .view import SessionView
 
@@ -24,7 +24,9 @@ def new_suffix(session: SessionView, messages: Sequence[Any]) -> list[NewEvent]:
     Both sides are compared as chat messages after one normalizing round
     trip, so representation details (a pydantic object against a dict,
     missing optional fields) do not count as a mismatch; content does."""
-    plain = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
+    # Each item read as chat_messages_to_drafts reads it: anything that is
+    # not a mapping or a pydantic message is InvalidEvent, before any write.
+    plain = [as_message_dict(m) for m in messages]
     plain = [m for m in plain if m.get("role") != "system"]
     # One message at a time, so each incoming message maps to its drafts
     # (an assistant message with tool calls becomes several events).

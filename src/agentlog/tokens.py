@@ -195,7 +195,9 @@ def context_tokens(
     """How big the next request built from ``events`` is.
 
     The latest assistant message with usage gives input + output; the
-    events after it are counted. Usage reported before the latest
+    events after it are counted. A usage of zero input tokens is not a
+    report (a model that got none records zeros) and is passed over.
+    Usage reported before the latest
     compaction measured the uncompacted history, so it is ignored (an
     event's UUIDv7 id orders it against the compaction's). Without usable
     usage, everything is counted, with ``system`` (the prompt) too."""
@@ -205,7 +207,9 @@ def context_tokens(
             floor = event.id
     for i in range(len(events) - 1, -1, -1):
         usage = usage_tokens(events[i])
-        if usage is not None and (floor is None or events[i].id > floor):
+        # A prompt of zero tokens cannot happen: zero input means the provider
+        # did not report usage (the models record zeros then), so it is no floor.
+        if usage is not None and usage.input_tokens > 0 and (floor is None or events[i].id > floor):
             rest = sum(event_tokens(e, model, exact=exact) for e in events[i + 1 :])
             return usage.input_tokens + usage.output_tokens + rest
     total = sum(event_tokens(e, model, exact=exact) for e in events)

@@ -9,9 +9,10 @@ What is durable, and when (docs/agent.md):
    batch, after each tool batch.
 
 So only an interrupted response (deltas streamed but not settled) can be
-lost. A crash while tools run leaves calls without results; the provider
-views answer those with an "interrupted" result, and the model is told.
-Deltas go to the live hub only, never to disk.
+lost, and ``Agent.resume()`` finishes such a turn without storing the
+user's words twice. A crash while tools run leaves calls without results;
+the provider views answer those with an "interrupted" result, and the
+model is told. Deltas go to the live hub only, never to disk.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from ..event import Event
 from ..records import RecordTuple, ToolResultRecord
 from ..session import Session
 from ..state import Checkpoint
+from ..tokens import context_tokens
 from .hub import LiveHub
-from .models import Completion, Model, ToolCall, complete
+from .models import Model, ToolCall, complete
 
 __all__ = ["Agent", "Limits", "Tool", "TurnResult"]
 
@@ -111,8 +113,36 @@ class Agent:
             # The timeline moved under this agent (select, checkout): the
             # checkpoint is the one on the path this turn continues.
             self.state = self.session.state()
+        self._state_at = user.id
         result.events.append(user)
         self._publish(user)
+        return self._generate(result)
+
+    def resume(self) -> TurnResult:
+        """Finish a turn an interruption cut short, without a new user message.
+
+        When the active path ends where the model still owes an answer (a
+        user message, tool results, or tool calls whose results were lost,
+        which the views answer as interrupted), the turn continues from
+        there. Otherwise there is nothing to resume: nothing is called or
+        written, and the result has no events."""
+        if self.session.head != self._state_at:
+            self.state = self.session.state()  # another writer, a restart, a checkout
+            self._state_at = self.session.head
+        result = TurnResult(text="", stopped="done")
+        if not self._owed():
+            return result
+        return self._generate(result)
+
+    def _owed(self) -> bool:
+        """Whether the active path ends waiting for the model."""
+        for event in self.session.walk():
+            if event.kind in ("message", "tool_call", "tool_result", "branch_summary"):
+                return event.kind in ("tool_call", "tool_result") or (event.kind == "message" and event.role == "user")
+            # state, compaction, label, custom: bookkeeping, not the conversation's end
+        return False
+
+    def _generate(self, result: TurnResult) -> TurnResult:
         schemas = [tool.schema() for tool in self.tools.values()] or None
         for _ in range(self.limits.max_iterations):
             if self._over_budget():
@@ -124,8 +154,8 @@ class Agent:
             self._save(completion.to_records(), result)
             result.text = completion.content
             if completion.tool_calls:
-                self._save(self._run_tools(completion.tool_calls), result)
-            if self._maybe_compact(completion):
+                self._run_tools(completion.tool_calls, result)
+            if self._maybe_compact(result):
                 result.compactions += 1
             if not completion.tool_calls:
                 return result
@@ -136,18 +166,31 @@ class Agent:
         limit = self.limits.max_cost_usd
         return limit is not None and self.state.usage.cost_usd >= limit
 
-    def _run_tools(self, calls: list[ToolCall]) -> list[RecordTuple]:
+    def _run_tools(self, calls: list[ToolCall], result: TurnResult) -> None:
+        """Run a tool batch and save its results and the state in one batch."""
         drafts: list[RecordTuple] = []
-        for call in calls:
-            content, is_error = self._call(call)
-            record: ToolResultRecord = {
-                "tool_call_id": call.id,
-                "name": call.name,
-                "content": content,
-                "is_error": is_error,
-            }
-            drafts.append(("tool_result", record, "tool"))
-        return drafts
+        try:
+            for call in calls:
+                content, is_error = self._call(call)
+                record: ToolResultRecord = {
+                    "tool_call_id": call.id,
+                    "name": call.name,
+                    "content": content,
+                    "is_error": is_error,
+                }
+                drafts.append(("tool_result", record, "tool"))
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: the run stops here
+            # The tools that finished had their effects: their results must
+            # not be lost with the interruption, or the model would be told
+            # they did not complete and might repeat them. The calls not run
+            # stay unanswered; the views answer them as interrupted.
+            if drafts:
+                try:
+                    self._save(drafts, result)
+                except BaseException as save_exc:  # reported with the interruption, not instead of it
+                    exc.add_note(f"agentlog: the finished tool results could not be saved: {save_exc!r}")
+            raise
+        self._save(drafts, result)
 
     def _call(self, call: ToolCall) -> tuple[str, bool]:
         limit = self.limits.max_tool_calls
@@ -162,12 +205,24 @@ class Agent:
             output = tool.fn(**args) if isinstance(args, dict) else tool.fn(args)
         except Exception as exc:  # a tool's failure is the model's to see, not a crash
             return f"{type(exc).__name__}: {exc}", True
-        return output if isinstance(output, str) else json.dumps(output), False
+        if isinstance(output, str):
+            return output, False
+        try:
+            return json.dumps(output), False
+        except (TypeError, ValueError) as exc:  # a datetime, a set, a cycle: the tool's bug, the model's to see
+            return f"tool {call.name!r} returned a {type(output).__name__} that is not JSON: {exc}", True
 
-    def _maybe_compact(self, completion: Completion) -> bool:
-        usage = completion.usage
-        used = usage.total_tokens or (usage.input_tokens + usage.output_tokens)
-        event = self.session.maybe_compact(used, self.model.context_window)
-        if event is not None:
-            self._state_at = event.id
-        return event is not None
+    def _maybe_compact(self, result: TurnResult) -> bool:
+        # The size of the next request: the provider's report of the last
+        # call plus what was appended since (the tool results), or an
+        # estimate of the whole context when the provider reported nothing.
+        used = context_tokens(self.session.context(resolve=True), system=self.system)
+        # split_turn: one request that runs many tool steps must still shrink,
+        # or the context outgrows the window inside the turn.
+        event = self.session.maybe_compact(used, self.model.context_window, split_turn=True)
+        if event is None:
+            return False
+        self._state_at = event.id
+        result.events.append(event)
+        self._publish(event)  # a settled event like any other, for live subscribers
+        return True
