@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
+from os import PathLike
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -12,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
 from .. import Store
 from ..agent import LiveHub
@@ -32,6 +35,20 @@ STATIC = Path(__file__).with_name("static")
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 
 
+class _RevalidatedStaticFiles(StaticFiles):
+    """The viewer's files, each with ``Cache-Control: no-cache``: a browser may
+    keep them but asks again (``If-None-Match``, answered ``304`` when
+    unchanged) before each use, so an upgraded viewer.js is never mixed with
+    the new index.html (which is ``no-store``)."""
+
+    def file_response(
+        self, full_path: PathLike[str] | str, stat_result: os.stat_result, scope: Scope, status_code: int = 200
+    ) -> Response:
+        response = super().file_response(full_path, stat_result, scope, status_code)
+        response.headers["Cache-Control"] = "no-cache"
+        return response
+
+
 def _viewer_routes(token: str | None) -> list[BaseRoute]:
     async def index(request: Request) -> Response:
         if token is not None and "token" in request.query_params:
@@ -43,7 +60,7 @@ def _viewer_routes(token: str | None) -> list[BaseRoute]:
 
     return [
         Route("/", index, methods=["GET"], name="viewer"),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Mount("/static", _RevalidatedStaticFiles(directory=STATIC), name="static"),
     ]
 
 

@@ -69,6 +69,7 @@ async function showList() {
   stopStream();
   list.offset = 0;
   list.rows = [];
+  list.cursor = -1;
   $("sessions").tBodies[0].replaceChildren();
   await loadMore();
 }
@@ -83,6 +84,7 @@ async function loadMore() {
     const body = $("sessions").tBodies[0];
     for (const info of page.sessions) {
       list.rows.push(info);
+      search.titles.set(info.id, info.title || info.name || "");
       const href = `#/s/${encodeURIComponent(info.id)}`;
       const row = el("tr", { "data-id": info.id, onclick: () => { location.hash = href; } },
         el("td", { class: "title" }, el("a", { href, text: info.title || info.name || "(untitled)" }),
@@ -102,23 +104,140 @@ async function loadMore() {
   }
 }
 
+// j/k walk the session rows, then the search hits.
+function listItems() {
+  return [...$("sessions").tBodies[0].rows, ...$("hits").querySelectorAll("li.hit")];
+}
+
 function moveListCursor(step) {
-  const rows = $("sessions").tBodies[0].rows;
-  if (!rows.length) return;
-  list.cursor = Math.max(0, Math.min(rows.length - 1, list.cursor + step));
-  for (const row of rows) row.classList.remove("selected");
-  rows[list.cursor].classList.add("selected");
-  rows[list.cursor].querySelector("a").focus();
+  const items = listItems();
+  if (!items.length) return;
+  list.cursor = Math.max(0, Math.min(items.length - 1, list.cursor + step));
+  for (const item of items) item.classList.remove("selected");
+  items[list.cursor].classList.add("selected");
+  items[list.cursor].querySelector("a").focus();
+}
+
+// --- full-text search ----------------------------------------------------------------
+// The box filters the session list at once (title, id, directory) and, a
+// moment later, searches the events themselves (GET /search).
+const search = { timer: null, seq: 0, titles: new Map() };
+
+function onSearchInput() {
+  clearTimeout(list.timer);
+  list.timer = setTimeout(() => { list.query = $("search").value.trim(); showList(); }, 200);
+  clearTimeout(search.timer);
+  search.timer = setTimeout(runSearch, 300);
+}
+
+function clearSearch() {
+  $("search").value = "";
+  clearTimeout(search.timer);
+  clearTimeout(list.timer);
+  search.seq += 1;  // an answer still on its way is dropped
+  $("search-results").hidden = true;
+  $("hits").replaceChildren();
+  if (list.query) { list.query = ""; showList(); }
+}
+
+async function runSearch() {
+  const query = $("search").value.trim();
+  const seq = ++search.seq;
+  const box = $("search-results");
+  if (!query) { box.hidden = true; $("hits").replaceChildren(); return; }
+  const params = new URLSearchParams({ q: query, limit: "50" });
+  $("search-state").textContent = "searching…";
+  box.hidden = false;
+  let found;
+  try {
+    found = await api(`/search?${params}`);
+  } catch (err) {
+    if (seq !== search.seq) return;
+    $("hits").replaceChildren();
+    $("hits-empty").hidden = true;
+    $("search-error").hidden = false;
+    $("search-error").textContent = `Search refused: ${err.message}`;
+    $("search-state").textContent = "";
+    return;
+  }
+  if (seq !== search.seq) return;  // the box changed meanwhile
+  $("search-error").hidden = true;
+  $("search-error").textContent = "";
+  const broken = found.broken && found.broken.length ? ` (${found.broken.length} unreadable session${found.broken.length === 1 ? "" : "s"} not searched)` : "";
+  $("search-state").textContent = `${found.hits.length}${found.hits.length === 50 ? "+" : ""} event${found.hits.length === 1 ? "" : "s"}${broken}`;
+  $("hits-empty").hidden = found.hits.length > 0;
+  $("hits").replaceChildren(...found.hits.map(hitItem));
+  if (list.cursor >= $("sessions").tBodies[0].rows.length) list.cursor = -1;
+  fillTitles(found.hits, seq);
+}
+
+// The snippet as text nodes, with <mark> around the highlights. The offsets
+// count characters (code points), as Python does, not UTF-16 units.
+function snippetNodes(snippet, highlights) {
+  const chars = Array.from(String(snippet || ""));
+  const spans = (Array.isArray(highlights) ? highlights : [])
+    .filter((s) => Array.isArray(s) && s.length === 2 && Number.isInteger(s[0]) && Number.isInteger(s[1]))
+    .map(([a, b]) => [Math.max(0, a), Math.min(chars.length, b)])
+    .filter(([a, b]) => b > a)
+    .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  const out = [];
+  let pos = 0;
+  for (const [a, b] of spans) {
+    if (a < pos) continue;  // overlapping: the first one wins
+    if (a > pos) out.push(document.createTextNode(chars.slice(pos, a).join("")));
+    out.push(el("mark", { text: chars.slice(a, b).join("") }));
+    pos = b;
+  }
+  if (pos < chars.length) out.push(document.createTextNode(chars.slice(pos).join("")));
+  return out;
+}
+
+function hitItem(hit) {
+  const href = `#/s/${encodeURIComponent(hit.session_id)}/e/${encodeURIComponent(hit.event_id)}`;
+  const title = search.titles.get(hit.session_id);
+  const what = hit.kind === "message" && hit.role ? hit.role : hit.role ? `${hit.kind} · ${hit.role}` : hit.kind;
+  return el("li", { class: "hit", "data-session": hit.session_id, "data-event": hit.event_id },
+    el("a", { href },
+      el("span", { class: "hit-head" },
+        el("span", { class: "hit-title", text: title || "(untitled)" }),
+        el("span", { class: "mono dim", text: hit.session_id }),
+        el("span", { class: "hit-kind", text: what }),
+        el("time", { datetime: hit.timestamp, text: localTime(hit.timestamp) })),
+      el("span", { class: "snippet" }, ...snippetNodes(hit.snippet, hit.highlights))));
+}
+
+async function fillTitles(hits, seq) {
+  const missing = [...new Set(hits.map((h) => h.session_id))].filter((sid) => !search.titles.has(sid)).slice(0, 20);
+  await Promise.all(missing.map(async (sid) => {
+    try {
+      const info = (await api(`/sessions/${encodeURIComponent(sid)}`)).session;
+      search.titles.set(sid, info.title || info.name || "");
+    } catch (err) {
+      search.titles.set(sid, "");
+    }
+  }));
+  if (seq !== search.seq) return;
+  for (const li of $("hits").querySelectorAll("li.hit")) {
+    li.querySelector(".hit-title").textContent = search.titles.get(li.dataset.session) || "(untitled)";
+  }
 }
 
 // --- the session page ------------------------------------------------------------------
+const CHUNK = 150;     // events drawn at a time in the conversation
+const ROW = 22;        // px: the height of one tree row (viewer.css .node)
+const OVERSCAN = 30;   // tree rows drawn above and below what is visible
+
 const view = {
   sid: null, head: null, entries: new Map(), children: new Map(), labels: {}, notes: {},
   at: null, lastId: null, source: null, previews: new Map(), totals: null, deltaText: "", treeCursor: null,
-  treeTimer: null, shown: null, redraw: null,
+  shown: null, redraw: null, pathSeq: 0, target: null,
+  // the conversation: the events of the path shown, and the window of them drawn
+  path: [], pathIndex: new Map(), firstKept: 0, win: { start: 0, end: 0 }, pending: [], observer: null,
+  // the tree: one row per event, in display order; only the visible rows are drawn
+  rows: [], rowIndex: new Map(), onPath: new Set(), treeDirty: false, treeDraw: false, frame: null,
 };
 
-async function showSession(sid) {
+async function showSession(sid, target) {
   $("list-view").hidden = true;
   $("session-view").hidden = false;
   if (view.sid !== sid) {
@@ -126,18 +245,29 @@ async function showSession(sid) {
     // Not "on" from the session shown before: this one's stream is not open yet.
     $("live-state").textContent = "connecting";
     $("live-state").className = "";
+    $("tree-pane").scrollTop = 0;
   }
-  Object.assign(view, { sid, at: null, treeCursor: null });
+  Object.assign(view, { sid, at: null, treeCursor: null, target: target || null });
   $("crumb").textContent = sid;
   status("loading…");
   try {
+    // The tree, the session and HEAD's path are asked for together.
+    const pathWanted = fetchPath(null);
+    pathWanted.catch(() => {});  // awaited below, or not needed
     const [session] = await Promise.all([api(`/sessions/${encodeURIComponent(sid)}`), loadTree()]);
     const info = session.session;
     $("session-title").textContent = info.title || info.name || "(untitled)";
     document.title = `${$("session-title").textContent} · agentlog`;
-    await loadPath(null);
+    const missing = target && !view.entries.has(target);
+    if (missing) target = null;
+    if (target && !pathIds(view.head).has(target)) {
+      await loadPath(target, target);  // off the active path: show the path to it
+    } else {
+      applyPath(await pathWanted, null, target);
+      if (!target) scrollTreeTo(view.head, "center");  // a long tree opens where HEAD is
+    }
     startStream();
-    status("");
+    status(missing ? `event ${shortId(view.target)} is not in this session` : "");
   } catch (err) {
     status(`error: ${err.message}`);
     $("live-state").textContent = "off";
@@ -184,47 +314,94 @@ function nodeText(entry) {
 function remember(e) {
   const r = e.record;
   if (!r || typeof r !== "object") return;
-  const text = e.kind === "message" ? contentText(r.content) : e.kind === "tool_call" ? r.name :
+  const text = e.kind === "message" ? contentText(r.content).slice(0, 2000) : e.kind === "tool_call" ? r.name :
     e.kind === "tool_result" ? r.name : e.kind === "label" ? r.name : "";
   if (text) view.previews.set(e.id, firstLine(text));
 }
 
-function renderTree() {
+// --- the tree: a flat list of rows, drawn only where it is visible ------------------------
+function buildRows() {
   const onPath = pathIds(view.head);
-  const viewing = view.at || view.head;
-  const root = $("tree");
-  root.replaceChildren();
-  // Each chain is drawn flat; only where the timeline forks does a nested
-  // branch start, so a long session does not nest a thousand levels deep.
-  const drawChain = (startId, container) => {
-    const stack = [[startId, container]];
-    while (stack.length) {
-      let [id, into] = stack.pop();
-      while (id) {
-        const entry = view.entries.get(id);
-        const kids = (view.children.get(id) || []).slice();
-        into.append(treeNode(entry, onPath.has(id), id === viewing));
-        if (!kids.length) break;
-        // Continue along the child on the active path, else the newest.
-        kids.sort((a, b) => (onPath.has(b) - onPath.has(a)) || (a < b ? 1 : -1));
-        for (const other of kids.slice(1).reverse()) {
-          const branch = el("ul", { class: "branch", role: "group" });
-          into.append(el("li", { role: "none" }, branch));
-          stack.push([other, branch]);
-        }
-        id = kids[0];
+  const rows = [];
+  // Each chain is one run of rows; only where the timeline forks does an
+  // indented branch start (drawn right after the fork, before the chain goes
+  // on), so a long session does not nest a thousand levels deep.
+  const roots = (view.children.get(NIL) || []).slice().sort().reverse();
+  const stack = [];
+  for (let i = roots.length - 1; i >= 0; i--) stack.push([roots[i], roots.length > 1 ? 1 : 0]);
+  while (stack.length) {
+    let [id, depth] = stack.pop();
+    while (id) {
+      if (!view.entries.has(id)) break;
+      rows.push({ id, depth });
+      const kids = view.children.get(id);
+      if (!kids || !kids.length) break;
+      let ordered = kids;
+      if (kids.length > 1) {
+        // Go on along the child on the active path, else the newest.
+        ordered = kids.slice().sort((a, b) => (onPath.has(b) - onPath.has(a)) || (a < b ? 1 : -1));
+        stack.push([ordered[0], depth]);
+        for (let k = 1; k < ordered.length; k++) stack.push([ordered[k], depth + 1]);
+        break;
       }
+      id = ordered[0];
     }
-  };
-  const roots = (view.children.get(NIL) || []).slice().sort();
-  for (const id of roots.reverse()) {
-    const ul = roots.length > 1 ? el("ul", { class: "branch", role: "group" }) : root;
-    if (ul !== root) root.append(el("li", { role: "none" }, ul));
-    drawChain(id, ul);
   }
+  view.rows = rows;
+  view.rowIndex = new Map(rows.map((row, i) => [row.id, i]));
+  view.onPath = onPath;
+}
+
+function renderTree() {
+  buildRows();
+  drawTree();
   $("head-id").textContent = shortId(view.head);
-  $("head-id").title = view.head;
+  $("head-id").title = view.head || "";
   $("event-count").textContent = view.entries.size;
+}
+
+function treeOffset() {
+  // Where the tree's first row is, in the pane's scrolled content.
+  const pane = $("tree-pane");
+  return $("tree").getBoundingClientRect().top - pane.getBoundingClientRect().top + pane.scrollTop;
+}
+
+function drawTree() {
+  const pane = $("tree-pane");
+  const tree = $("tree");
+  const total = view.rows.length;
+  tree.style.height = `${total * ROW}px`;
+  const top = pane.scrollTop - treeOffset();
+  const height = pane.clientHeight || window.innerHeight;
+  const first = Math.max(0, Math.floor(top / ROW) - OVERSCAN);
+  const last = Math.min(total, Math.ceil((top + height) / ROW) + OVERSCAN);
+  const viewing = view.at || view.head;
+  // Sizes through the CSSOM: the page's CSP forbids style attributes.
+  const spacer = el("li", { role: "none", class: "spacer" });
+  spacer.style.height = `${first * ROW}px`;
+  const parts = [spacer];
+  let run = null;
+  let runDepth = -1;
+  for (let i = first; i < last; i++) {
+    const { id, depth } = view.rows[i];
+    const node = treeNode(view.entries.get(id), view.onPath.has(id), id === viewing);
+    if (depth === 0) { parts.push(node); runDepth = -1; continue; }
+    if (depth !== runDepth) {
+      // A run of rows of one branch: nested in as many branch lists as it is deep.
+      let outer = null;
+      let inner = null;
+      for (let d = 0; d < depth; d++) {
+        const ul = el("ul", { class: "branch", role: "group" });
+        if (inner) inner.append(el("li", { role: "none" }, ul)); else outer = ul;
+        inner = ul;
+      }
+      parts.push(el("li", { role: "none" }, outer));
+      run = inner;
+      runDepth = depth;
+    }
+    run.append(node);
+  }
+  tree.replaceChildren(...parts);
 }
 
 function treeNode(entry, onPath, viewing) {
@@ -241,15 +418,56 @@ function treeNode(entry, onPath, viewing) {
   el("span", { class: "kind", text: entry.kind }), el("span", { class: "text", text: nodeText(entry) }), ...badges);
 }
 
-async function loadPath(at) {
-  view.at = at && at !== view.head ? at : null;
-  const query = view.at ? `?at=${view.at}` : "";
-  const path = await api(`/sessions/${encodeURIComponent(view.sid)}/path${query}`);
+function scrollTreeTo(id, block) {
+  const index = view.rowIndex.get(id);
+  if (index === undefined) return;
+  const pane = $("tree-pane");
+  const y = treeOffset() + index * ROW;
+  if (block === "nearest") {
+    if (y < pane.scrollTop) pane.scrollTop = y;
+    else if (y + ROW > pane.scrollTop + pane.clientHeight) pane.scrollTop = y + ROW - pane.clientHeight;
+  } else {
+    pane.scrollTop = Math.max(0, y - pane.clientHeight / 2);
+  }
+  drawTree();
+}
+
+// --- redraws are batched: at most one per animation frame -------------------------------
+function scheduleFrame() {
+  if (view.frame) return;
+  view.frame = requestAnimationFrame(() => {
+    view.frame = null;
+    flushConversation();
+    if (view.treeDirty) { view.treeDirty = false; view.treeDraw = false; renderTree(); }
+    else if (view.treeDraw) { view.treeDraw = false; drawTree(); }
+  });
+}
+
+function scheduleTreeRender() { view.treeDirty = true; scheduleFrame(); }
+function scheduleTreeDraw() { view.treeDraw = true; scheduleFrame(); }
+
+// --- the conversation: a window of the path, grown in chunks as it is scrolled ---------
+function fetchPath(at) {
+  const query = at ? `?at=${encodeURIComponent(at)}` : "";
+  return api(`/sessions/${encodeURIComponent(view.sid)}/path${query}`);
+}
+
+async function loadPath(at, target) {
+  const wanted = at && at !== view.head ? at : null;
+  const seq = ++view.pathSeq;
+  const path = await fetchPath(wanted);
+  if (seq !== view.pathSeq) return;  // another path was asked for meanwhile
+  applyPath(path, wanted, target);
+}
+
+function applyPath(path, at, target) {
+  view.pathSeq += 1;
+  view.at = at;
   view.head = path.head;
   view.totals = path.totals;
   path.events.forEach(remember);
   renderTotals();
-  renderConversation(path.events);
+  renderConversation(path.events, target || at);
   // The last event drawn in the live conversation: a settled event whose
   // parent it is extends it. (Not HEAD: events that settle together all
   // carry the HEAD after the last of them.)
@@ -258,7 +476,10 @@ async function loadPath(at) {
   const note = $("viewing-note");
   note.hidden = !view.at;
   note.textContent = view.at ? `Viewing the path to ${shortId(view.at)}, not HEAD. Press h for HEAD.` : "";
+  if (target) view.treeCursor = target;
   renderTree();
+  if (target || at) scrollTreeTo(target || at, "center");
+  if (target) revealEvent(target);
 }
 
 function renderTotals() {
@@ -276,26 +497,144 @@ function addUsage(record) {
   renderTotals();
 }
 
-function renderConversation(events) {
+function renderConversation(events, focus) {
   const out = $("conversation");
-  out.replaceChildren();
+  if (view.observer) view.observer.disconnect();
+  view.pending = [];
+  view.path = events.slice();
+  view.pathIndex = new Map(events.map((e, i) => [e.id, i]));
   // History a compaction summarized stays readable: the events before its
   // first kept event are shown in a collapsible section above it.
   let lastCompaction = -1;
   events.forEach((e, i) => { if (e.kind === "compaction") lastCompaction = i; });
-  let firstKept = events.length;
+  let firstKept = 0;
   if (lastCompaction >= 0) {
     const record = events[lastCompaction].record || {};
     const kept = events.findIndex((e) => e.id === record.first_kept_event_id);
     firstKept = kept >= 0 && kept < lastCompaction ? kept : lastCompaction;
   }
-  if (lastCompaction >= 0 && firstKept > 0) {
-    const inner = el("ol");
-    for (const e of events.slice(0, firstKept)) inner.append(renderEvent(e));
-    out.append(el("li", {}, el("details", { class: "pre-compaction", open: true },
-      el("summary", { text: `History before compaction (${firstKept} events, summarized for the model)` }), inner)));
+  view.firstKept = firstKept;
+  const top = el("li", { class: "sentinel", "aria-hidden": "true" });
+  const bottom = el("li", { class: "sentinel", "aria-hidden": "true" });
+  view.preInner = null;
+  view.preItem = null;
+  const parts = [top];
+  if (firstKept > 0) {
+    view.preInner = el("ol");
+    view.preItem = el("li", {}, el("details", { class: "pre-compaction", open: true },
+      el("summary", { text: `History before compaction (${firstKept} events, summarized for the model)` }), view.preInner));
+    parts.push(view.preItem);
   }
-  for (const e of events.slice(lastCompaction >= 0 ? firstKept : 0)) out.append(renderEvent(e));
+  parts.push(bottom);
+  out.replaceChildren(...parts);
+  view.top = top;
+  view.bottom = bottom;
+  // The window drawn first: the end of the path, or the chunk around the event asked for.
+  const n = events.length;
+  const index = focus ? view.pathIndex.get(focus) : undefined;
+  let start = Math.max(0, n - CHUNK);
+  if (index !== undefined && index < start) start = Math.max(0, index - Math.floor(CHUNK / 2));
+  const end = Math.min(n, start + CHUNK);
+  view.win = { start, end: start };
+  drawDown(end);
+  view.win.start = start;
+  // A long path opens at its end (the newest events), unless an event was asked for.
+  if (start > 0 && index === undefined) {
+    const last = view.bottom.previousElementSibling;
+    if (last) last.scrollIntoView({ block: "end" });
+  }
+  view.observer = new IntersectionObserver(onSentinel, { rootMargin: "1200px 0px" });
+  view.observer.observe(top);
+  view.observer.observe(bottom);
+}
+
+function placeBelow(index, node) {
+  // The event at `index` goes after everything drawn before it.
+  if (index < view.firstKept) view.preInner.append(node);
+  else view.bottom.before(node);
+}
+
+function drawDown(end) {
+  const fragment = [];
+  for (let i = view.win.end; i < end; i++) fragment.push([i, renderEvent(view.path[i])]);
+  for (const [i, node] of fragment) placeBelow(i, node);
+  view.win.end = Math.max(view.win.end, end);
+}
+
+function drawUp(start) {
+  // Drawn above what is on screen: keep what is on screen where it is.
+  const first = $("conversation").querySelector("li[data-id]");
+  const before = first ? first.getBoundingClientRect().top : 0;
+  for (let i = view.win.start - 1; i >= start; i--) {
+    const node = renderEvent(view.path[i]);
+    if (i < view.firstKept) view.preInner.prepend(node);
+    else (view.preItem || view.top).after(node);
+  }
+  view.win.start = start;
+  if (first) {
+    const shift = first.getBoundingClientRect().top - before;
+    if (shift) window.scrollBy(0, shift);
+  }
+}
+
+function onSentinel(records) {
+  let grew = false;
+  for (const record of records) {
+    if (!record.isIntersecting) continue;
+    if (record.target === view.top && view.win.start > 0) {
+      drawUp(Math.max(0, view.win.start - CHUNK));
+      grew = true;
+    } else if (record.target === view.bottom && view.win.end < view.path.length) {
+      drawDown(Math.min(view.path.length, view.win.end + CHUNK));
+      grew = true;
+    }
+  }
+  if (grew) {
+    // Observed afresh: a sentinel still in reach reports again, and the next chunk is drawn.
+    for (const s of [view.top, view.bottom]) { view.observer.unobserve(s); view.observer.observe(s); }
+  }
+}
+
+// Draw (if need be) and show the event asked for, marked.
+function revealEvent(id) {
+  const index = view.pathIndex.get(id);
+  if (index === undefined) return;
+  if (index < view.win.start || index >= view.win.end) renderConversation(view.path, id);
+  for (const old of $("conversation").querySelectorAll("li.target")) old.classList.remove("target");
+  const node = $("conversation").querySelector(`li[data-id="${CSS.escape(id)}"]`);
+  if (!node) return;
+  node.classList.add("target");
+  const details = node.closest("details");
+  if (details) details.open = true;
+  node.scrollIntoView({ block: "center" });
+}
+
+// A settled event that extends the path shown: drawn in the next frame,
+// together with every other event of that frame.
+function appendToPath(e) {
+  view.path.push(e);
+  view.pathIndex.set(e.id, view.path.length - 1);
+  // Drawn only if the window reaches the end of the path (with what waits for this frame).
+  if (view.win.end + view.pending.length === view.path.length - 1) {
+    view.pending.push(e);
+    scheduleFrame();
+  }
+}
+
+function flushConversation() {
+  if (!view.pending.length) return;
+  const pending = view.pending;
+  view.pending = [];
+  const atBottom = window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 200;
+  let last = null;
+  for (const e of pending) {
+    const index = view.pathIndex.get(e.id);
+    if (index !== view.win.end) continue;  // redrawn meanwhile
+    last = renderEvent(e, true);
+    placeBelow(index, last);
+    view.win.end += 1;
+  }
+  if (last && atBottom) last.scrollIntoView({ block: "end" });
 }
 
 function blobLoader(e) {
@@ -384,13 +723,11 @@ function onSettled(e) {
   }
   if (followsShown) {
     view.shown = e.id;
-    $("conversation").append(renderEvent(e, true));
+    appendToPath(e);
     if (e.kind === "message" && e.role === "assistant") {
       clearDelta();
       addUsage(e.record);
     }
-    const last = $("conversation").lastElementChild;
-    if (last && window.scrollY + window.innerHeight >= document.body.scrollHeight - 200) last.scrollIntoView({ block: "end" });
   } else if (!view.at && e.head !== view.shown) {
     scheduleRedraw();  // HEAD is not at the end of what is drawn: redraw the active path
   }
@@ -403,11 +740,6 @@ function scheduleRedraw() {
     view.redraw = null;
     loadPath(view.at).catch((err) => status(`error: ${err.message}`));
   }, 50);
-}
-
-function scheduleTreeRender() {
-  if (view.treeTimer) return;
-  view.treeTimer = setTimeout(() => { view.treeTimer = null; renderTree(); }, 100);
 }
 
 let treeReload = null;
@@ -435,18 +767,14 @@ function clearDelta() {
 }
 
 // --- keyboard --------------------------------------------------------------------------
-function treeItems() { return Array.from($("tree").querySelectorAll("li.node")); }
-
 function moveTreeCursor(step) {
-  const items = treeItems();
-  if (!items.length) return;
-  let index = items.findIndex((li) => li.dataset.id === view.treeCursor);
-  if (index < 0) index = items.findIndex((li) => li.dataset.id === (view.at || view.head));
-  index = Math.max(0, Math.min(items.length - 1, index + step));
-  for (const li of items) li.classList.remove("cursor");
-  items[index].classList.add("cursor");
-  view.treeCursor = items[index].dataset.id;
-  items[index].scrollIntoView({ block: "nearest" });
+  if (!view.rows.length) return;
+  let index = view.rowIndex.get(view.treeCursor);
+  if (index === undefined) index = view.rowIndex.get(view.at || view.head);
+  if (index === undefined) index = step > 0 ? -1 : view.rows.length;
+  index = Math.max(0, Math.min(view.rows.length - 1, index + step));
+  view.treeCursor = view.rows[index].id;
+  scrollTreeTo(view.treeCursor, "nearest");
 }
 
 function toggleAllTools() {
@@ -458,7 +786,12 @@ function toggleAllTools() {
 document.addEventListener("keydown", (event) => {
   const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
   if (typing) {
-    if (event.key === "Escape") document.activeElement.blur();
+    if (event.key === "Escape") {
+      // Leave the box, the query kept (j/k then walk what it found); a
+      // second Escape clears it. (Not the browser's own clearing.)
+      event.preventDefault();
+      document.activeElement.blur();
+    }
     return;
   }
   if (event.ctrlKey || event.metaKey || event.altKey) return;
@@ -467,6 +800,7 @@ document.addEventListener("keydown", (event) => {
   let handled = true;
   if (key === "?") $("help").hidden = !$("help").hidden;
   else if (onList && key === "/") $("search").focus();
+  else if (onList && key === "Escape") clearSearch();
   else if (onList && (key === "j" || key === "ArrowDown")) moveListCursor(1);
   else if (onList && (key === "k" || key === "ArrowUp")) moveListCursor(-1);
   else if (!onList && (key === "u" || key === "Escape")) location.hash = "#/";
@@ -482,14 +816,19 @@ document.addEventListener("keydown", (event) => {
 });
 
 // --- routing ---------------------------------------------------------------------------
+function decoded(text) {
+  // A mistyped address (a stray "%") is not a reason to throw: the server
+  // names what is wrong with the id instead.
+  try { return decodeURIComponent(text); } catch (err) { return text; }
+}
+
 function route() {
   const match = location.hash.match(/^#\/s\/(.+)$/);
   if (!match) { showList(); return; }
-  let sid = match[1];
-  // A mistyped address (a stray "%") is not a reason to throw: the server
-  // names what is wrong with the id instead.
-  try { sid = decodeURIComponent(sid); } catch (err) { /* kept as typed */ }
-  showSession(sid);
+  // #/s/<session> or #/s/<session>/e/<event> (a search hit); ids are encoded, so "/" splits.
+  const hit = match[1].match(/^([^/]+)\/e\/([^/]+)$/);
+  if (hit) showSession(decoded(hit[1]), decoded(hit[2]));
+  else showSession(decoded(match[1]));
 }
 
 window.addEventListener("hashchange", route);
@@ -497,9 +836,8 @@ window.addEventListener("DOMContentLoaded", () => {
   $("help-button").addEventListener("click", () => { $("help").hidden = !$("help").hidden; });
   $("more").addEventListener("click", loadMore);
   $("show-archived").addEventListener("change", showList);
-  $("search").addEventListener("input", () => {
-    clearTimeout(list.timer);
-    list.timer = setTimeout(() => { list.query = $("search").value.trim(); showList(); }, 200);
-  });
+  $("search").addEventListener("input", onSearchInput);
+  $("tree-pane").addEventListener("scroll", scheduleTreeDraw, { passive: true });
+  window.addEventListener("resize", scheduleTreeDraw);
   route();
 });
