@@ -191,11 +191,21 @@ class OsFs:
         tmp = tmp or f"{path}.tmp"
         fd = self.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
-            self.write(fd, data, tmp)
-            if durable:
-                self.fsync(fd, tmp)
-        finally:
-            self.close(fd)
-        self.rename(tmp, path)
+            try:
+                self.write(fd, data, tmp)
+                if durable:
+                    self.fsync(fd, tmp)
+            finally:
+                self.close(fd)
+            self.rename(tmp, path)
+        except StorageError as exc:
+            # Nothing names the temporary, so nothing would ever remove it:
+            # on a full disk it would keep holding the bytes written. The
+            # caller gets the first error; a failed removal is noted on it.
+            try:
+                self.unlink(tmp)
+            except StorageError as again:
+                exc.add_note(f"the temporary {tmp} was left behind: {again}")
+            raise
         if durable:
             self.fsync_dir(directory)

@@ -387,6 +387,7 @@ def repair_session(
     log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=True, writable=True)
     try:
         scan = _scan_log(log)
+        sizes = {n: log.size(n) for n in log.numbers}  # before repair appends anything
         entries = index_entries_by_location(fs, layout.index(session_id))
         scan.bad = _split_merged(_merge_split(scan.bad, entries), entries, log)
         by_chunk: dict[int, list[_Bad]] = {}
@@ -452,9 +453,32 @@ def repair_session(
                 storage.commit(Commit((), head, storage.head())).wait()
                 actions.append(f"moved HEAD to {head}: the path to the old HEAD ran through a quarantined record")
             actions += _unreachable_report(final, already_cut)
+            actions += _lost_report(entries, sizes, final)
     finally:
         storage.close()
     return actions
+
+
+def _lost_report(entries: dict[tuple[int, int, int], dict[str, Any]], sizes: dict[int, int], scan: _Scan) -> list[str]:
+    """Name the events the old index knew (intact entries, by their own
+    checksums) framed past the end of what the log holds: a chunk deleted or
+    cut short by hand or by a disk (damaged bytes still there are reported
+    as quarantined instead). Removing the index would otherwise forget them
+    without a word, and fsck would then find nothing to say."""
+    lost = sorted(
+        {
+            e["id"]
+            for (chunk, offset, length), e in entries.items()
+            if is_event_id(e.get("id")) and offset + length > sizes.get(chunk, 0)
+        }
+        - set(scan.events)
+    )
+    if not lost:
+        return []
+    return [
+        f"{len(lost)} events the index knew are in no chunk any more (their records are lost, "
+        f"not quarantined): {', '.join(lost)}"
+    ]
 
 
 def _restore_layout(fs: OsFs, layout: Layout, session_id: str) -> list[str]:
@@ -467,11 +491,25 @@ def _restore_layout(fs: OsFs, layout: Layout, session_id: str) -> list[str]:
             fs.fsync_dir(os.path.dirname(path))
             actions.append(f"recreated the missing directory {path}")
     chunks = layout.chunks(session_id)
-    if not any(parse_chunk_name(name) is not None for name in fs.listdir(chunks)):
+    numbers = sorted(n for n in map(parse_chunk_name, fs.listdir(chunks)) if n is not None)
+    if not numbers:
         path = os.path.join(chunks, chunk_name(0))
         fs.close(fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
         fs.fsync_dir(chunks)
         actions.append(f"created the missing first chunk {path} (empty)")
+        return actions
+    # A chunk missing between others (deleted, or under "off" a power loss
+    # kept a later chunk's directory entry and not this one's) makes every
+    # open refuse the session. An empty chunk in its place lets the log be
+    # read again; what it held is named by the index (_lost_report) and the
+    # events cut from the root by _unreachable_report.
+    gaps = sorted(set(range(numbers[-1] + 1)) - set(numbers))
+    for number in gaps:
+        path = os.path.join(chunks, chunk_name(number))
+        fs.close(fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+        actions.append(f"created the missing chunk {path} (empty): the records it held are lost")
+    if gaps:
+        fs.fsync_dir(chunks)
     return actions
 
 
@@ -525,12 +563,14 @@ def _merge_split(bads: list[_Bad], entries: dict[tuple[int, int, int], dict[str,
 def _split_merged(bads: list[_Bad], entries: dict[tuple[int, int, int], dict[str, Any]], log: ChunkLog) -> list[_Bad]:
     """A lost newline merges two records into one line: a bad line that holds,
     at the very offset the index gives, the start of a record the index
-    frames (``{"id":"<its id>"``) is cut there. The pieces are planned one by
-    one (an intact record among them is kept as it is)."""
-    starts: dict[int, list[tuple[int, str]]] = {}
-    for (c, o, _n), e in entries.items():
+    frames (``{"id":"<its id>"``) is cut there; so is a line that does not
+    decode at every index entry that frames a record wholly inside it (a
+    range of zeros). The pieces are planned one by one (an intact record
+    among them is kept as it is)."""
+    starts: dict[int, list[tuple[int, str, int]]] = {}
+    for (c, o, n), e in entries.items():
         if isinstance(e.get("id"), str):
-            starts.setdefault(c, []).append((o, e["id"]))
+            starts.setdefault(c, []).append((o, e["id"], n))
     for found in starts.values():
         found.sort()
     out: list[_Bad] = []
@@ -543,15 +583,37 @@ def _split_merged(bads: list[_Bad], entries: dict[tuple[int, int, int], dict[str
             out.append(b)
             continue
         data = log.read(b.chunk, b.offset, b.length)
-        cuts = [b.offset]
-        cuts += [o for o, i in inside if data[o - b.offset :].startswith(b'{"id":"' + i.encode() + b'"')]
-        cuts.append(b.offset + b.length)
+        end = b.offset + b.length
+        # A range of zeros (a lost page: the most common damage a disk
+        # leaves) wipes newlines and record starts alike, so the start of a
+        # record is often unreadable too. Where the line is no record at all
+        # (it does not decode) and an intact index entry frames a record
+        # wholly inside it, the index is believed: it was written from those
+        # very bytes. A line that decodes is never cut this way (a whole
+        # record moved by a swap may hold another's frame).
+        framed = not _decodes(data)
+        cuts, why = [b.offset], " (records merged: a newline lost)"
+        for o, i, n in inside:
+            if data[o - b.offset :].startswith(b'{"id":"' + i.encode() + b'"'):
+                cuts.append(o)
+            elif framed and o + n <= end:
+                cuts.append(o)
+                why = " (records merged: their newlines lost; cut where the index frames each)"
+        cuts.append(end)
         if len(cuts) == 2:
             out.append(b)
             continue
-        for start, end in itertools.pairwise(cuts):
-            out.append(_Bad(b.chunk, start, end - start, b.reason + " (records merged: a newline lost)"))
+        for start, stop in itertools.pairwise(cuts):
+            out.append(_Bad(b.chunk, start, stop - start, b.reason + why))
     return out
+
+
+def _decodes(data: bytes) -> bool:
+    try:
+        decode_line(data)
+    except LineError:
+        return False
+    return True
 
 
 def _plan_tombstones(entries: dict[tuple[int, int, int], dict[str, Any]], log: ChunkLog, scan: _Scan) -> _Plan:

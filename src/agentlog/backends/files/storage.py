@@ -158,6 +158,12 @@ class FileSessionStorage(GroupCommit, SessionStorage):
     def _check_entry(self, entry: Entry) -> dict[str, Any]:
         """The log record an index entry points at, or IndexDamaged."""
         chunk, offset, length, eid = entry.chunk, entry.offset, entry.length, entry.id
+        if self.readonly and chunk >= len(self.log.numbers):
+            # A reader lists the chunks before it reads the index: a writer
+            # that rotated in between has indexed a chunk this reader has not
+            # seen. Look again before calling the index damaged (a rebuild
+            # would read every chunk, and warn of damage there is none of).
+            self.log.refresh()
         if not 0 <= chunk < len(self.log.numbers):
             raise IndexDamaged(f"index entry for {eid} names chunk {chunk!r}")
         if length <= 0:
