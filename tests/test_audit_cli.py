@@ -227,3 +227,33 @@ def test_a_backend_with_its_own_index_gets_only_queries_agentlog_accepts(home, m
             search(store, query)
     assert asked == []
     assert search(store, "error NOT timeout") == [] and asked == ["error NOT timeout"]
+
+
+def test_fsck_repair_also_fixes_what_fsck_only_warns_of(home):
+    # A torn tail and a missing index are warnings (the next writer's to
+    # fix); --repair fixes them now, quarantining the torn bytes.
+    store = Store(str(home))
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "hi"}, role="user")
+    chunk = home / "sessions" / "s" / "chunks" / "000000.jsonl"
+    with open(chunk, "ab") as f:
+        f.write(b'{"id":"torn')
+    (home / "sessions" / "s" / "index.bin").unlink()
+    before = ok_json(home, "fsck", "--json")
+    assert before["ok"] and {p["severity"] for p in before["problems"]} == {"warning"}
+    doc = ok_json(home, "fsck", "--repair", "--json")
+    assert doc["ok"] and doc["after_repair"] == [] and doc["repairs"][0]["session"] == "s"
+    assert (home / "sessions" / "s" / "chunks" / "000000.jsonl.quarantine").read_bytes().endswith(b'{"id":"torn\n')
+    assert ok_json(home, "fsck", "--json")["problems"] == []
+
+
+def test_fsck_repair_leaves_a_written_session_with_only_warnings_to_its_writer(home):
+    store = Store(str(home))
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "hi"}, role="user")
+    (home / "sessions" / "s" / "index.bin").unlink()
+    with store.open("s"):  # this process writes it: the lease is held
+        (home / "sessions" / "s" / "index.bin").unlink()
+        result = run(home, "fsck", "--repair")
+    assert result.exit_code == 0, result.stderr
+    assert "in use; its warnings are its writer's to fix" in result.stderr

@@ -9,7 +9,7 @@ import click
 from rich.text import Text
 
 from ..backends.base import Problem
-from ..errors import AgentlogError
+from ..errors import AgentlogError, SessionLocked
 from .common import App, emit_json, json_option, pass_app, resolve_session
 from .progress import progress_bar
 from .render import console
@@ -39,7 +39,8 @@ def _errors(problems: list[Problem]) -> list[Problem]:
 @click.option(
     "--repair",
     is_flag=True,
-    help="Quarantine damaged records of each damaged session, rebuild what derives from them, then check again.",
+    help="Repair each session with a problem (warnings too): quarantine damaged records, "
+    "rebuild what derives from them, then check again.",
 )
 @json_option
 @pass_app
@@ -73,10 +74,22 @@ def fsck(app: App, session: str | None, repair: bool, as_json: bool) -> None:
     after: list[Problem] | None = None
     repaired: set[str] = set()
     if repair:
-        damaged = sorted({p.session_id for p in _errors(problems)})
-        for target in damaged:
+        # Warnings too: a torn tail, a damaged or missing index, a stale
+        # HEAD file are what the next writer would fix, and --repair is
+        # asked to fix them now (and quarantines a torn tail, which a
+        # writer would cut). A session with only warnings that a writer
+        # holds is left to that writer rather than reported as a failure.
+        broken = {p.session_id for p in _errors(problems)}
+        for target in sorted({p.session_id for p in problems}):
             try:
                 actions = store.repair(target)
+            except SessionLocked as exc:
+                if target in broken:
+                    failed.append(target)
+                    click.echo(f"agentlog: error: cannot repair {target}: {exc}", err=True)
+                else:
+                    click.echo(f"agentlog: {target}: in use; its warnings are its writer's to fix", err=True)
+                continue
             except AgentlogError as exc:
                 failed.append(target)
                 click.echo(f"agentlog: error: cannot repair {target}: {exc}", err=True)
