@@ -257,3 +257,12 @@ def test_fsck_repair_leaves_a_written_session_with_only_warnings_to_its_writer(h
         result = run(home, "fsck", "--repair")
     assert result.exit_code == 0, result.stderr
     assert "in use; its warnings are its writer's to fix" in result.stderr
+
+
+def test_checkout_takes_the_nil_id_as_root(home):
+    store = Store(str(home))
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "hi"}, role="user")
+    ok(home, "checkout", "s", "00000000-0000-0000-0000-000000000000")
+    with store.open("s", readonly=True) as s:
+        assert s.head == "00000000-0000-0000-0000-000000000000"

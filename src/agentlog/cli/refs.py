@@ -131,9 +131,10 @@ def labels_of(meta: Mapping[str, Any]) -> dict[str, str]:
 
 def resolve_event(session: Session, text: str, *, allow_root: bool = False) -> str:
     """The id of the event ``text`` names in ``session``; ``NIL_ID`` for
-    ``root`` when ``allow_root``."""
+    ``root`` (or the nil id itself, as the API and --json write it) when
+    ``allow_root``."""
     text = text.strip()
-    if allow_root and text.lower() == "root":
+    if allow_root and (text.lower() == "root" or text == NIL_ID):
         return NIL_ID
     base, steps = text, 0
     labels = labels_of(session.meta)
