@@ -336,7 +336,8 @@ def _verify_head(fs: OsFs, path: str, scan: _Scan, add: Report) -> None:
         add(
             path,
             None,
-            f"HEAD file says {text!r}, the log says {scan.head}; the next writer corrects it",
+            f"HEAD file says {text!r}, the log says {scan.head}; the next writer corrects it"
+            " (once fsck --repair has fixed any error reported with it)",
             "warning",
         )
     if fs.exists(path + ".tmp"):
@@ -451,7 +452,9 @@ def repair_session(
                 # A quarantined event cut HEAD's path; keep the newest whole
                 # path active. Nothing is rewritten: a checkout is appended.
                 storage.commit(Commit((), head, storage.head())).wait()
-                actions.append(f"moved HEAD to {head}: the path to the old HEAD ran through a quarantined record")
+                actions.append(
+                    f"moved HEAD to {head}: the path to the old HEAD ran through a record quarantined or lost"
+                )
             actions += _unreachable_report(final, already_cut)
             actions += _lost_report(entries, sizes, final)
     finally:
