@@ -188,8 +188,14 @@ class SessionBuilder:
         source = record.get("source") if isinstance(record, dict) else None
         if isinstance(record, dict) and kind == "tool_call":
             self.remember_tool(record.get("id"), record.get("name"))
-        if isinstance(source, dict) and source.get("turn_start"):
-            self.turn_starts.append(event_id)
+        if isinstance(source, dict):
+            # ``turn_start`` is True on the event that starts a turn, or names
+            # an earlier event that does (one a previous import wrote).
+            start = source.get("turn_start")
+            if start is True:
+                self.turn_starts.append(event_id)
+            elif isinstance(start, str):
+                self.turn_starts.append(start)
         if isinstance(source, dict):
             for key in source.get("keys") or ():
                 if isinstance(key, str):

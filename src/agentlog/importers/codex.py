@@ -136,9 +136,22 @@ class CodexImporter(Importer):
                 record["source"] = {"turn_start": start is None}
                 if prev is not None and start is not None:
                     b.edit(prev)["source"]["turn_start"] = True
+                elif prev is None and self._stored_user_item(b, b.cursor):
+                    # The item was written by an earlier import (a poll of
+                    # --follow can fall between the two lines) and cannot be
+                    # edited: this event names it as the turn's start.
+                    start = b.cursor
+                    record["source"] = {"turn_start": start}
             p = b.emit("custom", None, record, line, ts_ns=ts)
             if user_turn:
                 b.put(b.state, "turns", [*b.state["turns"], start or p.id])
+
+    @staticmethod
+    def _stored_user_item(b: SessionBuilder, event_id: str) -> bool:
+        """Whether ``event_id`` is a user message that an earlier import stored."""
+        if b.session is None or b.kind_of.get(event_id) != "message":
+            return False
+        return b.session.event(event_id).role == "user"
 
     def _response_item(
         self,

@@ -15,7 +15,8 @@ included) becomes ``first_kept_event_id``. v2 renamed nothing but added
   ``toolResult`` -> ``tool_result``; other roles (``bashExecution``,
   ``custom``/``hookMessage``, summaries) -> ``custom``, kept whole.
 - ``compaction`` -> ``compaction``; ``branch_summary`` -> ``branch_summary``;
-  ``label`` -> ``label``.
+  ``label`` -> ``label`` (one that clears a label, with no ``label``
+  text, -> ``custom``).
 - ``model_change`` in both shapes (``provider`` + ``modelId``, or
   oh-my-pi's ``model: "provider/id"`` with a ``role``) -> ``custom`` with
   the model normalized under ``model``; the session's ``model`` follows.
@@ -151,7 +152,10 @@ class PiImporter(Importer):
                 "source": {**source, "fields": split_fields(obj, _ENTRY + ("summary", "details"))},
             }
             b.emit("branch_summary", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
-        elif kind == "label":
+        elif kind == "label" and isinstance(obj.get("label"), str) and self._entry(b, obj.get("targetId")):
+            # A label entry without a label clears one in pi; that, or one whose
+            # target is not in the session, has no label record (name and
+            # target are required), so it falls through to ``custom``.
             target = self._entry(b, obj.get("targetId"))
             record = {
                 "name": obj.get("label"),

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import threading
 import time
 import uuid
@@ -51,7 +52,7 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session as AdkSession
 from google.adk.sessions.state import State
 from pydantic import ValidationError
-from pydantic_core import to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .. import NIL_ID, CorruptionError, Event, Session, SessionExists, SessionLocked, Store
 from ._ids import session_key
@@ -63,6 +64,25 @@ FRAMEWORK = "adk"
 EVENT = "adk.event"
 STATE = "adk.state"
 _LOCK_WAIT = 5.0  # seconds a shared-state write waits for another writer to finish
+_log = logging.getLogger(__name__)
+
+
+def _json_state(state: dict[str, Any]) -> dict[str, Any]:
+    """State in its JSON form, as ADK's persistent services store it.
+
+    Datetimes, models and so on become their JSON form. A value with none (a
+    callable) is stored as its ``repr``, with a warning, as ADK's own services
+    do (``make_json_safe_state``), rather than failing the whole session."""
+    try:
+        result: dict[str, Any] = to_jsonable_python(state)
+    except PydanticSerializationError:
+        _log.warning(
+            "session state holds values that are not JSON-serializable (e.g. callables);"
+            " they are stored as their repr, as ADK's persistent services store them",
+            exc_info=True,
+        )
+        result = to_jsonable_python(state, serialize_unknown=True)
+    return result
 
 
 def _split(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -192,9 +212,7 @@ class AgentlogSessionService(BaseSessionService):
     def _create(self, app_name: str, user_id: str, state: dict[str, Any] | None, session_id: str | None) -> AdkSession:
         session_id = session_id.strip() if session_id else str(uuid.uuid4())
         sid = self.session_id_for(app_name, user_id, session_id)
-        # Stored as JSON, as ADK's persistent services store it (datetimes,
-        # models... become their JSON form).
-        app, user, own = _split(to_jsonable_python(state or {}))
+        app, user, own = _split(_json_state(state or {}))
         now = time.time()
         with self._lock:
             if self.store.exists(sid):
@@ -253,7 +271,10 @@ class AgentlogSessionService(BaseSessionService):
         return state, last
 
     def _get(self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None) -> AdkSession | None:
-        sid = self.session_id_for(app_name, user_id, session_id.strip() if session_id else session_id)
+        # Ids are stored stripped (as by ADK's services), and the Session names
+        # the stored id, so that appending through it finds the session.
+        session_id = session_id.strip() if session_id else session_id
+        sid = self.session_id_for(app_name, user_id, session_id)
         with self._lock:
             if not self.store.exists(sid):
                 return None

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -153,9 +154,19 @@ class AgentlogSession(SessionABC):
         self.agentlog_id = session_key("", session_id)
         self._session: Session | None = None
         self._closed = False
-        # One operation at a time from one event loop; the blocking store
-        # calls run in a worker thread so the loop itself never waits on a sync.
-        self._lock = asyncio.Lock()
+        # One operation at a time. The blocking store calls run in a worker
+        # thread so the loop itself never waits on a sync, and the lock is taken
+        # there: a thread lock, not an asyncio.Lock, because callers may use one
+        # session from several event loops or threads (as SQLiteSession allows),
+        # and an asyncio.Lock shared across loops deadlocks.
+        self._lock = threading.RLock()
+
+    def _locked(self, work: Callable[[], T]) -> Callable[[], T]:
+        def run() -> T:
+            with self._lock:
+                return work()
+
+        return run
 
     # --- the agentlog session -------------------------------------------------------
     def _open(self) -> Session:
@@ -209,16 +220,17 @@ class AgentlogSession(SessionABC):
             items.reverse()
             return items
 
-        async with self._lock:
-            return await asyncio.to_thread(read)
+        return await asyncio.to_thread(self._locked(read))
 
     async def add_items(self, items: list[Item], *, wrapper: Any = None) -> None:
         """Append ``items`` as one atomic batch (all or none after a crash)."""
+        if self._closed:
+            # As SQLiteSession: a closed session refuses even an empty batch.
+            raise SessionClosed(self.agentlog_id)
         if not items:
             return
         drafts = [item_to_draft(copy.deepcopy(item)) for item in items]
-        async with self._lock:
-            await _complete(lambda: self._open().append_many(drafts))
+        await _complete(self._locked(lambda: self._open().append_many(drafts)))
 
     async def pop_item(self, *, wrapper: Any = None) -> Item | None:
         """The latest item, with HEAD moved to its parent (it stays in history)."""
@@ -230,8 +242,7 @@ class AgentlogSession(SessionABC):
                 return item
             return None
 
-        async with self._lock:
-            return await _complete(pop)
+        return await _complete(self._locked(pop))
 
     async def clear_session(self, *, wrapper: Any = None) -> None:
         """Start a fresh root: HEAD moves to the root, nothing is deleted."""
@@ -239,13 +250,13 @@ class AgentlogSession(SessionABC):
         def clear() -> None:
             self._open().checkout(NIL_ID)
 
-        async with self._lock:
-            await _complete(clear)
+        await _complete(self._locked(clear))
 
     def close(self) -> None:
         """Close the agentlog session, releasing its writer lease; later calls
         raise ``SessionClosed`` (SQLiteSession raises after ``close()`` too)."""
-        self._closed = True
-        if self._session is not None:
-            self._session.close()
-            self._session = None
+        with self._lock:  # never under a running call's feet
+            self._closed = True
+            if self._session is not None:
+                self._session.close()
+                self._session = None
