@@ -179,3 +179,27 @@ def test_pi_label_that_clears_a_label_is_kept_as_custom(store: Store, tmp_path: 
     cleared = [e for e in loaded.events if e.kind == "custom" and e.record.get("original", {}).get("id") == "l2"]
     assert len(cleared) == 1 and "label" not in cleared[0].record["original"]
     assert cleared[0].parent_id == labels[0].id  # threaded where it occurs
+
+
+def test_adk_close_works_called_or_awaited(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import warnings
+
+    from agentlog.integrations.adk import AgentlogSessionService
+
+    home = str(tmp_path / "home")
+
+    async def awaited() -> None:
+        service = AgentlogSessionService(Store(home))
+        await service.create_session(app_name="a", user_id="u", session_id="s1")
+        await service.close()  # as ADK's SqliteSessionService is closed
+
+    asyncio.run(awaited())
+    # The lease is released: a writer in another process gets the session.
+    code = "import sys; from agentlog import Store; s = Store(sys.argv[1]); s.open(s.list()[0].id).close()"
+    subprocess.run([sys.executable, "-c", code, home], check=True, timeout=60)
+    service = AgentlogSessionService(Store(home))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine was never awaited"
+        service.close()

@@ -38,6 +38,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Generator
 from typing import Any
 
 from google.adk.errors import StaleSessionError
@@ -106,6 +107,16 @@ def _delta_of(record: Any) -> dict[str, Any]:
     return delta if isinstance(delta, dict) else {}
 
 
+class _Closed:
+    """What ``close()`` returns: already done, and awaitable for callers that
+    treat the service like ADK's (whose ``close`` is a coroutine). Not a
+    coroutine itself, so a plain call leaves no "never awaited" warning."""
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield  # a generator that finishes at once
+
+
 class AgentlogSessionService(BaseSessionService):
     """ADK sessions, events and scoped state kept in an agentlog store."""
 
@@ -136,10 +147,13 @@ class AgentlogSessionService(BaseSessionService):
             return held, False
         return self.store.open(sid, readonly=True), True
 
-    def close(self) -> None:
-        """Release every writer lease this service holds."""
+    def close(self) -> _Closed:
+        """Release every writer lease this service holds, at once. ADK's own
+        services have ``async def close()``, so the result may also be
+        awaited (``await service.close()``); calling it plainly is enough."""
         with self._lock:
             self._writers.close_all()
+        return _Closed()
 
     # --- shared (app / user) state ----------------------------------------------------------
     def _scope_state(self, sid: str) -> dict[str, Any]:
