@@ -55,3 +55,14 @@ def test_precedence_is_fts5s() -> None:
     assert parse_query("a NOT b AND c") == ("AND", ("NOT", a, b), c)
     assert parse_query("a b OR c") == ("OR", ("AND", a, b), c)
     assert parse_query("cache_manager_v1*") == (("cache", "manager", "v1"), True)
+
+
+def test_cwd_finds_an_imported_session_by_the_directory_it_was_recorded_in(store: Store) -> None:
+    # Importers keep it as source_cwd (a working_dir would make the session
+    # what --continue opens); --cwd must still find it.
+    with store.create(session_id="imported", source_cwd="/home/ann/project") as s:
+        imported = s.append("message", {"content": "flamingo"}, role="user").id
+    with store.create(session_id="native", working_dir="/home/ann/other") as s:
+        s.append("message", {"content": "flamingo"}, role="user")
+    hits = search(store, "flamingo", cwd="/home/ann/project")
+    assert [h.event_id for h in hits] == [imported]

@@ -35,7 +35,7 @@ __all__ = ["COMMANDS"]
     "--cwd",
     type=click.Path(file_okay=False),
     metavar="DIR",
-    help="Only sessions whose working directory is DIR or below it.",
+    help="Only sessions whose working directory (an imported session's: where it was recorded) is DIR or below it.",
 )
 @click.option(
     "-n",

@@ -264,7 +264,9 @@ class SearchIndex:
     def _index_session(self, sid: str, seen: tuple[int, str, int] | None, updated_ns: int) -> int:
         with self.store.open(sid, readonly=True) as session:
             entries = session.entries()
-            working_dir = session.meta.get("working_dir")
+            # An imported session keeps the directory it was recorded in as
+            # source_cwd (a working_dir would make it what --continue opens).
+            working_dir = session.meta.get("working_dir") or session.meta.get("source_cwd")
             if not isinstance(working_dir, str):
                 working_dir = None  # a hand-edited session.json must not break every search
             start = 0

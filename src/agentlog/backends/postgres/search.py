@@ -71,7 +71,9 @@ def search_sql(
         where.append("e.ts >= %(since)s")
         args["since"] = since
     if cwd is not None:
-        where.append("(s.meta->>'working_dir' = %(cwd)s OR starts_with(s.meta->>'working_dir', %(below)s))")
+        # An imported session's directory is its source_cwd (as the SQLite index reads it).
+        directory = "coalesce(s.meta->>'working_dir', s.meta->>'source_cwd')"
+        where.append(f"({directory} = %(cwd)s OR starts_with({directory}, %(below)s))")
         args["cwd"] = cwd.rstrip("/") or "/"
         args["below"] = args["cwd"].rstrip("/") + "/"
     text = "coalesce(e.search_text, b.search_text, '')"  # the string values search indexed
