@@ -218,6 +218,28 @@ def _line(uuid, parent, kind="user", sid="main", **extra):
     }
 
 
+def test_a_rename_sets_the_title_the_last_one_winning(store, tmp_path):
+    # /rename writes {"type": "custom-title", "customTitle": ...}; Claude Code
+    # lists it before any summary, and so do `agentlog ls` and the viewer.
+    lines = [
+        _line("u1", None),
+        _line("a1", "u1", "assistant"),
+        {"type": "summary", "summary": "Auto summary", "leafUuid": "a1"},
+        {"type": "custom-title", "customTitle": "first name", "sessionId": "main"},
+    ]
+    path = write_lines(tmp_path / "proj" / "main.jsonl", lines)
+    report = do_import(store, "claude", path)
+    sid = report.sessions[0].session_id
+    loaded = load(store, sid)
+    assert loaded.meta["title"] == "first name" and loaded.meta["name"] == "Auto summary"
+    assert [e.record["original"] for e in loaded.events if e.kind == "custom"] == [lines[3]]
+    renamed = {"type": "custom-title", "customTitle": "my own title", "sessionId": "main"}
+    path.write_text(path.read_text() + json.dumps(renamed) + "\n")
+    do_import(store, "claude", path)
+    assert load(store, sid).meta["title"] == "my own title"
+    assert next(i for i in store.list() if i.id == sid).title == "my own title"
+
+
 def test_subagent_files_become_their_own_sessions(store, tmp_path):
     main = write_lines(tmp_path / "proj" / "main.jsonl", [_line("u1", None), _line("a1", "u1", "assistant")])
     write_lines(

@@ -16,6 +16,8 @@ summary, progress, file-history-snapshot...), usually ``uuid``,
   message after one fills in its summary.
 - ``summary`` lines become a ``label`` on their ``leafUuid`` when that
   event is in the session, else a ``custom`` event.
+- ``custom-title`` lines (``/rename``) are kept as ``custom`` events and
+  set the session's title, which is shown before the summary's name.
 - everything else (hook progress, file-history snapshots, other system
   lines, unknown types) is kept whole as a ``custom`` event.
 
@@ -154,6 +156,11 @@ class ClaudeImporter(Importer):
                 keys=self._keys(obj),
                 side=True,
             )
+            title = obj.get("customTitle")
+            if kind == "custom-title" and isinstance(title, str) and title.strip():
+                # /rename: the user's own title, which Claude Code lists
+                # before any summary (the last rename wins).
+                b.put(b.meta_changes, "title", title)
 
     @staticmethod
     def _keys(obj: dict[str, Any]) -> tuple[str, ...]:
