@@ -151,6 +151,18 @@ def test_openapi_says_which_paths_must_be_absolute_and_that_401_exists() -> None
             assert "401" in operation["responses"], (method, path)
 
 
+def test_openapi_lists_every_status_docs_server_md_names() -> None:
+    plain = call(create_app(Store.memory()), "GET", f"{API}/openapi.json").json()
+    for path, operations in plain["paths"].items():
+        for method, operation in operations.items():
+            statuses = set(operation["responses"])
+            assert "421" in statuses, (method, path)  # the DNS-rebinding guard without a token
+            if path != "/health":
+                assert {"500", "503"} <= statuses, (method, path)
+    compact = plain["paths"]["/sessions/{session_id}/compact"]["post"]["responses"]
+    assert {"422", "502"} <= set(compact)
+
+
 # --- the viewer on a mistyped address -----------------------------------------------------
 
 

@@ -294,7 +294,11 @@ def _paths() -> dict[str, Any]:
                 "compact",
                 "Summarize older context into a compaction event",
                 [_SID, _IF_MATCH],
-                {**_ok(200, "compacted, or event null when there was nothing to compact"), **write_errors},
+                {
+                    **_ok(200, "compacted, or event null when there was nothing to compact"),
+                    **write_errors,
+                    **_errors(422, 502),  # the summarizer failed; a model it called failed
+                },
                 {
                     "type": "object",
                     "properties": {"keep_tokens": {"type": "integer", "minimum": 0, "maximum": 10_000_000}},
@@ -360,6 +364,16 @@ def openapi_document(*, token: bool) -> dict[str, Any]:
         "servers": [{"url": "/api/v1"}],
         "paths": _paths(),
     }
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            # Any route may meet damaged data (500) or a refusing OS (503),
+            # except /health, which reads nothing stored.
+            if path != "/health":
+                operation["responses"].update(_errors(500, 503))
+            if not token:
+                # Without a token, a Host that is not loopback is refused
+                # (421 bad_host: DNS rebinding, docs/server.md).
+                operation["responses"].update(_errors(421))
     if token:
         document["components"] = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}}
         document["security"] = [{"bearer": []}]
