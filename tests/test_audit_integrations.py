@@ -203,3 +203,14 @@ def test_adk_close_works_called_or_awaited(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "coroutine was never awaited"
         service.close()
+
+
+def test_adapter_options_out_of_range_are_invalid_option(store: Store) -> None:
+    from agentlog import InvalidOption
+    from agentlog.integrations.adk import AgentlogSessionService
+    from agentlog.integrations.langgraph import AgentlogSaver
+
+    with pytest.raises(InvalidOption, match="open writers"):
+        AgentlogSessionService(store, max_open=0)
+    with pytest.raises(InvalidOption, match="prune strategy"):
+        AgentlogSaver(store).prune(["t"], strategy="everything")

@@ -14,6 +14,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
+from ..errors import InvalidOption
+
 __all__ = ["OpenWriters"]
 
 T = TypeVar("T")
@@ -23,8 +25,8 @@ class OpenWriters(Generic[T]):
     """Open items by key, least recently used first; not thread-safe (callers lock)."""
 
     def __init__(self, limit: int, close: Callable[[T], None]) -> None:
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, not {limit}")
+        if type(limit) is not int or limit < 1:
+            raise InvalidOption(f"the number of open writers must be a whole number of at least 1, not {limit!r}")
         self._items: OrderedDict[str, T] = OrderedDict()
         self._limit = limit
         self._close = close

@@ -54,7 +54,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from .. import NIL_ID, CorruptionError, Session, SessionExists, Store
+from .. import NIL_ID, CorruptionError, InvalidOption, Session, SessionExists, Store
 from ._ids import session_key
 from ._lg_refs import delta_or_full, list_items
 from ._lg_retention import Keep, finish_rewrite, rewrite
@@ -481,7 +481,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         ``DeltaChannel``-aware (beta in LangGraph): a thread whose graph uses
         ``DeltaChannel`` must not be pruned with ``"keep_latest"``."""
         if strategy not in ("keep_latest", "delete"):
-            raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
+            raise InvalidOption(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
         with self._lock:
             for thread_id in thread_ids:
                 if strategy == "delete":
