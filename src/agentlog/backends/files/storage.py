@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import threading
 import warnings
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from ..._fs import OsFs
 from ...errors import (
     CorruptionError,
     EventNotFound,
+    InvalidName,
     ReadOnlySession,
     RecoveryWarning,
     SessionClosed,
@@ -362,7 +364,18 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         directory = self.layout.artifacts(self.session_id)
         if not self.fs.exists(directory):
             return []
-        return sorted(n for n in self.fs.listdir(directory) if not n.endswith(".tmp"))
+        names = []
+        for name in sorted(self.fs.listdir(directory)):
+            # artifacts_dir is also the session's directory for its own files:
+            # a subdirectory, or a name read_sidecar refuses ("my notes.md"),
+            # is not a sidecar (copy would fail on it, reading it as one).
+            try:
+                check_sidecar_name(name)
+            except InvalidName:
+                continue
+            if stat.S_ISREG(self.fs.stat(os.path.join(directory, name)).st_mode):
+                names.append(name)
+        return names
 
     def artifacts_dir(self) -> str | None:
         return self.layout.artifacts(self.session_id)

@@ -121,6 +121,24 @@ MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
             )
         ),
     ),
+    (
+        "0006_meta_text_follows_meta",
+        (
+            # An agentlog from before 0004 (still running through an upgrade)
+            # writes ``meta`` alone; the ``meta_text`` reads prefer would then
+            # hide its change (a rename, an archive). Such an update clears
+            # ``meta_text``, so reads fall back to ``meta``.
+            """CREATE FUNCTION meta_text_follows_meta() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+               IF NEW.meta_text::text IS NOT DISTINCT FROM OLD.meta_text::text THEN
+                 NEW.meta_text := NULL;
+               END IF;
+               RETURN NEW;
+             END $$""",
+            """CREATE TRIGGER sessions_meta_text_follows_meta BEFORE UPDATE OF meta ON sessions
+             FOR EACH ROW WHEN (NEW.meta IS DISTINCT FROM OLD.meta) EXECUTE FUNCTION meta_text_follows_meta()""",
+        ),
+    ),
 )
 
 

@@ -1,0 +1,81 @@
+"""Regressions found in the second read of one day's fixes (docs/../notes/review-python.md).
+
+PostgreSQL tests take the server from ``AGENTLOG_TEST_PG`` (as
+tests/test_postgres.py does) and are skipped, loudly, without it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentlog import Store
+from agentlog.copying import copy_sessions
+from conftest import PG_DSN
+
+needs_pg = pytest.mark.skipif(not PG_DSN, reason="AGENTLOG_TEST_PG is not set: no PostgreSQL to test against")
+
+
+def _sql(statement: str, *args: object) -> list[tuple[object, ...]]:
+    import psycopg  # only when PostgreSQL is under test: the extra may be absent
+
+    with psycopg.connect(PG_DSN or "", autocommit=True) as conn:
+        cur = conn.execute(statement, args)
+        return cur.fetchall() if cur.description else []
+
+
+@pytest.fixture
+def pg_schema() -> Iterator[str]:
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    yield name
+    _sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s", f"agentlog:{name}%")
+    _sql(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def _pg_url(schema: str) -> str:
+    assert PG_DSN
+    return f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}schema={schema}"
+
+
+# --- copy: the artifacts directory holds more than sidecars -------------------------
+def test_copy_skips_what_in_the_artifacts_directory_is_not_a_sidecar(tmp_path: Path) -> None:
+    """``session.artifacts_dir`` is the session's own directory: an agent may
+    keep a subdirectory or a file named with a space there. Copy, which now
+    carries sidecars, read each listed name as a sidecar and failed the whole
+    session (StorageError "Is a directory", or InvalidName)."""
+    src = Store(str(tmp_path / "files"))
+    with src.create(session_id="s") as s:
+        s.append("message", {"content": "hi"}, role="user")
+        s.set_draft("unsent")
+        directory = s.artifacts_dir
+        assert directory is not None
+        (Path(directory) / "images").mkdir()
+        (Path(directory) / "my notes.md").write_text("mine")
+    dst = Store(f"sqlite:///{tmp_path / 'copy.db'}")
+    assert copy_sessions(src, dst).created == ["s"]
+    with dst.open("s", readonly=True) as copied:
+        assert copied.draft() == "unsent"
+    src.close()
+    dst.close()
+
+
+# --- PostgreSQL: metadata written by an agentlog from before migration 0004 -------
+@needs_pg
+def test_metadata_an_older_writer_updates_is_not_hidden_by_meta_text(pg_schema: str) -> None:
+    """Reads prefer ``meta_text`` (0004); an agentlog still running the
+    version before it updates ``meta`` alone (a rename, an archive). Its
+    change was invisible to every newer reader, which kept reading the stale
+    ``meta_text``."""
+    store = Store(_pg_url(pg_schema))
+    store.create(session_id="s", name="before").close()
+    # What the previous release's write_meta runs:
+    _sql(f"""UPDATE "{pg_schema}".sessions SET meta = meta || '{{"name": "renamed"}}'::jsonb WHERE id = 's'""")
+    assert store.meta("s")["name"] == "renamed"
+    assert [i.name for i in store.list()] == ["renamed"]
+    # and this version's own writes still keep the exact text
+    with store.open("s") as s:
+        s.storage.write_meta({**s.meta, "name": "nul\x00kept"})
+    assert store.meta("s")["name"] == "nul\x00kept"
+    store.close()
