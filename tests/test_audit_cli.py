@@ -266,3 +266,21 @@ def test_checkout_takes_the_nil_id_as_root(home):
     ok(home, "checkout", "s", "00000000-0000-0000-0000-000000000000")
     with store.open("s", readonly=True) as s:
         assert s.head == "00000000-0000-0000-0000-000000000000"
+
+
+def test_fsck_repair_does_not_redo_a_repair_for_what_no_repair_changes(home):
+    # A branch that starts at a record an earlier repair quarantined stays a
+    # warning for good; --repair must not rewrite the session every run.
+    store = Store(str(home))
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "first"}, role="user")
+        s.append("message", {"content": "second"}, role="assistant")
+    chunks = home / "sessions" / "s" / "chunks"
+    first, rest = (chunks / "000000.jsonl").read_bytes().split(b"\n", 1)
+    (chunks / "000000.jsonl").write_bytes(rest)  # the parent's record is gone...
+    (chunks / "000000.jsonl.quarantine").write_bytes(first + b"\n")  # ...into quarantine
+    ok_json(home, "fsck", "--repair", "--json")  # the index and HEAD are made whole once
+    doc = ok_json(home, "fsck", "--repair", "--json")
+    assert [p["repairable"] for p in doc["problems"]] == [False]
+    assert "this branch now starts here" in doc["problems"][0]["message"]
+    assert doc["repairs"] == []

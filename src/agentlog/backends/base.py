@@ -223,6 +223,10 @@ class Problem:
     offset: int | None
     message: str
     severity: str = "error"  # "error" fails fsck; "warning" does not
+    #: Whether repair (or the next writer) makes it go away; False for what
+    #: stays true after any repair (a branch that starts at a quarantined
+    #: record), so ``fsck --repair`` does not redo a repair every run.
+    repairable: bool = True
 
     def __str__(self) -> str:
         where = self.path if self.offset is None else f"{self.path}@{self.offset}"

@@ -80,7 +80,7 @@ def fsck(app: App, session: str | None, repair: bool, as_json: bool) -> None:
         # writer would cut). A session with only warnings that a writer
         # holds is left to that writer rather than reported as a failure.
         broken = {p.session_id for p in _errors(problems)}
-        for target in sorted({p.session_id for p in problems}):
+        for target in sorted({p.session_id for p in problems if p.repairable}):
             try:
                 actions = store.repair(target)
             except SessionLocked as exc:

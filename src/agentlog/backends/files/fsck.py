@@ -197,8 +197,8 @@ def _scan_log(log: ChunkLog) -> _Scan:
 def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
     problems: list[Problem] = []
 
-    def add(path: str, offset: int | None, message: str, severity: str = "error") -> None:
-        problems.append(Problem(session_id, path, offset, message, severity))
+    def add(path: str, offset: int | None, message: str, severity: str = "error", repairable: bool = True) -> None:
+        problems.append(Problem(session_id, path, offset, message, severity, repairable))
 
     meta_path = layout.meta(session_id)
     try:
@@ -237,6 +237,7 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
                         "not in the log: fsck --repair quarantined a record; this branch "
                         "now starts here",
                         "warning",
+                        repairable=False,
                     )
                 else:
                     add(log.path(chunk), offset, f"event {event_id} names a missing parent {parent}")
