@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..backends.base import SearchHit
-from ..event import KIND_PATTERN, format_timestamp, parse_timestamp
+from ..event import KIND_PATTERN, ROLE_PATTERN, format_timestamp, parse_timestamp
 from .index import IndexStats, ProgressFn, SearchIndex, drop, index_location, open_index, tag
 from .query import SearchError, SearchWarning, highlight_words, to_match
 from .rank import rank
@@ -122,7 +122,7 @@ def search(
             _check_text(name, value)
             if not value:  # matches nothing, which reads as "no matches" rather than as the mistake it is
                 raise SearchError(f"{name} must not be empty: leave it out to search every {name}")
-            if name in ("kind", "role") and not KIND_PATTERN.match(value):
+            if name in ("kind", "role") and not (KIND_PATTERN if name == "kind" else ROLE_PATTERN).match(value):
                 # No event can have it (every backend refuses such a kind or
                 # role on append): "User" would silently find nothing.
                 raise SearchError(

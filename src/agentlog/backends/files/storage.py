@@ -165,7 +165,15 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             # that rotated in between has indexed a chunk this reader has not
             # seen. Look again before calling the index damaged (a rebuild
             # would read every chunk, and warn of damage there is none of).
-            self.log.refresh()
+            with self._state:
+                try:
+                    self.log.refresh()
+                except (StorageError, CorruptionError):
+                    self._raise_if_deleted()
+                    # Not deleted: the chunks cannot be listed again (a gap in
+                    # their numbers). The entry is then judged against the list
+                    # this reader has, below; the rebuild that follows reads the
+                    # log and reports what it finds there.
         if not 0 <= chunk < len(self.log.numbers):
             raise IndexDamaged(f"index entry for {eid} names chunk {chunk!r}")
         if length <= 0:
