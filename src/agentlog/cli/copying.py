@@ -24,8 +24,9 @@ __all__ = ["COMMANDS"]
 def copy(app: App, source: str | None, target: str, sessions: tuple[str, ...], as_json: bool) -> None:
     """Copy sessions (default: all) to another store, ids, parents, times,
     HEAD, blobs, metadata, the draft and artifacts kept. Running it again
-    copies only what is new; a session that differs on the target is
-    refused, never overwritten."""
+    copies only what is new; a session whose events differ on the target
+    is refused, never overwritten (its HEAD, metadata and sidecars follow
+    the source's)."""
     src = Store(source, durability=app.durability) if source else app.store
     dst = Store(target, durability=app.durability)
     # SESSION refs are resolved in the source store, as every command
