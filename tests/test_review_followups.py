@@ -79,3 +79,17 @@ def test_metadata_an_older_writer_updates_is_not_hidden_by_meta_text(pg_schema: 
         s.storage.write_meta({**s.meta, "name": "nul\x00kept"})
     assert store.meta("s")["name"] == "nul\x00kept"
     store.close()
+
+
+def test_a_record_cut_in_the_middle_is_reported_as_quarantined_not_also_as_lost(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "home"))
+    with store.create(session_id="s") as s:
+        for n in range(3):
+            s.append("message", {"content": f"event {n}"}, role="user")
+        last = s.head
+    chunk = tmp_path / "home" / "sessions" / "s" / "chunks" / "000000.jsonl"
+    data = chunk.read_bytes()
+    chunk.write_bytes(data[: len(data) - 40])  # the last record cut in its middle
+    actions = store.repair("s")
+    assert any("quarantine" in a for a in actions), actions
+    assert not any(last in a and "lost" in a for a in actions), actions

@@ -473,7 +473,9 @@ def _lost_report(entries: dict[tuple[int, int, int], dict[str, Any]], sizes: dic
         {
             e["id"]
             for (chunk, offset, length), e in entries.items()
-            if is_event_id(e.get("id")) and offset + length > sizes.get(chunk, 0)
+            # wholly past the end: a record partly still there is a torn
+            # tail, which repair quarantines and reports as such
+            if is_event_id(e.get("id")) and offset >= sizes.get(chunk, 0)
         }
         - set(scan.events)
     )
