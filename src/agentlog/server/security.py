@@ -23,11 +23,11 @@ from __future__ import annotations
 import hmac
 import ipaddress
 from collections.abc import Awaitable, Callable
-from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, quote
 
 import orjson
+from starlette.requests import cookie_parser
 
 from .errors import ApiError
 
@@ -133,17 +133,19 @@ class Guard:
         # the client sent (UTF-8 for a non-ASCII token, as curl sends it).
         if scheme.lower() == "bearer" and token_matches(value.strip().encode("latin-1"), self.token):
             return True
-        cookie = SimpleCookie()
+        # Parsed leniently, as browsers send cookies: the cookies of every
+        # other server on localhost (any port) come along, and one that
+        # SimpleCookie rejects (a JSON value, a space) made it drop them all,
+        # ours included.
         try:
-            cookie.load(headers.get("cookie", ""))
+            given = cookie_parser(headers.get("cookie", "")).get(COOKIE)
         except Exception:  # noqa: BLE001 - a malformed Cookie header is just no cookie
-            return False
-        morsel = cookie.get(COOKIE)
-        if morsel is not None:
+            given = None
+        if given is not None:
             # As ``/?token=`` sets it (percent-encoded), or the token itself
             # set by hand; both compared, in constant time.
-            encoded = token_matches(morsel.value, cookie_value(self.token))
-            plain = token_matches(morsel.value.encode("latin-1", "replace"), self.token)
+            encoded = token_matches(given, cookie_value(self.token))
+            plain = token_matches(given.encode("latin-1", "replace"), self.token)
             if encoded or plain:
                 return True
         # The viewer's entry URL carries the token once; the route sets the cookie.

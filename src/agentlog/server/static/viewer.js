@@ -34,9 +34,10 @@ async function api(path) {
 }
 
 function status(text) { $("status").textContent = text || ""; }
-function shortId(id) { return id ? id.slice(-8) : ""; }
+function shortId(id) { return id ? String(id).slice(-8) : ""; }
 function localTime(ts) {
   if (!ts) return "";
+  ts = String(ts);
   const d = new Date(ts.slice(0, 23) + "Z");
   return isNaN(d) ? ts : d.toLocaleString();
 }
@@ -60,13 +61,18 @@ function prettyJson(text) {
 }
 
 // --- the session list --------------------------------------------------------------
-const list = { offset: 0, rows: [], cursor: -1, query: "", timer: null };
+const list = { offset: 0, rows: [], cursor: -1, query: "", timer: null, seq: 0 };
 
 async function showList() {
   $("session-view").hidden = true;
   $("list-view").hidden = false;
   $("crumb").textContent = "sessions";
   stopStream();
+  // No session is shown: what is still on its way for one is dropped, and
+  // opening it again starts afresh.
+  view.sid = null;
+  view.pathSeq += 1;
+  list.seq += 1;  // a page still on its way for the list shown before is dropped
   list.offset = 0;
   list.rows = [];
   list.cursor = -1;
@@ -79,8 +85,10 @@ async function loadMore() {
   if (list.query) params.set("q", list.query);
   if ($("show-archived").checked) params.set("archived", "true");
   status("loading…");
+  const seq = list.seq;
   try {
     const page = await api(`/sessions?${params}`);
+    if (seq !== list.seq) return;  // the query changed meanwhile
     const body = $("sessions").tBodies[0];
     for (const info of page.sessions) {
       list.rows.push(info);
@@ -100,7 +108,7 @@ async function loadMore() {
     $("list-empty").hidden = list.rows.length > 0;
     status(`${page.total} session${page.total === 1 ? "" : "s"}`);
   } catch (err) {
-    status(`error: ${err.message}`);
+    if (seq === list.seq) status(`error: ${err.message}`);
   }
 }
 
@@ -231,6 +239,8 @@ const view = {
   sid: null, head: null, entries: new Map(), children: new Map(), labels: {}, notes: {},
   at: null, lastId: null, source: null, previews: new Map(), totals: null, deltaText: "", treeCursor: null,
   shown: null, redraw: null, pathSeq: 0, target: null,
+  // what the stream has told: a count of its settled and head messages, and HEAD as it last said
+  streamSeq: 0, streamHead: null,
   // the conversation: the events of the path shown, and the window of them drawn
   path: [], pathIndex: new Map(), firstKept: 0, win: { start: 0, end: 0 }, pending: [], observer: null,
   // the tree: one row per event, in display order; only the visible rows are drawn
@@ -247,7 +257,8 @@ async function showSession(sid, target) {
     $("live-state").className = "";
     $("tree-pane").scrollTop = 0;
   }
-  Object.assign(view, { sid, at: null, treeCursor: null, target: target || null });
+  Object.assign(view, { sid, at: null, treeCursor: null, target: target || null, streamHead: null });
+  view.pathSeq += 1;  // a path still on its way for the page shown before is dropped
   $("crumb").textContent = sid;
   status("loading…");
   try {
@@ -255,6 +266,7 @@ async function showSession(sid, target) {
     const pathWanted = fetchPath(null);
     pathWanted.catch(() => {});  // awaited below, or not needed
     const [session] = await Promise.all([api(`/sessions/${encodeURIComponent(sid)}`), loadTree()]);
+    if (view.sid !== sid) return;  // another session was opened meanwhile
     const info = session.session;
     $("session-title").textContent = info.title || info.name || "(untitled)";
     document.title = `${$("session-title").textContent} · agentlog`;
@@ -263,7 +275,12 @@ async function showSession(sid, target) {
     if (target && !pathIds(view.head).has(target)) {
       await loadPath(target, target);  // off the active path: show the path to it
     } else {
-      applyPath(await pathWanted, null, target);
+      let path = await pathWanted;
+      // Read before the tree, and HEAD moved in between: the stream goes on
+      // from the tree's last event, so this path would miss what came after.
+      if (path.head !== view.head) path = await fetchPath(null);
+      if (view.sid !== sid) return;
+      applyPath(path, null, target);
       if (!target) scrollTreeTo(view.head, "center");  // a long tree opens where HEAD is
     }
     startStream();
@@ -275,8 +292,12 @@ async function showSession(sid, target) {
   }
 }
 
-async function loadTree() {
-  const tree = await api(`/sessions/${encodeURIComponent(view.sid)}/entries`);
+async function loadTree(reload) {
+  const sid = view.sid;
+  const seq = view.streamSeq;
+  const tree = await api(`/sessions/${encodeURIComponent(sid)}/entries`);
+  if (view.sid !== sid) return;  // another session is shown now
+  const known = view.entries;
   view.head = tree.head;
   view.labels = tree.labels;
   view.notes = tree.notes;
@@ -284,6 +305,17 @@ async function loadTree() {
   view.children = new Map();
   for (const entry of tree.entries) addEntry(entry);
   view.lastId = tree.entries.length ? tree.entries[tree.entries.length - 1].id : null;
+  if (reload && view.streamSeq !== seq) {
+    // The stream brought events while the tree was read: those the tree was
+    // read without (ids increase in append order) stay, and HEAD as the stream said.
+    for (const [id, entry] of known) {
+      if (!view.entries.has(id) && (!view.lastId || id > view.lastId)) {
+        addEntry(entry);
+        view.lastId = id;
+      }
+    }
+    if (view.streamHead) view.head = view.streamHead;
+  }
   renderTree();
 }
 
@@ -414,7 +446,7 @@ function treeNode(entry, onPath, viewing) {
   const classes = ["node", onPath ? "on-path" : "", viewing ? "viewing" : "",
     view.treeCursor === entry.id ? "cursor" : ""].join(" ");
   return el("li", { role: "treeitem", "data-id": entry.id, class: classes, title: `${entry.kind} ${entry.id}`,
-    "aria-current": viewing ? "true" : null, onclick: () => loadPath(entry.id) },
+    "aria-current": viewing ? "true" : null, onclick: () => showPath(entry.id) },
   el("span", { class: "kind", text: entry.kind }), el("span", { class: "text", text: nodeText(entry) }), ...badges);
 }
 
@@ -455,9 +487,22 @@ function fetchPath(at) {
 async function loadPath(at, target) {
   const wanted = at && at !== view.head ? at : null;
   const seq = ++view.pathSeq;
+  const streamSeq = view.streamSeq;
   const path = await fetchPath(wanted);
-  if (seq !== view.pathSeq) return;  // another path was asked for meanwhile
+  if (seq !== view.pathSeq) return;  // another path (or session) was asked for meanwhile
   applyPath(path, wanted, target);
+  // The stream moved HEAD while the path was read, and the path may have been
+  // read before that: what settled meanwhile was not drawn (it did not extend
+  // the path shown then), so ask again.
+  if (view.streamSeq !== streamSeq && view.streamHead && path.head !== view.streamHead) {
+    view.head = view.streamHead;
+    scheduleRedraw();
+  }
+}
+
+// loadPath for a click or a key: a failure is said in the status line.
+function showPath(at) {
+  loadPath(at).catch((err) => status(`error: ${err.message}`));
 }
 
 function applyPath(path, at, target) {
@@ -491,9 +536,11 @@ function renderTotals() {
 function addUsage(record) {
   const usage = record && record.usage;
   if (!usage || !view.totals) return;
-  view.totals.input_tokens += usage.input_tokens || 0;
-  view.totals.output_tokens += usage.output_tokens || 0;
-  view.totals.cost_usd += usage.cost_usd || 0;
+  // As the server counts them (its totals): numbers only, anything else is 0.
+  const tokens = (value) => (Number.isInteger(value) ? value : 0);
+  view.totals.input_tokens += tokens(usage.input_tokens);
+  view.totals.output_tokens += tokens(usage.output_tokens);
+  view.totals.cost_usd += typeof usage.cost_usd === "number" && Number.isFinite(usage.cost_usd) ? usage.cost_usd : 0;
   renderTotals();
 }
 
@@ -672,10 +719,22 @@ function recordBody(e) {
     return el("details", { class: "tool" }, el("summary", { text: `result of ${r.name || r.tool_call_id || "?"}${r.is_error ? " (error)" : ""}` }), el("pre", { text: contentText(r.content) }));
   }
   if ((e.kind === "compaction" || e.kind === "branch_summary") && r) {
-    return el("div", { class: "body", text: r.summary || "" });
+    return el("div", { class: "body", text: contentText(r.summary) });
   }
-  if (e.kind === "label" && r) return el("div", { text: `label “${r.name}” on ${shortId(r.target)}` });
+  if (e.kind === "label" && r) return el("div", { text: `label “${contentText(r.name)}” on ${shortId(r.target)}` });
   return el("details", {}, el("summary", { text: e.kind }), el("pre", { text: JSON.stringify(r, null, 2) }));
+}
+
+// A record is whatever its writer stored: one that the drawing above does not
+// expect is shown as its JSON, never allowed to stop the events after it.
+function safeBody(e) {
+  try {
+    return e.blob && e.record === null ? blobLoader(e) : recordBody(e);
+  } catch (err) {
+    let raw;
+    try { raw = JSON.stringify(e.record, null, 2); } catch (inner) { raw = String(e.record); }
+    return el("details", {}, el("summary", { text: `${e.kind} (drawn as JSON: ${err.message})` }), el("pre", { text: raw }));
+  }
 }
 
 function renderEvent(e, fresh) {
@@ -686,7 +745,7 @@ function renderEvent(e, fresh) {
   return el("li", { class: classes, "data-id": e.id, "data-kind": e.kind },
     el("header", {}, el("span", { class: "who", text: who }), el("span", { class: "mono", text: shortId(e.id) }),
       el("time", { datetime: e.timestamp, text: localTime(e.timestamp) })),
-    e.blob && e.record === null ? blobLoader(e) : recordBody(e));
+    safeBody(e));
 }
 
 // --- the live stream -------------------------------------------------------------------
@@ -704,13 +763,19 @@ function startStream() {
   source.addEventListener("open", () => { live.textContent = "on"; live.className = "on"; });
   source.addEventListener("error", () => { live.textContent = "reconnecting"; live.className = "off"; });
   source.addEventListener("settled", (msg) => onSettled(JSON.parse(msg.data)));
-  source.addEventListener("head", (msg) => { view.head = JSON.parse(msg.data).head; loadPath(view.at); });
+  source.addEventListener("head", (msg) => {
+    view.head = view.streamHead = JSON.parse(msg.data).head;
+    view.streamSeq += 1;
+    showPath(view.at);
+  });
   source.addEventListener("delta", (msg) => onDelta(JSON.parse(msg.data).item));
   source.addEventListener("dropped", () => { live.textContent = "catching up"; live.className = "off"; });
   source.addEventListener("problem", (msg) => status(`stream: ${JSON.parse(msg.data).message}`));
 }
 
 function onSettled(e) {
+  view.streamSeq += 1;
+  view.streamHead = e.head;
   if (view.entries.has(e.id)) return;
   const followsShown = !view.at && view.shown && e.parent_id === view.shown;
   addEntry({ id: e.id, parent_id: e.parent_id, branch_from: e.branch_from, kind: e.kind, role: e.role,
@@ -745,7 +810,11 @@ function scheduleRedraw() {
 let treeReload = null;
 function scheduleTreeReload() {
   if (treeReload) return;
-  treeReload = setTimeout(() => { treeReload = null; loadTree().catch((err) => status(`error: ${err.message}`)); }, 200);
+  const sid = view.sid;
+  treeReload = setTimeout(() => {
+    treeReload = null;
+    if (view.sid === sid) loadTree(true).catch((err) => status(`error: ${err.message}`));
+  }, 200);
 }
 
 function onDelta(item) {
@@ -807,10 +876,10 @@ document.addEventListener("keydown", (event) => {
   else if (!onList && key === "t") $("tree").focus();
   else if (!onList && key === "c") $("conversation").focus();
   else if (!onList && key === "e") toggleAllTools();
-  else if (!onList && key === "h") loadPath(null);
+  else if (!onList && key === "h") showPath(null);
   else if (!onList && document.activeElement === $("tree") && (key === "j" || key === "ArrowDown")) moveTreeCursor(1);
   else if (!onList && document.activeElement === $("tree") && (key === "k" || key === "ArrowUp")) moveTreeCursor(-1);
-  else if (!onList && document.activeElement === $("tree") && key === "Enter" && view.treeCursor) loadPath(view.treeCursor);
+  else if (!onList && document.activeElement === $("tree") && key === "Enter" && view.treeCursor) showPath(view.treeCursor);
   else handled = false;
   if (handled) event.preventDefault();
 });
