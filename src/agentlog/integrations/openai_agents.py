@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -156,10 +157,26 @@ class AgentlogSession(SessionABC):
         self._closed = False
         # One operation at a time. The blocking store calls run in a worker
         # thread so the loop itself never waits on a sync, and the lock is taken
-        # there: a thread lock, not an asyncio.Lock, because callers may use one
-        # session from several event loops or threads (as SQLiteSession allows),
-        # and an asyncio.Lock shared across loops deadlocks.
+        # there: a thread lock, because callers may use one session from
+        # several event loops or threads (as SQLiteSession allows), and an
+        # asyncio.Lock shared across loops deadlocks. Within one loop, calls
+        # also queue on that loop's own asyncio.Lock, so they run in the order
+        # they were made (worker threads alone would take them in any order:
+        # concurrent pops would return the items shuffled).
         self._lock = threading.RLock()
+        self._loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._loop_locks_guard = threading.Lock()
+
+    def _in_order(self) -> asyncio.Lock:
+        """The running loop's own lock (made on its first call here)."""
+        loop = asyncio.get_running_loop()
+        with self._loop_locks_guard:
+            lock = self._loop_locks.get(loop)
+            if lock is None:
+                lock = self._loop_locks[loop] = asyncio.Lock()
+        return lock
 
     def _locked(self, work: Callable[[], T]) -> Callable[[], T]:
         def run() -> T:
@@ -220,7 +237,8 @@ class AgentlogSession(SessionABC):
             items.reverse()
             return items
 
-        return await asyncio.to_thread(self._locked(read))
+        async with self._in_order():
+            return await asyncio.to_thread(self._locked(read))
 
     async def add_items(self, items: list[Item], *, wrapper: Any = None) -> None:
         """Append ``items`` as one atomic batch (all or none after a crash)."""
@@ -230,7 +248,8 @@ class AgentlogSession(SessionABC):
         if not items:
             return
         drafts = [item_to_draft(copy.deepcopy(item)) for item in items]
-        await _complete(self._locked(lambda: self._open().append_many(drafts)))
+        async with self._in_order():
+            await _complete(self._locked(lambda: self._open().append_many(drafts)))
 
     async def pop_item(self, *, wrapper: Any = None) -> Item | None:
         """The latest item, with HEAD moved to its parent (it stays in history)."""
@@ -242,7 +261,8 @@ class AgentlogSession(SessionABC):
                 return item
             return None
 
-        return await _complete(self._locked(pop))
+        async with self._in_order():
+            return await _complete(self._locked(pop))
 
     async def clear_session(self, *, wrapper: Any = None) -> None:
         """Start a fresh root: HEAD moves to the root, nothing is deleted."""
@@ -250,7 +270,8 @@ class AgentlogSession(SessionABC):
         def clear() -> None:
             self._open().checkout(NIL_ID)
 
-        await _complete(self._locked(clear))
+        async with self._in_order():
+            await _complete(self._locked(clear))
 
     def close(self) -> None:
         """Close the agentlog session, releasing its writer lease; later calls
