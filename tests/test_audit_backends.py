@@ -50,7 +50,10 @@ def test_row_lease_renewal_never_interleaves_with_a_commit(pg_schema: str) -> No
     lock: a renewal that began while a commit's transaction was open nested
     into it, and the writer failed with "transaction commit at the wrong
     nesting level" (once an acknowledged event was even rolled back)."""
-    store = Store(_pg_url(pg_schema, lease="row", lease_ttl="0.15"))  # renews every 50 ms
+    # Renews every ~170 ms: often enough to meet commits many times in 1.5 s
+    # (without the lock this fails every time), and far enough from the ttl
+    # that a loaded CI machine does not let the lease lapse.
+    store = Store(_pg_url(pg_schema, lease="row", lease_ttl="0.5"))
     writer = store.create(session_id="s")
     acknowledged: list[str] = []
     deadline = time.monotonic() + 1.5
