@@ -93,3 +93,25 @@ def test_a_record_cut_in_the_middle_is_reported_as_quarantined_not_also_as_lost(
     actions = store.repair("s")
     assert any("quarantine" in a for a in actions), actions
     assert not any(last in a and "lost" in a for a in actions), actions
+
+
+@needs_pg
+def test_deletes_check_for_other_users_of_a_blob_through_an_index(pg_schema: str) -> None:
+    store = Store(_pg_url(pg_schema), blob_threshold=256)
+    with store.create(session_id="s") as s:
+        s.append("tool_result", {"content": "x" * 2000}, role="tool")  # a blob
+    with store.create(session_id="t") as t:
+        t.append("tool_result", {"content": "x" * 2000}, role="tool")  # the same blob, shared
+    store.delete("s")
+    with store.open("t", readonly=True) as t:
+        assert t.resolve(t.path()[-1]).record == {"content": "x" * 2000}  # kept: t still names it
+    store.close()
+    import psycopg
+
+    with psycopg.connect(PG_DSN or "", autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{pg_schema}"')
+        conn.execute("SET enable_seqscan = off")  # whatever the table's size: can the index answer?
+        plan = "\n".join(
+            str(r[0]) for r in conn.execute("EXPLAIN SELECT 1 FROM events e WHERE e.digest = 'sha256:00'").fetchall()
+        )
+    assert "events_by_digest" in plan, plan

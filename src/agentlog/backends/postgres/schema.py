@@ -139,6 +139,14 @@ MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
              FOR EACH ROW WHEN (NEW.meta IS DISTINCT FROM OLD.meta) EXECUTE FUNCTION meta_text_follows_meta()""",
         ),
     ),
+    (
+        "0007_events_by_digest",
+        (
+            # delete() keeps a blob another session still names: without an
+            # index that check scanned every event of every session.
+            "CREATE INDEX events_by_digest ON events (digest) WHERE digest IS NOT NULL",
+        ),
+    ),
 )
 
 
