@@ -26,7 +26,7 @@ from ..event import Event
 from ..records import RecordTuple, ToolResultRecord
 from ..session import Session
 from ..state import Checkpoint
-from ..tokens import context_tokens
+from ..tokens import context_tokens, usage_tokens
 from .hub import LiveHub
 from .models import Model, ToolCall, complete
 
@@ -151,11 +151,12 @@ class Agent:
             messages = self.session.to_chat_messages(system=self.system)
             completion = complete(self.model, messages, schemas, on_delta=self._publish)
             self.state.usage.add(completion.usage)
+            step = len(result.events)
             self._save(completion.to_records(), result)
             result.text = completion.content
             if completion.tool_calls:
                 self._run_tools(completion.tool_calls, result)
-            if self._maybe_compact(result):
+            if self._maybe_compact(result, result.events[step:]):
                 result.compactions += 1
             if not completion.tool_calls:
                 return result
@@ -212,11 +213,17 @@ class Agent:
         except (TypeError, ValueError) as exc:  # a datetime, a set, a cycle: the tool's bug, the model's to see
             return f"tool {call.name!r} returned a {type(output).__name__} that is not JSON: {exc}", True
 
-    def _maybe_compact(self, result: TurnResult) -> bool:
-        # The size of the next request: the provider's report of the last
-        # call plus what was appended since (the tool results), or an
-        # estimate of the whole context when the provider reported nothing.
-        used = context_tokens(self.session.context(resolve=True), system=self.system)
+    def _maybe_compact(self, result: TurnResult, step: list[Event]) -> bool:
+        """Compact when the next request is near the window. ``step``: the
+        events this model call and its tools appended."""
+        # The size of the next request: the provider's report of this call
+        # plus what was appended after it (the tool results), which ``step``
+        # holds; only when the provider reported nothing is the whole
+        # context read again (and estimated), on top of the read that built
+        # this call's messages.
+        reported = any((u := usage_tokens(e)) is not None and u.input_tokens > 0 for e in step)
+        events = step if reported else self.session.context(resolve=True)
+        used = context_tokens(events, system=self.system)
         # split_turn: one request that runs many tool steps must still shrink,
         # or the context outgrows the window inside the turn.
         event = self.session.maybe_compact(used, self.model.context_window, split_turn=True)
