@@ -48,9 +48,15 @@ def _sqlite_blobs(store: Store, session_id: str) -> int:
         return int(row.fetchone()[0])
 
 
-def _pg_store(tmp: Path, **options: object) -> Store:
+def _new_pg_schema() -> str:
+    """A fresh schema name, dropped by ``drop_pg_schemas``."""
     schema = f"t_{uuid.uuid4().hex[:16]}"
     _pg_schemas.append(schema)
+    return schema
+
+
+def _pg_store(tmp: Path, **options: object) -> Store:
+    schema = _new_pg_schema()
     sep = "&" if "?" in (PG_DSN or "") else "?"
     return Store(f"{PG_DSN}{sep}schema={schema}", **options)  # type: ignore[arg-type]
 
@@ -100,6 +106,14 @@ def pytest_report_header(config: pytest.Config) -> str:
 def backend(request: pytest.FixtureRequest) -> Iterator[BackendCase]:
     """Each backend in turn (the test runs once per entry of BACKENDS)."""
     yield BACKENDS[request.param]
+    drop_pg_schemas()
+
+
+@pytest.fixture
+def pg_schema() -> Iterator[str]:
+    """A fresh PostgreSQL schema of its own for a test that needs raw SQL
+    beside a store (``pg_support``); dropped, its connections ended, after."""
+    yield _new_pg_schema()
     drop_pg_schemas()
 
 

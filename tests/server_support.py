@@ -18,6 +18,7 @@ import pytest
 
 pytest.importorskip("starlette", reason="the 'server' extra is not installed")
 
+import httpx  # noqa: E402
 import uvicorn  # noqa: E402
 
 from agentlog import Session, Store  # noqa: E402
@@ -107,6 +108,20 @@ def build_demo(store: Store) -> dict[str, Any]:
 
 def append_some(session: Session, n: int, prefix: str = "event") -> list[str]:
     return [session.append("message", {"content": f"{prefix} {i}"}, role="user").id for i in range(n)]
+
+
+def call(app: Any, method: str, url: str, **kwargs: Any) -> httpx.Response:
+    """One request to ``app`` in process (httpx's ASGI transport), as a
+    client on localhost; never a 5xx (the tests assert that as they go)."""
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            return await client.request(method, url, **kwargs)
+
+    response = asyncio.run(go())
+    assert response.status_code < 500, response.text
+    return response
 
 
 def free_port() -> int:

@@ -9,38 +9,12 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agentlog import Store
-from conftest import PG_DSN
-
-needs_pg = pytest.mark.skipif(not PG_DSN, reason="AGENTLOG_TEST_PG is not set: no PostgreSQL to test against")
-
-
-def _sql(statement: str, *args: object) -> list[tuple[object, ...]]:
-    import psycopg  # only when PostgreSQL is under test: the extra may be absent
-
-    with psycopg.connect(PG_DSN or "", autocommit=True) as conn:
-        cur = conn.execute(statement, args)
-        return cur.fetchall() if cur.description else []
-
-
-@pytest.fixture
-def pg_schema() -> Iterator[str]:
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    yield name
-    _sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s", f"agentlog:{name}%")
-    _sql(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-
-
-def _pg_url(schema: str, **params: str) -> str:
-    assert PG_DSN
-    extra = "".join(f"&{k}={v}" for k, v in params.items())
-    return f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}schema={schema}{extra}"
+from pg_support import needs_pg, pg_url, sql
 
 
 # --- PostgreSQL: the row lease's renewer and the writer share one connection --------
@@ -53,7 +27,7 @@ def test_row_lease_renewal_never_interleaves_with_a_commit(pg_schema: str) -> No
     # Renews every ~170 ms: often enough to meet commits many times in 1.5 s
     # (without the lock this fails every time), and far enough from the ttl
     # that a loaded CI machine does not let the lease lapse.
-    store = Store(_pg_url(pg_schema, lease="row", lease_ttl="0.5"))
+    store = Store(pg_url(pg_schema, lease="row", lease_ttl="0.5"))
     writer = store.create(session_id="s")
     acknowledged: list[str] = []
     deadline = time.monotonic() + 1.5
@@ -73,17 +47,15 @@ def test_delete_keeps_a_blob_that_a_concurrent_commit_names(pg_schema: str) -> N
     removed the blob: the commit's ``ON CONFLICT DO NOTHING`` locked nothing,
     and the delete's ``NOT EXISTS`` judged by a snapshot without the commit.
     The acknowledged event then read back as BlobIntegrityError."""
-    store = Store(_pg_url(pg_schema), blob_threshold=256)
+    store = Store(pg_url(pg_schema), blob_threshold=256)
     shared = {"content": "the same tool output " * 40}
     with store.create(session_id="old") as old:
         old.append("tool_result", shared, role="tool")
     # Hold the new session's commit open (its events insert slowly) while
     # "old" is deleted.
-    _sql(f"""CREATE FUNCTION "{pg_schema}".slow() RETURNS trigger LANGUAGE plpgsql AS
+    sql(f"""CREATE FUNCTION "{pg_schema}".slow() RETURNS trigger LANGUAGE plpgsql AS
              $$ BEGIN IF NEW.session_id = 'new' THEN PERFORM pg_sleep(0.6); END IF; RETURN NEW; END $$""")
-    _sql(
-        f'CREATE TRIGGER slow BEFORE INSERT ON "{pg_schema}".events FOR EACH ROW EXECUTE FUNCTION "{pg_schema}".slow()'
-    )
+    sql(f'CREATE TRIGGER slow BEFORE INSERT ON "{pg_schema}".events FOR EACH ROW EXECUTE FUNCTION "{pg_schema}".slow()')
     new = store.create(session_id="new")
     deleter = threading.Timer(0.2, store.delete, args=("old",))
     deleter.start()
@@ -103,11 +75,11 @@ def test_wait_for_commit_listens_again_after_its_connection_is_dropped(pg_schema
     connection made every later ``wait_for_commit`` of that reader raise
     StorageError "the connection is lost", forever. A reader holds no lease,
     so it may simply listen again."""
-    store = Store(_pg_url(pg_schema))
+    store = Store(pg_url(pg_schema))
     writer = store.create(session_id="s")
     reader = store.open("s", readonly=True)
     assert not reader.wait_for_commit(timeout=0.05)  # now listening
-    _sql(
+    sql(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
         f"agentlog:{pg_schema}:listener",
     )
@@ -126,7 +98,7 @@ def test_wait_for_commit_listens_again_after_its_connection_is_dropped(pg_schema
 def test_first_wait_for_commit_sees_a_commit_made_while_it_began_listening(pg_schema: str) -> None:
     """The first call connects and LISTENs; a commit that landed in between
     was announced to nobody, and the reader slept through its whole timeout."""
-    store = Store(_pg_url(pg_schema))
+    store = Store(pg_url(pg_schema))
     writer = store.create(session_id="s")
     reader = store.open("s", readonly=True)
     backend = store.backend
@@ -158,7 +130,7 @@ def test_a_bad_lease_ttl_is_refused_typed(pg_schema: str, ttl: str) -> None:
     from agentlog.errors import UnknownBackend
 
     with pytest.raises(UnknownBackend, match="lease_ttl"):
-        Store(_pg_url(pg_schema, lease="row", lease_ttl=ttl))
+        Store(pg_url(pg_schema, lease="row", lease_ttl=ttl))
 
 
 # --- SQLite: one lease per database file, whatever name reaches it ------------------
@@ -215,22 +187,22 @@ def test_postgres_metadata_keeps_nul_characters_and_key_order(pg_schema: str, tm
     files = Store(tmp_path / "home")
     files.create(session_id="s", name="title\x00with a NUL", working_dir="/w").close()
     files.update_meta("s", zeta={"b\x00": ["\x00"]}, alpha=1)
-    pg = Store(_pg_url(pg_schema))
+    pg = Store(pg_url(pg_schema))
     assert copy_sessions(files, pg).created == ["s"]
     assert pg.meta("s") == files.meta("s")
     assert list(pg.meta("s")) == list(files.meta("s"))  # the order written
     assert pg.info("s").name == "title\x00with a NUL"
     # queries still read the jsonb copy (search by working directory)
-    rows = _sql(f"""SELECT meta->>'working_dir', meta->>'name' FROM "{pg_schema}".sessions""")
+    rows = sql(f"""SELECT meta->>'working_dir', meta->>'name' FROM "{pg_schema}".sessions""")
     assert rows == [("/w", "titlewith a NUL")]
     pg.close()
 
 
 @needs_pg
 def test_metadata_written_before_migration_0004_still_reads(pg_schema: str) -> None:
-    store = Store(_pg_url(pg_schema))
+    store = Store(pg_url(pg_schema))
     store.create(session_id="old", name="from before").close()
-    _sql(f'UPDATE "{pg_schema}".sessions SET meta_text = NULL')  # as 0001-0003 left it
+    sql(f'UPDATE "{pg_schema}".sessions SET meta_text = NULL')  # as 0001-0003 left it
     assert store.meta("old")["name"] == "from before"
     assert [i.name for i in store.list()] == ["from before"]
     store.close()
@@ -243,7 +215,7 @@ def test_reads_survive_every_pooled_connection_being_ended(pg_schema: str) -> No
     once only, so the first reads afterwards met dead connections twice and
     failed with StorageError "terminating connection" although the server
     was up again."""
-    store = Store(_pg_url(pg_schema))
+    store = Store(pg_url(pg_schema))
     store.create(session_id="s").close()
     pool = store.backend._pool  # type: ignore[attr-defined]  # the one peek: fill the pool
     ready = threading.Barrier(pool.max_size)
@@ -257,7 +229,7 @@ def test_reads_survive_every_pooled_connection_being_ended(pg_schema: str) -> No
         t.start()
     for t in holders:
         t.join()
-    ended = _sql(
+    ended = sql(
         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
         f"agentlog:{pg_schema}",
     )

@@ -5,38 +5,12 @@ tests/test_postgres.py does) and are skipped, loudly, without it."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from agentlog import Store
 from agentlog.copying import copy_sessions
 from conftest import PG_DSN
-
-needs_pg = pytest.mark.skipif(not PG_DSN, reason="AGENTLOG_TEST_PG is not set: no PostgreSQL to test against")
-
-
-def _sql(statement: str, *args: object) -> list[tuple[object, ...]]:
-    import psycopg  # only when PostgreSQL is under test: the extra may be absent
-
-    with psycopg.connect(PG_DSN or "", autocommit=True) as conn:
-        cur = conn.execute(statement, args)
-        return cur.fetchall() if cur.description else []
-
-
-@pytest.fixture
-def pg_schema() -> Iterator[str]:
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    yield name
-    _sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s", f"agentlog:{name}%")
-    _sql(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-
-
-def _pg_url(schema: str) -> str:
-    assert PG_DSN
-    return f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}schema={schema}"
+from pg_support import needs_pg, pg_url, sql
 
 
 # --- copy: the artifacts directory holds more than sidecars -------------------------
@@ -68,10 +42,10 @@ def test_metadata_an_older_writer_updates_is_not_hidden_by_meta_text(pg_schema: 
     version before it updates ``meta`` alone (a rename, an archive). Its
     change was invisible to every newer reader, which kept reading the stale
     ``meta_text``."""
-    store = Store(_pg_url(pg_schema))
+    store = Store(pg_url(pg_schema))
     store.create(session_id="s", name="before").close()
     # What the previous release's write_meta runs:
-    _sql(f"""UPDATE "{pg_schema}".sessions SET meta = meta || '{{"name": "renamed"}}'::jsonb WHERE id = 's'""")
+    sql(f"""UPDATE "{pg_schema}".sessions SET meta = meta || '{{"name": "renamed"}}'::jsonb WHERE id = 's'""")
     assert store.meta("s")["name"] == "renamed"
     assert [i.name for i in store.list()] == ["renamed"]
     # and this version's own writes still keep the exact text
@@ -97,7 +71,7 @@ def test_a_record_cut_in_the_middle_is_reported_as_quarantined_not_also_as_lost(
 
 @needs_pg
 def test_deletes_check_for_other_users_of_a_blob_through_an_index(pg_schema: str) -> None:
-    store = Store(_pg_url(pg_schema), blob_threshold=256)
+    store = Store(pg_url(pg_schema), blob_threshold=256)
     with store.create(session_id="s") as s:
         s.append("tool_result", {"content": "x" * 2000}, role="tool")  # a blob
     with store.create(session_id="t") as t:

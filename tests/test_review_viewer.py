@@ -11,8 +11,6 @@ as in ``test_server_browser.py``.
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -31,8 +29,6 @@ from agentlog import Store  # noqa: E402
 from agentlog.server import create_app  # noqa: E402
 
 API = "/api/v1"
-CHROMIUM = os.environ.get("AGENTLOG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -66,26 +62,19 @@ def test_the_token_cookie_is_found_beside_a_cookie_simplecookie_rejects() -> Non
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
+from browser_support import chromium, watched_page  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"SKIPPED LOUDLY: no Chromium at {CHROMIUM}; install Debian's 'chromium' or set AGENTLOG_CHROMIUM")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium(sync_api) as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1300, "height": 900})
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda exc: errors.append(str(exc)))
-    opened.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    yield opened
-    context.close()
+    with watched_page(browser, width=1300, height=900) as (opened, errors):
+        yield opened
     assert errors == [], f"the page logged errors: {errors}"
 
 

@@ -8,8 +8,6 @@ with the reason. Screenshots land in the test's temporary directory.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,47 +22,22 @@ sync_api = pytest.importorskip(
 import httpx  # noqa: E402
 
 from agentlog import Store  # noqa: E402
+from browser_support import chromium, needs_chromium, watched_page  # noqa: E402
 
-CHROMIUM = os.environ.get("AGENTLOG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-pytestmark = [
-    pytest.mark.skipif(
-        not os.access(CHROMIUM, os.X_OK),
-        reason=f"SKIPPED LOUDLY: no Chromium at {CHROMIUM}; install Debian's "
-        "'chromium' package (make test does it as root) or set AGENTLOG_CHROMIUM",
-    ),
-    pytest.mark.timeout(180),
-]
+pytestmark = [needs_chromium, pytest.mark.timeout(180)]
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium(sync_api) as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     # bypass_csp: the page forbids eval, which wait_for_function(str) needs.
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, bypass_csp=True)
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda exc: errors.append(str(exc)))
-    opened.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    yield opened
-    context.close()
+    with watched_page(browser, width=1400, height=1000, bypass_csp=True) as (opened, errors):
+        yield opened
     assert errors == [], f"the page logged errors: {errors}"
 
 

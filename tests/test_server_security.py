@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from server_support import build_demo
+from server_support import build_demo, call
 
 httpx = pytest.importorskip("httpx")
 
@@ -25,17 +24,6 @@ from agentlog.server import create_app, security  # noqa: E402
 from agentlog.server.run import viewer_url  # noqa: E402
 
 TOKEN = "s3cret-token-for-tests"
-
-
-def call(app: Any, method: str, url: str, **kwargs: Any) -> httpx.Response:
-    async def go() -> httpx.Response:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
-            return await client.request(method, url, **kwargs)
-
-    response = asyncio.run(go())
-    assert response.status_code < 500, response.text
-    return response
 
 
 @pytest.fixture

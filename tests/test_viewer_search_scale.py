@@ -10,8 +10,6 @@ this file as a script against a real server (figures in docs/server.md)::
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 import threading
 import time
@@ -32,19 +30,9 @@ sync_api = pytest.importorskip(
 import httpx  # noqa: E402
 
 from agentlog import Session, Store  # noqa: E402
+from browser_support import ARGS, CHROMIUM, chromium, needs_chromium, watched_page  # noqa: E402
 
 API = "/api/v1"
-CHROMIUM = os.environ.get("AGENTLOG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def build_big(session: Session, n: int) -> dict[str, Any]:
@@ -79,35 +67,19 @@ def build_big(session: Session, n: int) -> dict[str, Any]:
 
 pytestmark = pytest.mark.timeout(120)
 
-needs_chromium = pytest.mark.skipif(
-    not os.access(CHROMIUM, os.X_OK),
-    reason=f"SKIPPED LOUDLY: no Chromium at {CHROMIUM}; install Debian's "
-    "'chromium' package (make test does it as root) or set AGENTLOG_CHROMIUM",
-)
-
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"SKIPPED LOUDLY: no Chromium at {CHROMIUM}")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium(sync_api) as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     # The page's own Content-Security-Policy stays on (no bypass_csp): what
     # the viewer draws must work under it. Hence no wait_for_function(str) here.
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda exc: errors.append(str(exc)))
-    opened.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    opened.on("dialog", lambda dialog: errors.append(f"dialog: {dialog.message}"))
-    yield opened
-    context.close()
+    with watched_page(browser, width=1400, height=900, dialogs=True) as (opened, errors):
+        yield opened
     # A refused search is a 400 the browser logs as a failed resource: expected.
     errors = [e for e in errors if "status of 400" not in e]
     assert errors == [], f"the page logged errors: {errors}"

@@ -1,0 +1,69 @@
+"""The browser the viewer's tests drive: Debian's Chromium through Playwright.
+
+Playwright's own browser download does not work here, so the tests use
+``/usr/bin/chromium`` (or ``$AGENTLOG_CHROMIUM``); ``make test`` installs it
+with apt-get when it can. Without one the tests are skipped, loudly, with
+the reason. Import this after ``pytest.importorskip("playwright.sync_api")``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+__all__ = ["ARGS", "CHROMIUM", "NO_CHROMIUM", "chromium", "needs_chromium", "watched_page"]
+
+CHROMIUM = os.environ.get("AGENTLOG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+NO_CHROMIUM = (
+    f"SKIPPED LOUDLY: no Chromium at {CHROMIUM}; install Debian's "
+    "'chromium' package (make test does it as root) or set AGENTLOG_CHROMIUM"
+)
+needs_chromium = pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=NO_CHROMIUM)
+
+
+@contextmanager
+def chromium(sync_api: Any) -> Iterator[Any]:
+    """A launched headless Chromium (skips the test without one)."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(NO_CHROMIUM)
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@contextmanager
+def watched_page(
+    browser: Any, *, width: int, height: int, bypass_csp: bool = False, dialogs: bool = False
+) -> Iterator[tuple[Any, list[str]]]:
+    """A page in a fresh context, and the list its errors are collected in
+    (uncaught exceptions, console errors and, with ``dialogs``, any dialog);
+    the caller asserts on the list."""
+    context = browser.new_context(viewport={"width": width, "height": height}, bypass_csp=bypass_csp)
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    opened.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    if dialogs:
+        opened.on("dialog", lambda dialog: errors.append(f"dialog: {dialog.message}"))
+    try:
+        yield opened, errors
+    finally:
+        context.close()
