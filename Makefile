@@ -6,7 +6,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint bench bench-peers crash-test fuzz clean chromium
 
-$(STAMP): pyproject.toml
+# setup.py and the C file too: the editable install builds agentlog._speedups
+# in place, and a changed C file needs building again.
+$(STAMP): pyproject.toml setup.py src/agentlog/_speedups.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,postgres,redact,server,server-test,openai-agents,adk,langgraph,integration-tests]'
@@ -26,8 +28,9 @@ chromium:
 demo: $(STAMP)
 	$(PY) -m agentlog.demo
 
+# AGENTLOG_REQUIRE_SPEEDUPS: the C loop must have built (tests/test_speedups.py).
 test: $(STAMP) chromium lint
-	$(PY) -m pytest -q
+	AGENTLOG_REQUIRE_SPEEDUPS=1 $(PY) -m pytest -q
 
 # Lint, formatting and the strict type check (config in pyproject.toml),
 # run by `make test` before the tests.

@@ -61,7 +61,21 @@ def _imported(load: Callable[[], Any], scheme: str) -> Any:
         ) from None
 
 
+#: Factories already found, by scheme. Scanning the installed packages'
+#: entry points costs milliseconds (every distribution's metadata is read),
+#: which every ``Store(...)`` would pay again; a backend installed while a
+#: process runs is seen by the next process.
+_FOUND: dict[str, BackendFactory] = {}
+
+
 def _load(scheme: str) -> BackendFactory:
+    factory = _FOUND.get(scheme)
+    if factory is None:
+        factory = _FOUND[scheme] = _find(scheme)
+    return factory
+
+
+def _find(scheme: str) -> BackendFactory:
     found = [ep for ep in entry_points(group=GROUP) if ep.name == scheme]
     if found:
         factory: BackendFactory = _imported(found[0].load, scheme)

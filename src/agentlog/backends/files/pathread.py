@@ -16,8 +16,11 @@ owns the index rebuild and the corruption report.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import os
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from zlib import crc32
 
@@ -32,7 +35,7 @@ from ...event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, Event, is_event_id, sto
 if TYPE_CHECKING:
     from .storage import FileSessionStorage
 
-__all__ = ["BLOCK", "FIRST_BLOCK", "fast_record_ok", "make_event", "read_ancestors"]
+__all__ = ["BLOCK", "FIRST_BLOCK", "fast_record_ok", "follow", "make_event", "read_ancestors"]
 
 #: Bytes read per backward step: large enough that a syscall is rare per
 #: event, small enough that memory stays bounded whatever the path length.
@@ -146,7 +149,7 @@ def _read(
         if pos >= 0 and pos != declined:
             # The common case first: the parents sit line after line, back.
             budget = (bound + 1 if limit is None else limit) - len(out)
-            pos, want, done = _follow(lines, pos, want, out, budget, until_kind, until_id)
+            pos, want, done = follow(lines, pos, want, out, budget, until_kind, until_id)
             if done or want == NIL_ID or (limit is not None and len(out) >= limit):
                 break
             declined = pos
@@ -243,6 +246,28 @@ def _follow(
         want = parent
         key = parent.encode()
     return pos, want, False
+
+
+def _load_speedups() -> Callable[..., tuple[int, str, bool]] | None:
+    """The C build of ``_follow`` (``agentlog._speedups``), or None where it
+    was not built (an install without a C compiler) or is turned off with
+    ``AGENTLOG_PURE_PYTHON=1``: then ``_follow`` itself runs, the same loop,
+    slower. Whatever the C loop accepts, ``_follow`` accepts too and builds
+    the same ``Event`` from (tests/test_speedups.py)."""
+    if os.environ.get("AGENTLOG_PURE_PYTHON"):
+        return None
+    try:
+        from ... import _speedups  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    names = tuple(f.name for f in dataclasses.fields(Event))
+    _speedups.configure(Event, names, loads)
+    follow: Callable[..., tuple[int, str, bool]] = _speedups.follow
+    return follow
+
+
+#: The inner loop a whole-path read runs: the C build when there is one.
+follow = _load_speedups() or _follow
 
 
 def _event_of(rec: dict[str, Any]) -> Event:
