@@ -238,3 +238,47 @@ def test_nesting_limit_falls_where_it_falls_for_the_whole_line(depth: int) -> No
     py, c = _run(pathread._follow, lines, ids[0]), _run(_speedups.follow, lines, ids[0])
     assert len(py[3]) == len(c[3]) and py[:3] == c[:3]
     assert (len(c[3]) == 1) == (depth < 1024)
+
+
+def _run_block(follow_block: Any, data: bytes, floor: int, end: int, want: str, budget: int = 10**6) -> tuple[Any, ...]:
+    out: list[Event] = []
+    stop, nxt, done = follow_block(data, floor, end, want, out, budget, None, None)
+    return stop, nxt, done, out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(_fields, min_size=1, max_size=6),
+    st.integers(0, 2**32),
+    st.integers(-1, len(_EDITS) - 1),
+    st.booleans(),
+    st.integers(0, 6),
+)
+def test_the_block_loop_takes_lines_in_place_as_the_list_loop_does(
+    rows: list[tuple[Any, ...]], seed: int, edit: int, reframe: bool, budget: int
+) -> None:
+    """``follow_block`` over a block's bytes is ``_follow_block`` (the
+    Python loop over the same bytes split into lines), damaged or not,
+    whatever the first complete line and the budget."""
+    lines, ids = _chain(rows, seed)
+    r = random.Random(seed)
+    if edit >= 0:
+        at = r.randrange(len(lines))
+        damaged = _EDITS[edit](lines[at], r)
+        lines[at] = _reframe(damaged) if reframe and b',"crc":"' in damaged else damaged
+    data = b"".join(line + b"\n" for line in lines)
+    floor = 0 if r.random() < 0.5 else data.find(b"\n") + 1  # as if the block began inside the first line
+    py = _run_block(pathread._follow_block, data, floor, len(data), ids[-1], budget)
+    c = _run_block(_speedups.follow_block, data, floor, len(data), ids[-1], budget)
+    assert len(c[3]) <= len(py[3])
+    assert all(_same(a, b) for a, b in zip(c[3], py[3], strict=False))
+    if edit < 0 or len(c[3]) == len(py[3]):
+        assert c[:3] == py[:3] and len(c[3]) == len(py[3])
+
+
+def test_the_block_loop_refuses_a_region_that_is_not_whole_lines() -> None:
+    with pytest.raises(ValueError):
+        _speedups.follow_block(b"abc", 0, 2, NIL_ID, [], 1, None, None)
+    with pytest.raises(ValueError):
+        _speedups.follow_block(b"abc\n", 0, 9, NIL_ID, [], 1, None, None)
+    assert _speedups.follow_block(b"", 0, 0, NIL_ID, [], 1, None, None) == (0, NIL_ID, False)

@@ -173,9 +173,26 @@ def _read(
             pos -= 1
             event = None if rec is None else _event_of(rec)
         if event is None:
-            lines, rec = _load(storage, want, size)
-            pos, declined = len(lines) - 2, -1
+            block = _load(storage, want, size)
             size = min(size * 4, BLOCK)
+            lines, pos, declined, rec = [], -1, -1, None
+            if block is not None:
+                data, floor = block
+                # The fast loop takes the block's lines in place, from its
+                # last (the record the index framed) back: a linear path is
+                # never split into line objects at all.
+                taken = len(out)
+                budget = (bound + 1 if limit is None else limit) - taken
+                end, nxt, done = follow_block(data, floor, len(data), want, out, budget, until_kind, until_id)
+                lines = _lines(data, floor, end)  # what it left, if anything
+                pos = len(lines) - 1
+                if len(out) > taken:
+                    if done or nxt == NIL_ID or (limit is not None and len(out) >= limit):
+                        break
+                    want, declined = nxt, pos
+                    continue
+                rec = _decode(lines[-1], want)
+                pos -= 1
             # a record the full check declines is read by get(), which holds
             # every rule (and the index rebuild, and the corruption report)
             event = storage.get(want) if rec is None else _event_of(rec)
@@ -248,7 +265,7 @@ def _follow(
     return pos, want, False
 
 
-def _load_speedups() -> Callable[..., tuple[int, str, bool]] | None:
+def _load_speedups() -> Any:
     """The C build of ``_follow`` (``agentlog._speedups``), or None where it
     was not built (an install without a C compiler) or is turned off with
     ``AGENTLOG_PURE_PYTHON=1``: then ``_follow`` itself runs, the same loop,
@@ -262,12 +279,7 @@ def _load_speedups() -> Callable[..., tuple[int, str, bool]] | None:
         return None
     names = tuple(f.name for f in dataclasses.fields(Event))
     _speedups.configure(Event, names, loads)
-    follow: Callable[..., tuple[int, str, bool]] = _speedups.follow
-    return follow
-
-
-#: The inner loop a whole-path read runs: the C build when there is one.
-follow = _load_speedups() or _follow
+    return _speedups
 
 
 def _event_of(rec: dict[str, Any]) -> Event:
@@ -285,35 +297,59 @@ def _event_of(rec: dict[str, Any]) -> Event:
     )
 
 
-def _split(data: bytes, whole: bool) -> list[bytes]:
-    """Complete lines of ``data`` (which ends at a line end), without their
-    newlines. Unless ``whole`` (the block starts at a chunk's first byte),
-    the bytes before the first newline may be the tail of an earlier line
-    and are dropped."""
-    skip = 0
-    if not whole:
-        nl = data.find(b"\n")
-        skip = nl + 1 if nl >= 0 else len(data)
-    lines = data[skip:].split(b"\n")
-    lines.pop()  # data ends with a newline: the last piece is empty
+def _follow_block(
+    data: bytes,
+    floor: int,
+    end: int,
+    want: str,
+    out: list[Event],
+    budget: int,
+    until_kind: str | None,
+    until_id: str | None,
+) -> tuple[int, str, bool]:
+    """``_follow`` over the complete lines of ``data[floor:end]`` (each ending
+    with a newline), from the last back. Returns where the lines it did not
+    take end (``floor`` when it took them all), the id wanted next, and
+    whether ``until_kind``/``until_id`` ended the walk. The C build does the
+    same without making a ``bytes`` of each line."""
+    lines = _lines(data, floor, end)
+    pos, want, done = _follow(lines, len(lines) - 1, want, out, budget, until_kind, until_id)
+    return floor + sum(len(line) + 1 for line in lines[: pos + 1]), want, done
+
+
+def _lines(data: bytes, floor: int, end: int) -> list[bytes]:
+    """The lines of ``data[floor:end]`` (which ends with a newline, or is
+    empty), without their newlines."""
+    lines = data[floor:end].split(b"\n")
+    lines.pop()  # the last piece, after the final newline, is empty
     return lines
 
 
-def _load(storage: FileSessionStorage, want: str, size: int) -> tuple[list[bytes], dict[str, Any] | None]:
-    """The lines of the log block that ends with ``want``'s record, and that
-    record if it is intact there (else None: ``get`` decides)."""
+def _load(storage: FileSessionStorage, want: str, size: int) -> tuple[bytes, int] | None:
+    """The log block that ends with ``want``'s record, and where its first
+    complete line starts; None if the index does not frame a line there
+    (``get`` then decides, and reports)."""
     entry = storage._lookup(want)
     if entry is None:
         raise EventNotFound(want, storage.session_id)
     chunk, offset, length = entry.chunk, entry.offset, entry.length
     if not (0 <= chunk < len(storage.log.numbers) and 0 < length <= storage.log.chunk_size):
-        return [], None  # a damaged entry, or a record larger than a chunk
+        return None  # a damaged entry, or a record larger than a chunk
     end = offset + length
     start = max(0, end - max(size, length))
     data = storage.log.read(chunk, start, end - start)
     if len(data) != end - start or not data.endswith(b"\n"):
-        return [], None
-    lines = _split(data, start == 0)
-    if not lines or end - len(lines[-1]) - 1 != offset:
-        return [], None  # the index does not frame a line here
-    return lines, _decode(lines[-1], want)
+        return None
+    # Unless the block starts at the chunk's first byte, the bytes before
+    # its first newline may be the tail of an earlier line: not a line.
+    floor = 0 if start == 0 else data.find(b"\n") + 1
+    last = data.rfind(b"\n", floor, len(data) - 1) + 1  # where the block's last line starts
+    if start + max(last, floor) != offset or floor == len(data):
+        return None  # the index does not frame a line here
+    return data, floor
+
+
+_speedups = _load_speedups()
+#: The inner loops a whole-path read runs: the C builds when there are.
+follow: Callable[..., tuple[int, str, bool]] = _follow if _speedups is None else _speedups.follow
+follow_block: Callable[..., tuple[int, str, bool]] = _follow_block if _speedups is None else _speedups.follow_block
