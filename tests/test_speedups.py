@@ -282,3 +282,16 @@ def test_the_block_loop_refuses_a_region_that_is_not_whole_lines() -> None:
     with pytest.raises(ValueError):
         _speedups.follow_block(b"abc\n", 0, 9, NIL_ID, [], 1, None, None)
     assert _speedups.follow_block(b"", 0, 0, NIL_ID, [], 1, None, None) == (0, NIL_ID, False)
+
+
+def test_crc32_is_zlibs_on_every_length() -> None:
+    """The carry-less-multiplication CRC (where the CPU has it) folds 64 and
+    16 bytes at a time and hands the rest to zlib: every length from 0 to
+    300 crosses each of its boundaries, with several starting values."""
+    import zlib
+
+    rng = random.Random(11)
+    for n in [*range(301), 634, 4096, 65_537]:
+        data = rng.randbytes(n)
+        for start in (0, 1, 0xFFFFFFFF, rng.getrandbits(32)):
+            assert _speedups.crc32(data, start) == zlib.crc32(data, start), (n, start)

@@ -116,6 +116,22 @@ static PyObject *ascii_str(const unsigned char *p, Py_ssize_t n) {
     return s;
 }
 
+/* Kinds and roles: a session uses a handful, so the str of each is made
+ * once and shared (str objects are immutable), not allocated per event. */
+#define NAME_CACHE 32
+static PyObject *name_cache[NAME_CACHE];
+static int name_cached = 0;
+
+static PyObject *name_str(const unsigned char *p, Py_ssize_t n) {
+    for (int i = 0; i < name_cached; i++) {
+        PyObject *c = name_cache[i];
+        if (PyUnicode_GET_LENGTH(c) == n && memcmp(PyUnicode_DATA(c), p, (size_t)n) == 0) return Py_NewRef(c);
+    }
+    PyObject *str = ascii_str(p, n);
+    if (str != NULL && name_cached < NAME_CACHE) name_cache[name_cached++] = Py_NewRef(str);
+    return str;
+}
+
 /* Where the payload ends (the comma of ,"digest":null), or -1 if the line's
  * tail is not exactly ,"digest":null [,"txn":[<digits>,<digits>]] ,"crc":"...". */
 static Py_ssize_t payload_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t floor) {
@@ -336,8 +352,8 @@ static PyObject *event_of(const unsigned char *s, Py_ssize_t n, const unsigned c
     Py_DECREF(parsed);
 
     PyObject *parent_s = ascii_str(parent, ID_LEN);
-    PyObject *kind_s = ascii_str(kind, kind_n);
-    PyObject *role_s = role == NULL ? Py_NewRef(Py_None) : ascii_str(role, role_n);
+    PyObject *kind_s = name_str(kind, kind_n);
+    PyObject *role_s = role == NULL ? Py_NewRef(Py_None) : name_str(role, role_n);
     PyObject *stamp_s = ascii_str(stamp, stamp_n);
     PyObject *extra = PyDict_New();
     PyObject *event = event_type->tp_alloc(event_type, 0);
@@ -361,6 +377,14 @@ static PyObject *event_of(const unsigned char *s, Py_ssize_t n, const unsigned c
     return event;
 }
 
+/* a == b for a str ``a`` and any ``b`` (``kind == until_kind`` in Python),
+ * without a rich comparison per event when the lengths differ. */
+static int same_str(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (!PyUnicode_Check(b) || PyUnicode_GET_LENGTH(a) != PyUnicode_GET_LENGTH(b)) return 0;
+    return PyUnicode_Compare(a, b) == 0;
+}
+
 /* One step of either loop: the event of line s[0:n] if it is ``*want``'s,
  * appended to ``out``; then ``*want`` becomes its parent.  Returns 1 if it
  * was taken, 0 if the loop stops here, -1 on an error; sets ``*done`` when
@@ -377,12 +401,8 @@ static int step(const unsigned char *s, Py_ssize_t n, PyObject **want, PyObject 
     int appended = PyList_Append(out, event);
     Py_DECREF(event);
     int stop = 0;
-    if (appended == 0 && until_kind != Py_None) {
-        stop = PyUnicode_Check(until_kind) && PyUnicode_Compare(kind, until_kind) == 0;
-    }
-    if (appended == 0 && !stop && until_id != Py_None) {
-        stop = PyUnicode_Check(until_id) && PyUnicode_Compare(*want, until_id) == 0;
-    }
+    if (appended == 0 && until_kind != Py_None) stop = same_str(kind, until_kind);
+    if (appended == 0 && !stop && until_id != Py_None) stop = same_str(*want, until_id);
     Py_DECREF(kind);
     if (appended < 0 || PyErr_Occurred()) {
         Py_DECREF(parent);

@@ -337,12 +337,37 @@ class Harness:
                     opened.append("ro" if readonly else "rw")
             except self.Typed:
                 pass  # damage a writer's recovery may not fix: reported, typed
+        self._both_loops_agree()
         before = self._snapshot()
         problems = self.store.fsck(SID)
         assert self._snapshot() == before, "plain fsck changed the store"
         if "rw" in opened and not any(p.severity == "error" for p in problems):
             return "recovered, fsck clean"
         return "opened: " + ("+".join(opened) or "refused (typed)")
+
+    def _both_loops_agree(self) -> None:
+        """The whole-path read's C loop (``agentlog._speedups``) and its
+        Python reference read the damaged session alike: the same events,
+        or the same typed error. Each from a fresh read-only open, so that
+        what one read learns about the damage cannot steer the other."""
+        from agentlog.backends.files import pathread
+
+        loops = {
+            "c": (pathread.follow, pathread.follow_block),
+            "python": (pathread._follow, pathread._follow_block),
+        }
+        seen = {}
+        try:
+            for name, (follow, follow_block) in loops.items():
+                pathread.follow, pathread.follow_block = follow, follow_block
+                try:
+                    with self.store.open(SID, readonly=True) as s:
+                        seen[name] = [json.dumps(e.to_dict(), sort_keys=True) for e in s.path()]
+                except self.Typed as exc:
+                    seen[name] = [type(exc).__name__]
+        finally:
+            pathread.follow, pathread.follow_block = loops["c"]
+        assert seen["c"] == seen["python"], f"the C and Python loops read the path differently: {seen}"
 
     def _index(self, rel: str, original: bytes, content: bytes) -> str:
         for readonly in (True, False):

@@ -39,7 +39,7 @@ __all__ = ["BLOCK", "FIRST_BLOCK", "fast_record_ok", "follow", "make_event", "re
 
 #: Bytes read per backward step: large enough that a syscall is rare per
 #: event, small enough that memory stays bounded whatever the path length.
-BLOCK = 1 << 18
+BLOCK = 1 << 20
 #: The first block of a read: a bounded read (``limit``, a context that
 #: stops at a compaction near HEAD) reads little; a long one grows x4 per
 #: block up to ``BLOCK``.
