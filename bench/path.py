@@ -101,6 +101,17 @@ def _agentlog(home: str, sid: str, what: str) -> Any:
                 from agentlog.backends.base import SessionStorage
 
                 return len(SessionStorage.ancestors(sess.storage, sess.head))
+            if what == "python loop":
+                # The same block read with its inner loop in Python (what
+                # runs where agentlog._speedups was not built), in the same run.
+                from agentlog.backends.files import pathread
+
+                fast = pathread.follow, pathread.follow_block
+                pathread.follow, pathread.follow_block = pathread._follow, pathread._follow_block
+                try:
+                    return len(sess.transcript())
+                finally:
+                    pathread.follow, pathread.follow_block = fast
             if what == "context":
                 return len(sess.context())
             return len(list(islice(sess.walk(), 20)))
@@ -206,6 +217,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
                 "agentlog transcript": _agentlog(home, sid, "transcript"),
                 "agentlog context": _agentlog(home, sid, "context"),
                 "agentlog per-event walk (before)": _agentlog(home, sid, "before"),
+                "agentlog transcript, Python loop": _agentlog(home, sid, "python loop"),
                 "sdk get_items": _sdk(db, loop, None),
                 "agentlog last 20": _agentlog(home, sid, "last20"),
                 "sdk last 20": _sdk(db, loop, 20),
@@ -225,6 +237,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
                 "ratio_transcript": t["agentlog transcript"]["median_s"] / sdk_med,
                 "ratio_context": t["agentlog context"]["median_s"] / sdk_med,
                 "ratio_before": t["agentlog per-event walk (before)"]["median_s"] / sdk_med,
+                "ratio_python_loop": t["agentlog transcript, Python loop"]["median_s"] / sdk_med,
                 "ratio_last20": t["agentlog last 20"]["median_s"] / t["sdk last 20"]["median_s"],
                 "ratio_jsonl": t["agentlog transcript"]["median_s"] / t["jsonl parse (pi-style)"]["median_s"],
                 "ratio_whole_json": t["agentlog transcript"]["median_s"] / t["whole-file JSON"]["median_s"],
@@ -259,6 +272,10 @@ def report(res: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
             )
         )
         ratios.append((f"before: open+per-event walk, {int(n):,} / SDK get_items", row["ratio_before"], None))
+        if "ratio_python_loop" in row:
+            ratios.append(
+                (f"open+transcript, Python inner loop, {int(n):,} / SDK get_items", row["ratio_python_loop"], None)
+            )
         ratios.append((f"last 20, {int(n):,} linear / SDK get_items(limit=20)", row["ratio_last20"], None))
         if "ratio_jsonl" in row:
             ratios.append((f"open+transcript, {int(n):,} / pi-style JSONL parse", row["ratio_jsonl"], None))

@@ -188,13 +188,22 @@ def test_session_prefixes(cli_store):
 
 
 # --- branching: checkout, tree, show ----------------------------------------------------
+def _prefix(event_id: str, others: tuple[str, ...]) -> str:
+    """A short prefix of ``event_id`` that none of ``others`` shares: two
+    appends in the same millisecond share the first 13 characters."""
+    n = 13
+    while any(other.startswith(event_id[:n]) for other in others):
+        n += 1
+    return event_id[:n]
+
+
 def branched(home):
     """a -> b -> c, then checkout b and append d: b is a branch point, HEAD = d."""
     sid = new_session(home, "--name", "branchy")
     a = append(home, sid, "message", {"content": "try approach A"}, "user")
     b = append(home, sid, "message", {"content": "ok"}, "assistant")
     c = append(home, sid, "message", {"content": "approach A fails"}, "assistant")
-    ok(home, "checkout", sid, b[:13])
+    ok(home, "checkout", sid, _prefix(b, (a, c)))
     d = append(home, sid, "message", {"content": "try approach B"}, "user")
     return sid, a, b, c, d
 

@@ -251,7 +251,7 @@ static uint32_t crc32_any(uint32_t crc, const unsigned char *buf, size_t len) {
         len -= whole;
     }
 #endif
-    return (uint32_t)crc32(crc, buf, (uInt)len);
+    return (uint32_t)crc32_z(crc, buf, (z_size_t)len);
 }
 
 static PyObject *crc32_py(PyObject *self, PyObject *args) {
