@@ -44,10 +44,17 @@ def inline_op(path: str, counter: Counter | None = None) -> Op:
 
 
 def interleaved(
-    ops: dict[str, Op], rounds: int, before: Callable[[str], None] | None = None
+    ops: dict[str, Op], rounds: int, before: Callable[[str], None] | None = None, warmup: int = 0
 ) -> dict[str, dict[str, Any]]:
-    """Run every op once per round, the order rotating, and keep each one's times."""
+    """Run every op once per round, the order rotating, and keep each one's
+    times. ``warmup`` rounds run first, untimed, for every op alike: a part
+    with few rounds would otherwise time the first uses of a fresh process
+    (its allocator growing, its first full collection) in one side or the
+    other."""
     names = list(ops)
+    for _ in range(warmup):
+        for name in names:
+            ops[name]()
     times: dict[str, list[float]] = {n: [] for n in names}
     lengths: dict[str, int] = {}
     for r in range(rounds):

@@ -161,7 +161,7 @@ def run(ctx: dict[str, Any]) -> dict[str, Any]:
             ops = {"agentlog transcript": _transcript(home, sid)}
             if info["sdk"]:
                 ops["sdk get_items"] = _get_items(os.path.join(directory, "sdk.db"), loop)
-            t = interleaved(ops, 5 if n < 1_000_000 else 3)
+            t = interleaved(ops, 5 if n < 1_000_000 else 3, warmup=1)
             if any(v["result_len"] != n for v in t.values()):
                 raise RuntimeError(f"lengths disagree at {n}: { {k: v['result_len'] for k, v in t.items()} }")
             row: dict[str, Any] = {"times": t}
