@@ -210,6 +210,7 @@ def test_read_ancestors_is_the_same_with_and_without_the_c_loop(
     with store.open("t", readonly=True) as r:
         fast = {i: r.storage.ancestors(i) for i in ids[::5] + [ids[-1]]}
         monkeypatch.setattr(pathread, "follow", pathread._follow)
+        monkeypatch.setattr(pathread, "follow_block", pathread._follow_block)
         for i, events in fast.items():
             slow = r.storage.ancestors(i)
             assert len(slow) == len(events) and all(_same(a, b) for a, b in zip(slow, events, strict=True))

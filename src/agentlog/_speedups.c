@@ -22,7 +22,7 @@
  * (tests/test_speedups.py checks both on the same lines, hypothesis
  * generated, and the fuzz suite does the same).
  */
-#define _GNU_SOURCE /* memrchr */
+#define _GNU_SOURCE /* memrchr, on glibc */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -47,16 +47,20 @@ static const char DIGEST_NULL[] = ",\"digest\":null";
 static const char TXN_KEY[] = ",\"txn\":[";
 static const char CRC_KEY[] = ",\"crc\":\"";
 
-#if !defined(__GLIBC__)
-/* memrchr is a GNU extension: the same, plainly, elsewhere */
-static void *memrchr(const void *s, int c, size_t n) {
-    const unsigned char *p = (const unsigned char *)s + n;
-    while (p > (const unsigned char *)s) {
-        if (*--p == (unsigned char)c) return (void *)p;
+/* The last '\n' in s[0:n]: glibc's memrchr, or the same plainly where
+ * libc has none (memrchr is a GNU extension; musl and the BSDs declare it
+ * only under conditions, so the fallback has a name of its own). */
+static const unsigned char *last_newline(const unsigned char *s, size_t n) {
+#if defined(__GLIBC__)
+    return memrchr(s, '\n', n);
+#else
+    const unsigned char *p = s + n;
+    while (p > s) {
+        if (*--p == '\n') return p;
     }
     return NULL;
-}
 #endif
+}
 
 #define LIT(s) (sizeof(s) - 1)
 #define ID_LEN 36
@@ -394,7 +398,9 @@ static int step(const unsigned char *s, Py_ssize_t n, PyObject **want, PyObject 
     Py_ssize_t key_n;
     const char *key = PyUnicode_AsUTF8AndSize(*want, &key_n);
     if (key == NULL) return -1;
-    if (key_n != ID_LEN) return 0;
+    /* the caller's id is checked as the Python loop's callers check it:
+     * an id that is not one could otherwise frame a line JSON would refuse */
+    if (key_n != ID_LEN || !is_uuid((const unsigned char *)key)) return 0;
     PyObject *parent = NULL, *kind = NULL;
     PyObject *event = event_of(s, n, (const unsigned char *)key, *want, &parent, &kind);
     if (event == NULL) return PyErr_Occurred() ? -1 : 0;
@@ -440,8 +446,11 @@ static PyObject *follow_block(PyObject *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     if (check_common(want, out, args[5], &budget) < 0) return NULL;
-    Py_ssize_t floor = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
-    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t floor = PyLong_AsSsize_t(args[1]);
+    if (floor == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    if (end == -1 && PyErr_Occurred()) return NULL;
+    if (end < floor) end = floor; /* an empty region, as data[floor:end] is */
     const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
     if (floor < 0 || end > PyBytes_GET_SIZE(data) || (end > floor && buf[end - 1] != '\n')) {
         PyErr_SetString(PyExc_ValueError, "follow_block: data[floor:end] must be whole lines");
@@ -451,7 +460,7 @@ static PyObject *follow_block(PyObject *self, PyObject *const *args, Py_ssize_t 
     int done = 0;
     while (end > floor && budget > 0) {
         Py_ssize_t line_end = end - 1; /* its newline */
-        const unsigned char *nl = line_end > floor ? memrchr(buf + floor, '\n', (size_t)(line_end - floor)) : NULL;
+        const unsigned char *nl = line_end > floor ? last_newline(buf + floor, (size_t)(line_end - floor)) : NULL;
         Py_ssize_t line_start = nl == NULL ? floor : (nl - buf) + 1;
         int r = step(buf + line_start, line_end - line_start, &want, out, until_kind, until_id, &done);
         if (r < 0) {
@@ -560,6 +569,10 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     record_key = PyUnicode_InternFromString("record");
     if (record_key == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "clmul", use_clmul) < 0) Py_CLEAR(m);
+    /* ABI: the interface pathread calls; a build older or newer than the
+     * Python beside it (an in-place build a `git pull` did not redo) is
+     * then ignored rather than called wrongly. */
+    if (m != NULL && (PyModule_AddIntConstant(m, "clmul", use_clmul) < 0 || PyModule_AddIntConstant(m, "ABI", 2) < 0))
+        Py_CLEAR(m);
     return m;
 }

@@ -27,6 +27,7 @@ import dataclasses
 import gc
 import os
 import re
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from zlib import crc32
@@ -246,6 +247,7 @@ def _follow(
                 break
             rec = loads(line)
             parent, kind, role, stamp = rec["parent_id"], rec["kind"], rec["role"], rec["timestamp"]
+            record = rec["record"]  # inside the try: a line without one goes to the careful path
             # ``parent + stamp`` raises TypeError unless both are strings, and
             # the one match checks both (the length first: else a short parent
             # could borrow the stamp's first byte).
@@ -262,7 +264,7 @@ def _follow(
                 break
         except (ValueError, KeyError, TypeError):
             break  # bad JSON, a missing field, an unhashable kind: the careful path reports it
-        append(build(want, parent, kind, role, stamp, rec["record"], None, None, {}))
+        append(build(want, parent, kind, role, stamp, record, None, None, {}))
         pos -= 1
         budget -= 1
         if kind == until_kind or want == until_id:
@@ -270,6 +272,10 @@ def _follow(
         want = parent
         key = parent.encode()
     return pos, want, False
+
+
+#: The interface of ``agentlog._speedups`` this module calls (``ABI`` in _speedups.c).
+_SPEEDUPS_ABI = 2
 
 
 def _load_speedups() -> Any:
@@ -284,8 +290,17 @@ def _load_speedups() -> Any:
         from ... import _speedups  # type: ignore[attr-defined]
     except ImportError:
         return None
-    names = tuple(f.name for f in dataclasses.fields(Event))
-    _speedups.configure(Event, names, loads)
+    if getattr(_speedups, "ABI", None) != _SPEEDUPS_ABI:
+        # an in-place build older or newer than this file (a `git pull`
+        # that did not rebuild it): called wrongly it would fail, or worse
+        warnings.warn(
+            "agentlog._speedups was built from another version of agentlog; the Python loop runs "
+            "(reinstall agentlog to rebuild it)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    _speedups.configure(Event, tuple(f.name for f in dataclasses.fields(Event)), loads)
     return _speedups
 
 
