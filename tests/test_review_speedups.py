@@ -36,25 +36,15 @@ from agentlog._codec import encode_line
 from agentlog.backends.base import SessionStorage
 from agentlog.backends.files import pathread
 from agentlog.event import NIL_ID, Event
-
-try:
-    from agentlog import _speedups  # type: ignore[attr-defined]
-except ImportError:
-    _speedups = None
+from speedups_support import frame as _frame
+from speedups_support import reframe as _reframe
+from speedups_support import same_event as _same
+from speedups_support import speedups as _speedups
 
 needs_c = pytest.mark.skipif(_speedups is None, reason="agentlog._speedups is not built here")
 
 A = "0190a000-0000-7000-8000-000000000001"
 B = "0190a000-0000-7000-8000-000000000002"
-
-
-def _frame(body: bytes) -> bytes:
-    """``body`` (a JSON object without its checksum and closing brace), framed."""
-    return body + b',"crc":"%08x"}' % zlib.crc32(b"}", zlib.crc32(body))
-
-
-def _reframe(line: bytes) -> bytes:
-    return _frame(line[: line.rfind(b',"crc":"')])
 
 
 def _writer_line(eid: str, parent: str, record: Any, **more: Any) -> bytes:
@@ -70,17 +60,6 @@ def _writer_line(eid: str, parent: str, record: Any, **more: Any) -> bytes:
     }
     obj.update(more)
     return encode_line(obj)[:-1]
-
-
-def _same(a: Event, b: Event) -> bool:
-    """Equal in every field, types included."""
-    return (
-        type(a) is type(b)
-        and orjson.dumps(a.to_dict(), option=orjson.OPT_NON_STR_KEYS)
-        == orjson.dumps(b.to_dict(), option=orjson.OPT_NON_STR_KEYS)
-        and a.extra == b.extra == {}
-        and all(type(getattr(a, f)) is type(getattr(b, f)) for f in ("id", "parent_id", "kind", "role", "timestamp"))
-    )
 
 
 def _follow(loop: Any, lines: list[bytes], want: str, budget: int = 100) -> tuple[Any, list[Event]]:

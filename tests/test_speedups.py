@@ -26,11 +26,9 @@ from agentlog import Store
 from agentlog._codec import encode_line
 from agentlog.backends.files import pathread
 from agentlog.event import NIL_ID, Event
-
-try:
-    from agentlog import _speedups  # type: ignore[attr-defined]
-except ImportError:  # an install without a C compiler: the Python loop runs
-    _speedups = None
+from speedups_support import reframe as _reframe
+from speedups_support import same_event as _same
+from speedups_support import speedups as _speedups
 
 if _speedups is None:
     pytestmark = pytest.mark.skipif(
@@ -95,17 +93,6 @@ def _run(follow: Any, lines: list[bytes], want: str, budget: int = 10**6, **unti
     return pos, nxt, done, out
 
 
-def _same(a: Event, b: Event) -> bool:
-    """Equal in every field, types included (``1 == True`` would hide a difference)."""
-    return (
-        type(a) is type(b)
-        and orjson.dumps(a.to_dict(), option=orjson.OPT_NON_STR_KEYS)
-        == orjson.dumps(b.to_dict(), option=orjson.OPT_NON_STR_KEYS)
-        and a.extra == b.extra == {}
-        and all(type(getattr(a, f)) is type(getattr(b, f)) for f in ("id", "parent_id", "kind", "role", "timestamp"))
-    )
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_fields, min_size=1, max_size=8), st.integers(0, 2**32))
 def test_the_writers_lines_are_read_alike(rows: list[tuple[Any, ...]], seed: int) -> None:
@@ -136,14 +123,6 @@ _EDITS = [
     lambda b, r: b.replace(b'{"id"', b'{ "id"'),
     lambda b, r: b[:-1] + b" }",
 ]
-
-
-def _reframe(line: bytes) -> bytes:
-    """The line with a checksum of its present bytes (a writer that lies)."""
-    import zlib
-
-    body = line[: line.rfind(b',"crc":"')]
-    return body + b',"crc":"%08x"}' % zlib.crc32(b"}", zlib.crc32(body))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

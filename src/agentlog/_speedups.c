@@ -278,10 +278,9 @@ static int crc_ok(const unsigned char *s, Py_ssize_t n) {
     return 1;
 }
 
-static int set_field(PyObject *obj, int i, PyObject *value) {
+static void set_field(PyObject *obj, int i, PyObject *value) {
     /* a new reference, stolen; the slot is empty (the object is new) */
     *(PyObject **)((char *)obj + offsets[i]) = value;
-    return 0;
 }
 
 /* The Event of one line if the line is exactly the event ``key`` (36 bytes),

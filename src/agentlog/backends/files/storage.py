@@ -380,7 +380,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             try:
                 check_sidecar_name(name)
             except InvalidName:
-                continue
+                continue  # not a sidecar's name (the comment above): left where it is
             if stat.S_ISREG(self.fs.stat(os.path.join(directory, name)).st_mode):
                 names.append(name)
         return names
