@@ -13,6 +13,7 @@ from typing import Any
 
 import uuid_utils
 
+from ._slots import slot_constructor
 from .errors import InvalidEvent, InvalidEventId, InvalidName, InvalidSessionId, StreamedDeltaError
 
 __all__ = [
@@ -234,6 +235,12 @@ class Event:
             "record": self.record,
             "digest": self.digest,
         }
+
+
+#: ``Event`` built without its frozen ``__init__`` (``_slots``), for the
+#: readers that build one per stored event: every field is given, in order
+#: (id, parent, kind, role, timestamp, record, digest, branch_from, extra).
+make_event = slot_constructor(Event)
 
 
 class IdGenerator:

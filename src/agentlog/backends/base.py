@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from ..errors import AgentlogError, CorruptionError, EventNotFound, SessionNotFound
-from ..event import NIL_ID, Event, digest_of
+from ..event import NIL_ID, Event, digest_of, make_event
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
@@ -53,7 +53,9 @@ __all__ = [
     "Ticket",
     "check_links",
     "event_from_row",
+    "path_by_scan",
     "path_from_rows",
+    "read_path",
     "split_payload",
 ]
 
@@ -236,7 +238,7 @@ class Problem:
 def event_from_row(row: Sequence[Any]) -> Event:
     """An event from a SQL row (id, parent_id, kind, role, timestamp, record JSON text, digest, branch_from)."""
     record = None if row[5] is None else orjson.loads(row[5])
-    return Event(row[0], row[1], row[2], row[3], row[4], record, row[6], row[7])
+    return make_event(row[0], row[1], row[2], row[3], row[4], record, row[6], row[7], {})
 
 
 def path_from_rows(
@@ -249,6 +251,82 @@ def path_from_rows(
     if not rows and from_id != NIL_ID:
         raise EventNotFound(from_id, storage.session_id)
     return [event_from_row(row) for row in rows]
+
+
+#: A SQL backend reads a path longer than this by one range scan of the
+#: session's events, newest id first (``path_by_scan``), and a shorter one by
+#: its recursive query, which costs an index lookup per step but reads
+#: nothing off the path.
+SCAN_PATH_FROM = 64
+
+
+def path_by_scan(
+    rows: Iterable[Sequence[Any]],
+    from_id: str,
+    limit: int | None,
+    until_kind: str | None,
+    until_id: str | None,
+) -> tuple[list[Event], str | None]:
+    """The path from ``from_id`` taken from ``rows``, the session's events
+    with ids up to ``from_id`` in descending id order (the columns of
+    ``event_from_row``), and where to go on from: None once the path is
+    whole (the root, ``limit``, or a stop event reached), else the id the
+    scan could not find in its place.
+
+    Why a scan: a session's ids increase as it is written (``IdGenerator``),
+    so a parent's id is below its child's and one descending range scan of
+    the primary key meets the whole path in order, with no lookup per step;
+    rows of other branches are passed over. An id out of that order (a
+    parent above its child, or missing) is left to the recursive query,
+    which the caller continues with from the returned id."""
+    out: list[Event] = []
+    want = from_id
+    loads = orjson.loads
+    build = make_event
+    for row in rows:
+        event_id = row[0]
+        if event_id != want:
+            if event_id < want:
+                return out, want  # passed the place of ``want``: not in id order
+            continue  # another branch's event
+        record = None if row[5] is None else loads(row[5])
+        out.append(build(event_id, row[1], row[2], row[3], row[4], record, row[6], row[7], {}))
+        want = row[1]
+        if want == NIL_ID or len(out) == limit or row[2] == until_kind or event_id == until_id:
+            return out, None
+    return out, want
+
+
+def read_path(
+    storage: SessionStorage,
+    from_id: str,
+    limit: int | None,
+    until_kind: str | None,
+    until_id: str | None,
+    *,
+    scan: Callable[[str], Iterable[Sequence[Any]]],
+    walk: Callable[[str, int], Sequence[Sequence[Any]]],
+    where: str,
+) -> list[Event]:
+    """``ancestors`` for a SQL backend: a long path by ``scan(from_id)``
+    (``path_by_scan``), continued by ``walk(start, limit)``, the recursive
+    query, wherever the scan stops short; a short path by ``walk`` alone.
+    Both give the same events: the recursive query stops where a parent is
+    missing, and so does a path continued by it."""
+    bound = storage.event_count() + 1
+    events: list[Event] = []
+    start = from_id
+    if limit is None or limit > SCAN_PATH_FROM:
+        events, rest = path_by_scan(scan(from_id), from_id, limit, until_kind, until_id)
+        if rest is None:
+            return events
+        start = rest
+        if limit is not None:
+            limit -= len(events)
+    rows = walk(start, min(limit or bound + 1, bound + 1))
+    if events and not rows:
+        return events  # a missing parent ends the path, as the recursive query ends it
+    return events + path_from_rows(storage, start, rows, bound, where)
 
 
 def check_links(storage: SessionStorage, where: str) -> list[Problem]:

@@ -46,7 +46,7 @@ from .base import (
     Ticket,
     check_links,
     event_from_row,
-    path_from_rows,
+    read_path,
 )
 
 __all__ = ["SqliteBackend"]
@@ -78,6 +78,9 @@ WITH RECURSIVE walk (depth, {_COLUMNS}) AS (
   FROM walk JOIN events e ON e.session_id = :s AND e.id = walk.parent_id
   WHERE walk.depth < :limit AND walk.kind IS NOT :kind AND walk.id IS NOT :stop)
 SELECT {_COLUMNS} FROM walk ORDER BY depth"""
+#: A session's events from one id down, newest id first: one range scan of
+#: the primary key (``read_path`` follows the path through it).
+_PATH_SCAN = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id <= ? ORDER BY id DESC"
 
 
 class SqliteSessionStorage(SessionStorage):
@@ -127,18 +130,16 @@ class SqliteSessionStorage(SessionStorage):
         until_kind: str | None = None,
         until_id: str | None = None,
     ) -> list[Event]:
-        bound = self.event_count() + 1
-        rows = self._db.query(
-            _ANCESTORS,
-            {
-                "s": self.session_id,
-                "start": from_id,
-                "kind": until_kind,
-                "stop": until_id,
-                "limit": min(limit or bound + 1, bound + 1),
-            },
-        )
-        return path_from_rows(self, from_id, rows, bound, self._db.path)
+        def scan(start: str) -> list[tuple[Any, ...]]:
+            rows: list[tuple[Any, ...]] = self._db.query(_PATH_SCAN, (self.session_id, start))
+            return rows
+
+        def walk(start: str, bound: int) -> list[tuple[Any, ...]]:
+            args = {"s": self.session_id, "start": start, "kind": until_kind, "stop": until_id, "limit": bound}
+            rows: list[tuple[Any, ...]] = self._db.query(_ANCESTORS, args)
+            return rows
+
+        return read_path(self, from_id, limit, until_kind, until_id, scan=scan, walk=walk, where=self._db.path)
 
     def contains(self, event_id: str) -> bool:
         return self._one("SELECT 1 FROM events WHERE session_id = ? AND id = ?", event_id) is not None

@@ -36,9 +36,8 @@ import orjson
 from orjson import loads
 
 from ..._codec import checksum_ok
-from ..._slots import slot_constructor
 from ...errors import CorruptionError, EventNotFound
-from ...event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, Event, is_event_id, stored_record_problem
+from ...event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, Event, is_event_id, make_event, stored_record_problem
 
 if TYPE_CHECKING:
     from .storage import FileSessionStorage
@@ -67,11 +66,6 @@ _ID_PARENT_STAMP = re.compile(_UUID + _UUID + r"[0-9A-Za-z:.+-]{1,40}\Z")
 _PARENT_STAMP = re.compile(_UUID + r"[0-9A-Za-z:.+-]{1,40}\Z")
 #: (kind, role) pairs already found valid: a session uses a handful.
 _GOOD_KIND_ROLE: set[tuple[str, str | None]] = set()
-
-
-#: ``Event`` built without its frozen ``__init__`` (``_slots``); every field
-#: is given: id, parent, kind, role, timestamp, record, digest, branch_from, extra.
-make_event = slot_constructor(Event)
 
 
 def fast_record_ok(rec: dict[str, Any]) -> bool:

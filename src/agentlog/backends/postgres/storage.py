@@ -23,7 +23,7 @@ from ...errors import (
 )
 from ...event import NIL_ID, Event, digest_of
 from ...recordtext import record_text
-from ..base import Commit, IndexEntry, SessionStorage, Ticket, event_from_row, path_from_rows
+from ..base import Commit, IndexEntry, SessionStorage, Ticket, event_from_row, read_path
 from .lease import PostgresLease
 
 if TYPE_CHECKING:  # the backend module imports this one; the name is for annotations only
@@ -46,6 +46,10 @@ WITH RECURSIVE walk (depth, uid, puid, k, id, parent_id, kind, role, ts, record,
   WHERE walk.depth < %(limit)s AND walk.k IS DISTINCT FROM %(kind)s
     AND walk.uid IS DISTINCT FROM %(stop)s::uuid)
 SELECT id, parent_id, kind, role, ts, record, digest, branch_from FROM walk ORDER BY depth"""
+#: A session's events from one id down, newest id first: one backward scan
+#: of the primary key (``read_path`` follows the path through it; a uuid
+#: orders as its canonical text does).
+_PATH_SCAN = f"SELECT {_COLUMNS} FROM events WHERE session_id = %s AND id <= %s::uuid ORDER BY id DESC"
 
 
 def searchable_text(kind: str, payload: bytes) -> str:
@@ -225,18 +229,16 @@ class PostgresSessionStorage(SessionStorage):
         until_kind: str | None = None,
         until_id: str | None = None,
     ) -> list[Event]:
-        bound = self.event_count() + 1
-        rows = self._query(
-            _ANCESTORS,
-            {
-                "s": self.session_id,
-                "start": from_id,
-                "kind": until_kind,
-                "stop": until_id,
-                "limit": min(limit or bound + 1, bound + 1),
-            },
-        )
-        return path_from_rows(self, from_id, rows, bound, self._db.url)
+        def scan(start: str) -> list[tuple[Any, ...]]:
+            rows: list[tuple[Any, ...]] = self._query(_PATH_SCAN, (self.session_id, start))
+            return rows
+
+        def walk(start: str, bound: int) -> list[tuple[Any, ...]]:
+            args = {"s": self.session_id, "start": start, "kind": until_kind, "stop": until_id, "limit": bound}
+            rows: list[tuple[Any, ...]] = self._query(_ANCESTORS, args)
+            return rows
+
+        return read_path(self, from_id, limit, until_kind, until_id, scan=scan, walk=walk, where=self._db.url)
 
     def contains(self, event_id: str) -> bool:
         return self._one("SELECT 1 FROM events WHERE session_id = %s AND id = %s", event_id) is not None

@@ -1,0 +1,182 @@
+"""The SQL backends' whole-path read: one descending range scan of the
+session's events (``path_by_scan``), continued by the recursive query
+wherever the scan stops short (``read_path``). It must give exactly what
+the recursive query alone gives, on every path, bound and stop."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any, cast
+
+import orjson
+import pytest
+
+from agentlog import NIL_ID, Store
+from agentlog.backends.base import SCAN_PATH_FROM, SessionStorage, path_by_scan, read_path
+
+
+def _id(n: int) -> str:
+    return str(uuid.UUID(int=n + 1))
+
+
+def _row(n: int, parent: int | None, kind: str = "message") -> tuple[Any, ...]:
+    record = orjson.dumps({"role": "user", "content": f"e{n}"}).decode()
+    parent_id = NIL_ID if parent is None else _id(parent)
+    return (_id(n), parent_id, kind, "user", "2026-12-01T00:00:00.000000000Z", record, None, None)
+
+
+def _desc(rows: Sequence[tuple[Any, ...]], upto: str) -> list[tuple[Any, ...]]:
+    return sorted((r for r in rows if r[0] <= upto), key=lambda r: r[0], reverse=True)
+
+
+def _walk_rows(rows: Sequence[tuple[Any, ...]], start: str, bound: int, kind: Any, stop: Any) -> list[tuple[Any, ...]]:
+    """What the recursive query returns, computed by following the links."""
+    by_id = {r[0]: r for r in rows}
+    out: list[tuple[Any, ...]] = []
+    row = by_id.get(start)
+    while row is not None and len(out) < bound:
+        out.append(row)
+        if row[2] == kind or row[0] == stop:
+            break
+        row = by_id.get(row[1])
+    return out
+
+
+class _Rows:
+    """Just enough of a storage for ``read_path``: its id and event count."""
+
+    def __init__(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        self.session_id = "t"
+        self._rows = rows
+
+    def event_count(self) -> int:
+        return len(self._rows)
+
+
+def _read(rows: Sequence[tuple[Any, ...]], start: str, **opts: Any) -> tuple[list[str], int, int]:
+    calls = {"scan": 0, "walk": 0}
+
+    def scan(upto: str) -> list[tuple[Any, ...]]:
+        calls["scan"] += 1
+        return _desc(rows, upto)
+
+    def walk(begin: str, bound: int) -> list[tuple[Any, ...]]:
+        calls["walk"] += 1
+        return _walk_rows(rows, begin, bound, opts.get("until_kind"), opts.get("until_id"))
+
+    events = read_path(
+        cast(SessionStorage, _Rows(rows)),
+        start,
+        opts.get("limit"),
+        opts.get("until_kind"),
+        opts.get("until_id"),
+        scan=scan,
+        walk=walk,
+        where="t",
+    )
+    return [e.id for e in events], calls["scan"], calls["walk"]
+
+
+def _expected(rows: Sequence[tuple[Any, ...]], start: str, **opts: Any) -> list[str]:
+    limit = opts.get("limit")
+    bound = len(rows) + 1 if limit is None else limit
+    return [r[0] for r in _walk_rows(rows, start, bound, opts.get("until_kind"), opts.get("until_id"))]
+
+
+def test_a_linear_path_is_one_scan() -> None:
+    rows = [_row(i, i - 1 if i else None) for i in range(200)]
+    ids, scans, walks = _read(rows, _id(199))
+    assert ids == [_id(i) for i in range(199, -1, -1)]
+    assert (scans, walks) == (1, 0)
+    event = path_by_scan(_desc(rows, _id(5)), _id(5), None, None, None)[0][0]
+    assert event.record == {"role": "user", "content": "e5"} and event.parent_id == _id(4) and event.extra == {}
+
+
+def test_other_branches_are_passed_over() -> None:
+    # 0..99 a trunk; 100..149 a branch from 60; 150..199 the active branch from 99.
+    rows = [_row(i, i - 1 if i else None) for i in range(100)]
+    rows += [_row(100, 60)] + [_row(i, i - 1) for i in range(101, 150)]
+    rows += [_row(150, 99)] + [_row(i, i - 1) for i in range(151, 200)]
+    for start in (199, 149, 120, 100, 99, 0):
+        ids, scans, walks = _read(rows, _id(start))
+        assert ids == _expected(rows, _id(start))
+        assert walks == 0
+
+
+def test_a_parent_out_of_id_order_is_left_to_the_recursive_query() -> None:
+    # Event 50's parent has a higher id (an imported or hand-made session).
+    rows = [_row(i, i - 1 if i else None) for i in range(50)]
+    rows += [_row(500, 49), _row(50, 500)] + [_row(i, i - 1) for i in range(51, 120)]
+    ids, scans, walks = _read(rows, _id(119))
+    assert ids == _expected(rows, _id(119)) and len(ids) == 121
+    assert (scans, walks) == (1, 1)
+
+
+def test_a_missing_parent_ends_the_path_as_the_recursive_query_does() -> None:
+    rows = [_row(i, i - 1 if i else None) for i in range(100) if i != 40]
+    ids, _, walks = _read(rows, _id(99))
+    assert ids == [_id(i) for i in range(99, 40, -1)] == _expected(rows, _id(99))
+    assert walks == 1
+
+
+def test_an_unknown_start_is_event_not_found() -> None:
+    from agentlog import EventNotFound
+
+    rows = [_row(i, i - 1 if i else None) for i in range(10)]
+    with pytest.raises(EventNotFound):
+        _read(rows, _id(5000))
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {"limit": SCAN_PATH_FROM + 1},
+        {"limit": 150},
+        {"limit": 10_000},
+        {"limit": 3},
+        {"until_kind": "compaction"},
+        {"until_kind": "compaction", "limit": 100},
+        {"until_id": _id(30)},
+        {"until_id": _id(500)},
+    ],
+)
+def test_bounds_and_stops_match_the_recursive_query(opts: dict[str, Any]) -> None:
+    rows = [_row(i, i - 1 if i else None, "compaction" if i == 70 else "message") for i in range(50)]
+    rows += [_row(500, 49), _row(50, 500)]
+    rows += [_row(i, i - 1, "compaction" if i == 70 else "message") for i in range(51, 200)]
+    for start in (199, 120, 60, 10):
+        ids, _, _ = _read(rows, _id(start), **opts)
+        assert ids == _expected(rows, _id(start), **opts), (start, opts)
+
+
+SQL_BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture
+def sql_store(backend: Any, tmp_path: Any, request: pytest.FixtureRequest) -> Store:
+    name = request.node.callspec.params["backend"]
+    if name not in SQL_BACKENDS:
+        pytest.skip("a SQL backend's path read")
+    store: Store = backend.make(tmp_path)
+    return store
+
+
+def test_a_branched_session_reads_the_same_as_a_walk_of_get(sql_store: Store) -> None:
+    """End to end on a real database: every event's path, whole and bounded,
+    equals the walk of ``get`` that the base class does."""
+    sess = sql_store.create()
+    trunk = [sess.append("message", {"role": "user", "content": f"t{i}"}, role="user").id for i in range(150)]
+    sess.checkout(trunk[90])
+    side = [sess.append("message", {"role": "user", "content": f"s{i}"}, role="user").id for i in range(80)]
+    sess.checkout(trunk[-1])
+    sess.append("compaction", {"summary": "so far", "first_kept": trunk[100]})
+    tail = [sess.append("message", {"role": "user", "content": f"x{i}"}, role="user").id for i in range(100)]
+    storage = sess.storage
+    for start in (tail[-1], tail[0], side[-1], side[3], trunk[149], trunk[90], trunk[0]):
+        for opts in ({}, {"limit": 100}, {"limit": 5}, {"until_kind": "compaction"}, {"until_id": trunk[95]}):
+            got = storage.ancestors(start, **opts)
+            want = SessionStorage.ancestors(storage, start, **opts)
+            assert got == want, (start, opts)
+            assert [e.record for e in got] == [e.record for e in want]
+    sess.close()
