@@ -10,7 +10,7 @@ from ..._fs import OsFs
 from ...errors import CorruptionError, StorageError
 from .layout import chunk_name, parse_chunk_name
 
-__all__ = ["ChunkLog", "Line"]
+__all__ = ["ChunkLog", "Line", "quarantine_path", "set_aside"]
 
 _READ_BLOCK = 1 << 20
 _FIRST_BLOCK = 1 << 16
@@ -28,6 +28,28 @@ class Line:
     @property
     def length(self) -> int:
         return len(self.data)
+
+
+def quarantine_path(chunk_path: str) -> str:
+    """Where bytes taken out of a chunk are kept (never read as a chunk)."""
+    return chunk_path + ".quarantine"
+
+
+def set_aside(fs: OsFs, chunk_path: str, data: bytes) -> str:
+    """Append ``data`` to the chunk's quarantine file, durably, before the
+    caller removes it from the chunk: recovery and repair never delete what
+    a log held. Returns the quarantine file's path."""
+    path = quarantine_path(chunk_path)
+    created = not fs.exists(path)
+    fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        fs.write(fd, data, path)
+        fs.fdatasync(fd, path)
+    finally:
+        fs.close(fd)
+    if created:
+        fs.fsync_dir(os.path.dirname(path))
+    return path
 
 
 class ChunkLog:
@@ -164,6 +186,19 @@ class ChunkLog:
     def sync(self) -> None:
         if self.durable and self._fd is not None:
             self.fs.fdatasync(self._fd, self.path(self.current))
+
+    def sync_chunk(self, number: int) -> None:
+        """Sync chunk ``number``, whatever wrote it (a writer at durability
+        "full" taking over a log that one at "off" may have left unsynced)."""
+        path = self.path(number)
+        if number == self.current and self._fd is not None:
+            self.fs.fdatasync(self._fd, path)
+            return
+        fd = self.fs.open(path, os.O_WRONLY)  # (a sync is a write's: opened as one, writing nothing)
+        try:
+            self.fs.fdatasync(fd, path)
+        finally:
+            self.fs.close(fd)
 
     def truncate(self, number: int, size: int) -> None:
         """Cut chunk ``number`` back to ``size`` bytes (torn tail, rollback)."""

@@ -23,14 +23,14 @@ from typing import Any
 
 import orjson
 
-from ..._codec import LineError, decode_line
+from ..._codec import LineError, decode_line, encode_line
 from ..._fs import OsFs
 from ...errors import CorruptionError, StorageError
 from ...event import NIL_ID, digest_of, format_timestamp, is_event_id, stored_record_problem
 from ..base import Commit, Problem, SessionStorage
 from .blobs import BlobStore
 from .chunklog import ChunkLog, Line
-from .index import ENTRY_SIZE, HEADER_SIZE, Index, IndexDamaged, NamesBehind
+from .index import ENTRY_SIZE, HEADER_SIZE, Index, IndexDamaged, NamesBehind, acknowledged_end_of
 from .layout import Layout, chunk_name, parse_chunk_name
 from .meta import encode_meta, read_meta_file
 from .tombstone import fits, index_entries_by_location, neighbour_txn, recover, tombstone_line
@@ -63,6 +63,8 @@ class _Scan:
     #: that does not increase, a parent that does not come before): each is
     #: in ``bad``, so an event naming one as its parent is not reported again
     refused: set[str] = field(default_factory=set)
+    #: the intact members of a batch cut short at the end of the log (in ``torn``)
+    torn_batch: list[tuple[dict[str, Any], Line]] = field(default_factory=list)
 
 
 def _late_parent(rec: dict[str, Any]) -> str | None:
@@ -186,12 +188,13 @@ def _scan_log(log: ChunkLog) -> _Scan:
                 pending.clear()
             continue
         apply(rec, line)
+    torn_batch = list(pending)
     if pending:
         first = pending[0][1]
         span = sum(ln.length for _, ln in pending)
         torn = _Bad(first.chunk, first.offset, span + (torn.length if torn else 0), "batch cut short by a crash")
         pending.clear()
-    return _Scan(events, order, head, bad, torn, refused)
+    return _Scan(events, order, head, bad, torn, refused, torn_batch)
 
 
 def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
@@ -214,7 +217,18 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
         scan = _scan_log(log)
         for b in scan.bad:
             add(log.path(b.chunk), b.offset, b.reason)
-        if scan.torn is not None:
+        acknowledged = acknowledged_end_of(fs, layout.index(session_id))
+        if scan.torn is not None and _cut_after_ack(scan.torn, acknowledged):
+            assert acknowledged is not None  # (for the type checker)
+            kept = f"keeps its {len(scan.torn_batch)} intact records" if scan.torn_batch else "sets it aside"
+            add(
+                log.path(scan.torn.chunk),
+                scan.torn.offset,
+                f"{scan.torn.reason.replace(' by a crash', '')} ({scan.torn.length} bytes), where the index shows "
+                f"records acknowledged up to byte {acknowledged[1]} of chunk {acknowledged[0]}: the log was cut "
+                f"short after they were synced (damage, not a crash); fsck --repair {kept}",
+            )
+        elif scan.torn is not None:
             add(
                 log.path(scan.torn.chunk),
                 scan.torn.offset,
@@ -247,6 +261,36 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
     finally:
         log.close()
     return problems
+
+
+def _cut_after_ack(torn: _Bad, acknowledged: tuple[int, int] | None) -> bool:
+    """True if a torn tail starts before where the index vouches the log
+    reached: damage, not a crash (a crash cannot take synced bytes)."""
+    return acknowledged is not None and (torn.chunk, torn.offset) < acknowledged
+
+
+_KEPT_MEMBER = "an intact member of an acknowledged batch cut short, written back in its place"
+
+
+def _keep_cut_batch(scan: _Scan, plan: dict[tuple[int, int], bytes]) -> list[_Bad]:
+    """The lines of an acknowledged batch cut short at the end of the log,
+    for repair: each intact member is set aside and written back in place
+    with its marker renumbered into a whole batch of the members that are
+    left (``plan``), so that none of them is lost; a torn last record is
+    set aside."""
+    assert scan.torn is not None
+    members = scan.torn_batch
+    out = []
+    for i, (rec, line) in enumerate(members):
+        body = {k: v for k, v in rec.items() if k != "crc"}
+        body["txn"] = [i, len(members)]
+        plan[(line.chunk, line.offset)] = encode_line(body)
+        out.append(_Bad(line.chunk, line.offset, line.length, _KEPT_MEMBER))
+    end = members[-1][1].offset + members[-1][1].length if members else scan.torn.offset
+    rest = scan.torn.offset + scan.torn.length - end
+    if rest > 0:
+        out.append(_Bad(scan.torn.chunk, end, rest, "torn record"))
+    return out
 
 
 def _quarantined_bytes(fs: OsFs, log: ChunkLog) -> bytes:
@@ -393,12 +437,22 @@ def repair_session(
         entries = index_entries_by_location(fs, layout.index(session_id))
         scan.bad = _split_merged(_merge_split(scan.bad, entries), entries, log)
         by_chunk: dict[int, list[_Bad]] = {}
-        # A torn tail too: a writer's open would cut it off, but repair
-        # never deletes (and damage can look like a torn tail).
-        for b in scan.bad + ([scan.torn] if scan.torn else []):
-            by_chunk.setdefault(b.chunk, []).append(b)
         planned = _plan_tombstones(entries, log, scan)
         plan = planned.lines
+        # A torn tail too: a writer's open would cut it off, but repair
+        # never deletes (and damage can look like a torn tail). Where the
+        # index shows it acknowledged, its intact records stay.
+        torn = [scan.torn] if scan.torn else []
+        if scan.torn is not None and _cut_after_ack(scan.torn, acknowledged_end_of(fs, layout.index(session_id))):
+            torn = _keep_cut_batch(scan, plan)
+            where = f"{log.path(scan.torn.chunk)}@{scan.torn.offset}"
+            actions.append(
+                f"kept the {len(scan.torn_batch)} intact records of an acknowledged batch cut short at {where}, "
+                f"written back in place as a whole batch of {len(scan.torn_batch)} (their bytes as they were, "
+                f"and the torn rest, are in {log.path(scan.torn.chunk)}.quarantine)"
+            )
+        for b in scan.bad + torn:
+            by_chunk.setdefault(b.chunk, []).append(b)
         already_cut = _cut_before(scan, planned)
         rewrites: dict[int, _Rewrite] = {}
         for chunk, bads in sorted(by_chunk.items()):
@@ -906,6 +960,10 @@ def _quarantine(
                 }
             )
             fs.write(qfd, header + b"\n" + damaged + b"\n", qpath)
+            if b.reason == _KEPT_MEMBER and instead:  # one line for the whole batch: repair_session says it
+                keep += instead
+                rewrite.written.add(instead)
+                continue
             actions.append(f"moved {len(damaged)} bytes at {path}@{offset} to {qpath}: {b.reason}")
             if instead:
                 keep += instead

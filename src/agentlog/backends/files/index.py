@@ -54,6 +54,7 @@ __all__ = [
     "entry_of",
     "id_bytes",
     "pack_slot",
+    "acknowledged_end_of",
     "read_intact_entries",
     "unpack_slot",
 ]
@@ -68,6 +69,14 @@ _NAME_SLOT = 32  # kinds and roles are at most 32 characters (KIND_PATTERN)
 _NAMES_AT = 32
 MAX_NAMES = (HEADER_SIZE - _NAMES_AT) // _NAME_SLOT  # 127
 _HEAD = struct.Struct("<8sIII")  # magic, version, number of names, CRC of the header with this field zero
+#: Bytes 20-27 of the header: this mark says every entry was written after
+#: the log records it frames were synced (a writer at durability "full"),
+#: so the log can never lawfully end before the last entry's record: a
+#: crash cannot take synced bytes. Any other value (zeros, as older builds
+#: write) says nothing. Outside the header's checksum, which older builds
+#: compute without these bytes; a damaged mark reads as no mark.
+_SYNCED_AT = 20
+_SYNCED_MARK = b"ACKSYNC1"
 #: id, parent, timestamp ns, offset, length, chunk, kind code, role code, flags, (pad), CRC of the first 60 bytes
 _SLOT = struct.Struct("<16s16sqQIIBBBxI")
 _BODY = struct.Struct("<16s16sqQIIBBBx")  # the same without the CRC
@@ -191,15 +200,17 @@ def unpack_slot(raw: bytes) -> tuple[Any, ...] | None:
 class _Names:
     """The kind and role names of the header, and their codes."""
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str], synced: bool = False) -> None:
         self.names = names
         self.codes = {n: i + 1 for i, n in enumerate(names)}
+        self.synced = synced  # the header's _SYNCED_MARK
 
     def header(self) -> bytes:
         table = b"".join(n.encode().ljust(_NAME_SLOT, b"\0") for n in self.names)
         body = table.ljust(HEADER_SIZE - _NAMES_AT, b"\0")
         crc = zlib.crc32(body, zlib.crc32(_HEAD.pack(MAGIC, VERSION, len(self.names), 0)))
-        return _HEAD.pack(MAGIC, VERSION, len(self.names), crc).ljust(_NAMES_AT, b"\0") + body
+        mark = _SYNCED_MARK if self.synced else b""
+        return (_HEAD.pack(MAGIC, VERSION, len(self.names), crc) + mark).ljust(_NAMES_AT, b"\0") + body
 
     @staticmethod
     def parse(data: bytes) -> _Names | str:
@@ -221,12 +232,25 @@ class _Names:
                 names.append(raw.decode("ascii"))
             except UnicodeDecodeError:
                 return "header names are not ASCII"
-        return _Names(names)
+        return _Names(names, data[_SYNCED_AT : _SYNCED_AT + len(_SYNCED_MARK)] == _SYNCED_MARK)
 
 
 def empty_index() -> bytes:
     """The bytes of an index that holds no entry yet (a new session's)."""
     return _Names([]).header()
+
+
+def acknowledged_end_of(fs: OsFs, path: str) -> tuple[int, int] | None:
+    """``Index.acknowledged_end`` of an index file, read without a writer's
+    lease (fsck); None for a missing or unreadable file."""
+    try:
+        index = Index(fs, path, writable=False)
+    except StorageError:
+        return None
+    try:
+        return index.acknowledged_end()
+    finally:
+        index.close()
 
 
 def read_intact_entries(fs: OsFs, path: str) -> list[Entry]:
@@ -328,8 +352,55 @@ class Index:
         self.torn_bytes = body - self.count * ENTRY_SIZE
 
     def _start_over(self) -> None:
+        self._names.synced = False  # a new file vouches for nothing until a writer marks it
         self.fs.truncate(self._fd, 0, self.path)
         self.fs.pwrite(self._fd, self._names.header(), 0, self.path)
+
+    # --- what the entries vouch for --------------------------------------------
+    @property
+    def synced_entries(self) -> bool:
+        """True if every entry was written after its record was synced
+        (the header's mark; see ``_SYNCED_AT``)."""
+        return self._names.synced
+
+    def mark_synced(self, synced: bool) -> None:
+        """Set or clear the header's mark. The caller sets it only once every
+        record an entry frames is synced; clearing it is synced at once, so
+        no entry written without a sync can reach the disk under the mark."""
+        if synced == self._names.synced or not self.writable:
+            return
+        self._names.synced = synced
+        self.fs.pwrite(self._fd, self._names.header(), 0, self.path)
+        if not synced:
+            self.fs.fdatasync(self._fd, self.path)
+
+    def snapshot(self) -> bytes:
+        """The whole file, for ``restore`` (a rebuild that may be refused)."""
+        return self.fs.read_file(self.path)
+
+    def restore(self, data: bytes) -> None:
+        """Put back a ``snapshot`` on disk: a rebuild refused by damage must
+        not erase the entries that say the damaged records were acknowledged
+        (the next open and fsck --repair read them). This handle keeps the
+        entries it rebuilt up to the damage, and is not written again."""
+        self.fs.truncate(self._fd, 0, self.path)
+        self.fs.pwrite(self._fd, data, 0, self.path)
+        self.broken = True  # its count no longer matches the file: never append to it
+
+    def acknowledged_end(self) -> tuple[int, int] | None:
+        """(chunk, end) of the newest record an intact entry frames, when the
+        entries vouch that their records were synced: the log cannot
+        lawfully end before it (a crash does not take synced bytes).
+        None when the index vouches for nothing."""
+        if not self.synced_entries:
+            return None
+        for i in range(self.count - 1, max(self.count - 64, 0) - 1, -1):
+            try:
+                entry = self.entry_at(i)
+            except IndexDamaged:
+                continue  # a damaged entry vouches for nothing; an older one may
+            return entry.chunk, entry.offset + entry.length
+        return None
 
     # --- reading -----------------------------------------------------------
     def _slot_at(self, i: int) -> bytes:
@@ -505,7 +576,7 @@ class Index:
             if new:
                 # The names go first: an entry whose name is not in the header
                 # (a crash between the two writes) reads as damage and is rebuilt.
-                self._names = _Names(self._names.names + new)
+                self._names = _Names(self._names.names + new, self._names.synced)
                 self.fs.pwrite(self._fd, self._names.header(), 0, self.path)
             self.fs.pwrite(self._fd, data, before, self.path)
         except StorageError:

@@ -42,6 +42,10 @@ class LegacyIndex(Index):
         size = fs.size(self._fd, path)
         self.count, self.torn_bytes = divmod(size, WIDTH)
 
+    @property
+    def synced_entries(self) -> bool:
+        return False  # version 1 has no mark: its entries vouch for nothing
+
     def _id_at(self, i: int) -> bytes:
         return self.fs.pread(self._fd, 36, i * WIDTH + _ID_AT, self.path)
 

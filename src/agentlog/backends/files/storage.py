@@ -38,7 +38,7 @@ from ...errors import (
 from ...event import NIL_ID, Event, check_sidecar_name, is_event_id, stored_record_problem
 from ..base import IndexEntry, SessionStorage
 from .blobs import BlobStore
-from .chunklog import ChunkLog, Line
+from .chunklog import ChunkLog, Line, set_aside
 from .groupcommit import GroupCommit
 from .index import Entry, Index, IndexDamaged, entry_of
 from .layout import Layout
@@ -112,6 +112,10 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         writable = not self.readonly
         if writable:
             self.index.truncate_torn()
+        # Read before recovery may rebuild the index: how far the log must
+        # reach, by the index's word, for a cut tail to be a crash's.
+        self._acknowledged_end = self.index.acknowledged_end()
+        self._refused_cut = False  # set when that end refused to cut a tail
         self._head = NIL_ID
         self._last_id = ""  # the newest event applied: ids must increase (invariant 11)
         self._scan_from = (0, 0)
@@ -130,6 +134,20 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             self._scan_tail()
         if writable:
             self._sync_head_file()
+            self._settle_synced_mark()
+
+    def _settle_synced_mark(self) -> None:
+        """Make the index's synced mark true of this writer: at durability
+        "full" every record is synced before its entry is written, so the
+        mark is set once every record already framed is synced too; at
+        "off" it is cleared (durably) before this writer writes an entry."""
+        index = self.index
+        if not isinstance(index, Index) or index.synced_entries == self.durable:
+            return
+        if self.durable:
+            for number in self.log.numbers:
+                self.log.sync_chunk(number)
+        index.mark_synced(self.durable)
 
     def _resume_entry(self, last: Entry, rec: dict[str, Any]) -> Entry | None:
         """The index entry the log scan resumes after. An index write cut at a
@@ -202,13 +220,16 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         """Derive the whole index again from every chunk (a full scan)."""
         self._warn(f"index rebuilt from the chunks: {why}")
         with self._state:
+            saved = None
             if not self.readonly:
+                if self._acknowledged_end is not None:
+                    saved = self.index.snapshot()
                 self.index.truncate_to(0)
                 self.index.broken = False
             else:
                 self.index.count = 0
             self.index.tail.clear()
-            saved = self._head, self._scan_from
+            before = self._head, self._scan_from
             self._head = NIL_ID
             self._last_id = ""
             self._scan_from = (0, 0)
@@ -218,7 +239,13 @@ class FileSessionStorage(GroupCommit, SessionStorage):
                 # The index now stops before the damage: a later append would
                 # fork off an old HEAD and lookups past it would miss. Refuse
                 # further use; the next open reports the damage (repair is explicit).
-                self._head, self._scan_from = saved
+                if saved is not None and self._refused_cut:
+                    # Its entries are the evidence that the cut records were
+                    # acknowledged: the next open (and repair) need them. (Any
+                    # other damage stays behind the shortened index, where
+                    # the next open meets it again.)
+                    self.index.restore(saved)
+                self._head, self._scan_from = before
                 self._poisoned = exc
                 raise
 
@@ -235,7 +262,10 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             if not line.complete:
                 if line.chunk != last_chunk:
                     raise CorruptionError(path, line.offset, "record cut short before the end of a non-final chunk")
-                self._cut_tail(line.chunk, line.offset, pending, f"torn final record of {line.length} bytes")
+                why = f"torn final record of {line.length} bytes"
+                if pending:
+                    why = f"batch cut short: {len(pending)} of {pending[0][0]['txn'][1]} records, then a {why}"
+                self._cut_tail(line.chunk, line.offset, pending, why)
                 return
             try:
                 rec = decode_line(line.data)
@@ -277,12 +307,31 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             )
 
     def _cut_tail(self, chunk: int, offset: int, pending: list[tuple[dict[str, Any], Line]], why: str) -> None:
+        """Cut off what a crash left unfinished at the end of the log: kept
+        aside in the chunk's quarantine file, never deleted. A tail the
+        index shows was acknowledged (synced, then indexed) is not a crash's
+        and is not cut: the log was damaged after the fact (a chunk cut
+        short by hand, a copy, a disk), which only fsck --repair mends,
+        keeping every intact record."""
+        path = self.log.path(chunk)
         if pending:
             first = pending[0][1]
             chunk, offset = first.chunk, first.offset
+        acknowledged = self._acknowledged_end
+        if acknowledged is not None and (chunk, offset) < acknowledged:
+            self._refused_cut = True
+            raise CorruptionError(
+                path,
+                offset,
+                f"{why}, where the index shows records acknowledged up to byte {acknowledged[1]} of chunk "
+                f"{acknowledged[0]}: the log was cut short after they were synced (damage, not a crash); "
+                "nothing was removed; fsck --repair keeps every intact record",
+            )
         if self.readonly:
             return  # a writer may be mid-append; readers never see it
-        self._warn(f"{self.log.path(chunk)} truncated at byte {offset}: {why}")
+        size = self.log.size(chunk)
+        kept = set_aside(self.fs, path, self.log.read(chunk, offset, size - offset))
+        self._warn(f"{path} truncated at byte {offset}: {why}; the {size - offset} bytes cut off are kept in {kept}")
         self.log.truncate(chunk, offset)
 
     def _apply(self, group: list[tuple[dict[str, Any], Line]]) -> None:
