@@ -125,6 +125,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
         order.append(rec["id"])
         head = rec["id"]
 
+    after_damage = False
     for line in log.scan(0, 0):
         if not line.complete:
             item = _Bad(line.chunk, line.offset, line.length, "torn record")
@@ -145,6 +146,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
         except LineError as exc:
             flush_pending("batch broken by a damaged member")
             bad.append(_Bad(line.chunk, line.offset, line.length, str(exc)))
+            after_damage = True  # the members after it belong to the batch it broke
             continue
         txn = rec.get("txn")
         if txn is not None and not (
@@ -159,9 +161,11 @@ def _scan_log(log: ChunkLog) -> _Scan:
             continue
         if pending and (txn is None or txn[0] != len(pending)):
             flush_pending("batch is missing members")
+        after_damage = after_damage and txn is not None and txn[0] > 0
         if txn is not None:
             if txn[0] != len(pending):
-                bad.append(_Bad(line.chunk, line.offset, line.length, "batch member out of order"))
+                why = "batch broken by a damaged member" if after_damage else "batch member out of order"
+                bad.append(_Bad(line.chunk, line.offset, line.length, why))
                 continue
             pending.append((rec, line))
             if len(pending) == txn[1]:
@@ -215,8 +219,7 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
         return problems
     try:
         scan = _scan_log(log)
-        for b in scan.bad:
-            add(log.path(b.chunk), b.offset, b.reason)
+        _report_bad(log, scan.bad, add)
         acknowledged = acknowledged_end_of(fs, layout.index(session_id))
         if scan.torn is not None and _cut_after_ack(scan.torn, acknowledged):
             assert acknowledged is not None  # (for the type checker)
@@ -261,6 +264,31 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
     finally:
         log.close()
     return problems
+
+
+def _report_bad(log: ChunkLog, bads: list[_Bad], add: Report) -> None:
+    """One problem per damaged place: a run of adjacent lines condemned for
+    one reason (the members of a batch that one damaged record broke, say)
+    is one problem, not one per line."""
+    run: list[_Bad] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        first = run[0]
+        if len(run) == 1:
+            add(log.path(first.chunk), first.offset, first.reason)
+        else:
+            span = sum(b.length for b in run)
+            add(log.path(first.chunk), first.offset, f"{first.reason} ({len(run)} records, {span} bytes)")
+        run.clear()
+
+    for b in sorted(bads, key=lambda b: (b.chunk, b.offset)):
+        last = run[-1] if run else None
+        if last is not None and (last.chunk, last.offset + last.length, last.reason) != (b.chunk, b.offset, b.reason):
+            flush()
+        run.append(b)
+    flush()
 
 
 def _cut_after_ack(torn: _Bad, acknowledged: tuple[int, int] | None) -> bool:
@@ -381,7 +409,8 @@ def _verify_head(fs: OsFs, path: str, scan: _Scan, add: Report) -> None:
         add(
             path,
             None,
-            f"HEAD file says {text!r}, the log says {scan.head}; the next writer corrects it"
+            f"HEAD file says {text!r}, the log says "
+            f"{scan.head if scan.head != NIL_ID else 'none (no event of it can be read)'}; the next writer corrects it"
             " (once fsck --repair has fixed any error reported with it)",
             "warning",
         )
@@ -399,6 +428,19 @@ def _verify_blobs(fs: OsFs, blobs: BlobStore, scan: _Scan, add: Report) -> None:
         try:
             blobs.get(digest)
         except CorruptionError as exc:
+            if not fs.exists(exc.path) and fs.exists(exc.path + ".quarantine"):
+                # Repair set it aside (its content did not match): the payload
+                # is lost and no repair brings it back. Said every run, as a
+                # warning, so that a repaired session checks clean.
+                add(
+                    exc.path,
+                    None,
+                    f"blob {digest} was quarantined by fsck --repair (its content did not match its digest): "
+                    f"the payload of event {event_id} is lost; the damaged bytes are in {exc.path}.quarantine",
+                    "warning",
+                    repairable=False,
+                )
+                continue
             add(exc.path, None, f"{exc.reason} (event {event_id})")
     for name in fs.listdir(blobs.dir):
         if name.startswith(".tmp-"):
