@@ -28,7 +28,10 @@ for ordinary messages (``normalize_chat_messages`` gives the canonical form
 of any list: dicts, known fields only, empty optional fields dropped).
 
 Only fields the APIs accept are sent; records keep everything else
-(usage, reasoning, provider ids), per docs/records.md.
+(usage, reasoning, provider ids), per docs/records.md. Content parts are
+sent in the view's own API: Chat ``text`` / ``image_url`` parts become
+Responses ``input_text`` or ``output_text`` / ``input_image`` parts, and
+Responses parts (as the Agents SDK adapter stores them) become Chat parts.
 """
 
 from __future__ import annotations
@@ -148,15 +151,44 @@ def _neutral(triples: Iterable[tuple[str, str | None, _Record]], repair: bool) -
 # --- Chat Completions ------------------------------------------------------------
 
 
+def _chat_content(content: Any) -> Any:
+    """Responses parts to Chat parts, the inverse of ``_responses_content``:
+    input_text / output_text -> text, input_image (by URL) -> image_url.
+    Anything else passes through (``refusal`` and ``input_audio`` parts
+    have the same shape in both APIs)."""
+    if not isinstance(content, list):
+        return content
+    parts: list[Any] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_text", "output_text"):
+            parts.append({"type": "text", "text": part.get("text", "")})
+        elif kind == "input_image" and part.get("image_url"):
+            image: dict[str, Any] = {"url": part["image_url"]}
+            if part.get("detail"):
+                image["detail"] = part["detail"]
+            parts.append({"type": "image_url", "image_url": image})
+        else:
+            parts.append(part)
+    return parts
+
+
 def _render_chat(items: list[_Msg | _Result], system: Any, repair: bool = False) -> list[dict[str, Any]]:
+    """The chat messages for ``items``. ``repair`` marks the view sent to a
+    provider: it also turns Responses parts (as the Agents SDK adapter
+    stores them) into Chat parts. The faithful view keeps content as stored,
+    so that ``sync()`` compares what a caller gave with what was kept."""
     messages: list[dict[str, Any]] = []
     if system is not None:
         messages.append({"role": "system", "content": system})
     for item in items:
         if isinstance(item, _Result):
-            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.content})
+            result = _chat_content(item.content) if repair else item.content
+            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": result})
             continue
         content = item.record.get("content")
+        if repair:
+            content = _chat_content(content)
         if content is None and (item.role != "assistant" or (repair and not item.calls)):
             # Null content is valid only beside tool calls. An assistant
             # message whose calls are not on the path (HEAD checked out

@@ -8,14 +8,21 @@ used by every adapter:
   ``prefix--`` when there is a prefix, so the session is easy to find in
   ``agentlog ls``;
 - any other name (or a name made of several parts) becomes
-  ``prefix--h--<sha256 of its UTF-8 bytes, 40 hex>`` (``h--<digest>`` without
-  a prefix). A kept name never contains ``--``, so the two forms never collide.
+  ``prefix--h--<the first 40 hex digits of the sha256 of its UTF-8 bytes>``
+  (``h--<digest>`` without a prefix; several parts are joined by U+001F
+  first): 160 bits, far beyond any collision, and existing stores depend
+  on this exact form. A kept name never contains ``--``, so the two forms
+  never collide;
+- a name with no UTF-8 form (a lone surrogate) is refused with
+  ``InvalidSessionId``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+
+from ..errors import InvalidSessionId
 
 __all__ = ["session_key"]
 
@@ -30,5 +37,20 @@ def session_key(prefix: str, *parts: str) -> str:
             return candidate
     # The unit separator keeps ("a", "b c") and ("a b", "c") apart.
     joined = "\x1f".join(parts)
-    digest = hashlib.sha256(joined.encode("utf-8")).hexdigest()[:40]
+    try:
+        data = joined.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate has no UTF-8 form, so no digest names it: refused
+        # before anything is written, naming the part that holds it.
+        bad = next(p for p in parts if not _encodes(p))
+        raise InvalidSessionId(bad, "a name holding a lone surrogate has no UTF-8 form") from None
+    digest = hashlib.sha256(data).hexdigest()[:40]
     return f"{prefix}--h--{digest}" if prefix else f"h--{digest}"
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

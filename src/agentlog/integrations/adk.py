@@ -41,6 +41,7 @@ import uuid
 from collections.abc import Generator
 from typing import Any
 
+import orjson
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -55,7 +56,7 @@ from google.adk.sessions.state import State
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from .. import NIL_ID, CorruptionError, Event, Session, SessionExists, SessionLocked, Store
+from .. import NIL_ID, CorruptionError, Event, InvalidEvent, Session, SessionExists, SessionLocked, Store
 from ._ids import session_key
 from ._open_writers import OpenWriters
 
@@ -73,16 +74,27 @@ def _json_state(state: dict[str, Any]) -> dict[str, Any]:
 
     Datetimes, models and so on become their JSON form. A value with none (a
     callable) is stored as its ``repr``, with a warning, as ADK's own services
-    do (``make_json_safe_state``), rather than failing the whole session."""
+    do (``make_json_safe_state``), rather than failing the whole session.
+
+    State the store cannot hold (bytes that are not UTF-8, a lone surrogate,
+    an integer beyond 64 bits) is ``InvalidEvent``. It is checked here, before
+    anything is written: a session and its scopes are separate writes, so a
+    value refused by the last of them would leave the first ones behind."""
     try:
-        result: dict[str, Any] = to_jsonable_python(state)
-    except PydanticSerializationError:
-        _log.warning(
-            "session state holds values that are not JSON-serializable (e.g. callables);"
-            " they are stored as their repr, as ADK's persistent services store them",
-            exc_info=True,
-        )
-        result = to_jsonable_python(state, serialize_unknown=True)
+        try:
+            result: dict[str, Any] = to_jsonable_python(state)
+        except PydanticSerializationError:
+            _log.warning(
+                "session state holds values that are not JSON-serializable (e.g. callables);"
+                " they are stored as their repr, as ADK's persistent services store them",
+                exc_info=True,
+            )
+            result = to_jsonable_python(state, serialize_unknown=True)
+        # The store writes records and metadata with orjson: what it refuses,
+        # every write of this state would refuse.
+        orjson.dumps(result)
+    except (UnicodeError, orjson.JSONEncodeError) as exc:
+        raise InvalidEvent(f"ADK state cannot be stored: {exc}") from None
     return result
 
 

@@ -62,10 +62,13 @@ def item_to_draft(item: Item) -> EventTuple:
         }
         return "tool_call", record, "assistant"
     if kind == "function_call_output" and isinstance(item.get("call_id"), str):
-        # The output is kept once, as the conventional ``content``; the item
-        # keeps its key (set to None) so its key order survives the round trip.
+        # The output is kept once, as the conventional ``content``. An item
+        # that has one keeps its key (set to None) so its key order survives
+        # the round trip; an item without one is stored as it is, so reading
+        # it back adds no key.
         rest = dict(item)
-        rest["output"] = None
+        if "output" in rest:
+            rest["output"] = None
         return (
             "tool_result",
             {"tool_call_id": item["call_id"], "content": item.get("output"), "item": rest},
@@ -97,7 +100,8 @@ def event_to_item(event: Event) -> Item | None:
     if event.kind == "tool_result":
         if isinstance(record.get("item"), dict):
             item = dict(record["item"])
-            item["output"] = record.get("content")
+            if "output" in item:
+                item["output"] = record.get("content")
             return item
         return {
             "type": "function_call_output",
@@ -136,8 +140,11 @@ class AgentlogSession(SessionABC):
     valid agentlog id, otherwise mapped to ``h--<digest>`` (the original is
     kept in the session's metadata as ``framework_id``). The session is
     opened for writing on first use and holds agentlog's writer lease until
-    ``close()``: a second writer, in this process or another, gets
-    ``SessionLocked``.
+    ``close()``: a writer in another process gets ``SessionLocked``. Within
+    one process, writers of a session share that lease (as ``Store.open``
+    does): a second ``AgentlogSession`` with the same id, or a
+    ``store.open()`` of it, writes to the same timeline, and each sees the
+    other's items.
     """
 
     def __init__(
