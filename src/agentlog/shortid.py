@@ -32,8 +32,13 @@ def short_ids(ids: Iterable[str], min_len: int = SHORT_LEN) -> dict[str, str]:
 
     Ids that are not UUIDs (a session made with ``--id demo``) are their
     own short form. The tail is unique both as a tail and as a prefix of
-    any other id, because a ref is matched either way."""
+    any other id, because a ref is matched either way. It is also never
+    a prefix of an id that is not a UUID (``--id 1f2e3d4c`` typed as
+    another session's short id): such an id is its own short form, and
+    what is printed for the UUID must still name it alone."""
+    ids = list(ids)
     uuids = sorted({i for i in ids if _UUID.match(i)}, key=lambda i: hex_digits(i)[::-1])
+    others = [hex_digits(i) for i in ids if not _UUID.match(i)]
     out: dict[str, str] = {i: i for i in ids if not _UUID.match(i)}
     reversed_hex = [hex_digits(i)[::-1] for i in uuids]
     need = [min_len] * len(uuids)
@@ -52,7 +57,8 @@ def short_ids(ids: Iterable[str], min_len: int = SHORT_LEN) -> dict[str, str]:
             if starts is None:
                 starts = prefixes[length] = {hex_digits(u)[:length] for u in uuids}
             tail = digits[-length:]
-            if tail not in starts or digits.startswith(tail) and _only_start(uuids, tail, uid):
+            unique = tail not in starts or digits.startswith(tail) and _only_start(uuids, tail, uid)
+            if unique and not any(o.startswith(tail) for o in others):
                 break
             length += 1
         out[uid] = digits[-length:]

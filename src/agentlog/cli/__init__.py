@@ -20,8 +20,8 @@ import click
 from .. import __version__
 from ..errors import AgentlogError, RecoveryWarning
 from . import check, copying, events, housekeeping, imports, search, serve, sessions, transfer, verbs
-from .common import App
-from .location import store_location
+from .common import CREATING_COMMANDS, App
+from .location import shown, store_location
 
 __all__ = ["main"]
 
@@ -35,15 +35,26 @@ def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
+#: The App of the command running (one per invocation), so that what is
+#: printed at the end can say that the store named does not exist.
+_APPS: list[App] = []
+
+
+def _missing_note() -> str:
+    """ " (no store at X: ...)" when the command ran on a store that is not there."""
+    where = _APPS[-1].missing if _APPS else None
+    return f" (and there is no store at {shown(where)}; nothing was created)" if where else ""
+
+
 def _fail(message: str, code: int) -> int:
-    click.echo(f"agentlog: error: {_one_line(message)}", err=True)
+    click.echo(f"agentlog: error: {_one_line(shown(str(message)))}{_missing_note()}", err=True)
     return code
 
 
 def _show_warning(
     message: Any, category: type, filename: str, lineno: int, file: Any = None, line: str | None = None
 ) -> None:
-    click.echo(f"agentlog: warning: {_one_line(message)}", err=True)
+    click.echo(f"agentlog: warning: {_one_line(shown(str(message)))}", err=True)
 
 
 class AgentlogGroup(click.Group):
@@ -68,8 +79,16 @@ class AgentlogGroup(click.Group):
         sys.exit(code)
 
     def _run(self, args: Any, prog_name: str, complete_var: str | None, extra: dict[str, Any]) -> int:
+        _APPS.clear()
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            app = _APPS[-1] if _APPS else None
+            if app is not None and app.missing and not app.missing_said:
+                click.echo(
+                    f"agentlog: warning: there is no store at {shown(app.missing)}: "
+                    "nothing is stored there, and nothing was created (check --home or --store)",
+                    err=True,
+                )
             return rv if isinstance(rv, int) else 0
         except click.exceptions.NoArgsIsHelpError as exc:
             click.echo(exc.ctx.get_help())
@@ -129,7 +148,9 @@ def main(ctx: click.Context, home: str | None, store_url: str | None, durability
 
     Sessions and events can be named by a unique prefix of their id. Every
     command takes --json for one JSON document on stdout."""
-    ctx.obj = App(store_location(ctx, home, store_url), durability)
+    creates = ctx.invoked_subcommand in CREATING_COMMANDS
+    ctx.obj = App(store_location(ctx, home, store_url), durability, creates=creates)
+    _APPS.append(ctx.obj)
 
 
 for _group in GROUPS:

@@ -17,13 +17,16 @@ from .._streams import write_stdout
 from ..session import Session
 from ..store import Store
 from .completion import complete_session
+from .location import missing_store
 from .refs import resolve_event, resolve_session
 
 __all__ = [
+    "CREATING_COMMANDS",
     "App",
     "CliError",
     "emit_json",
     "json_option",
+    "needs",
     "pass_app",
     "resolve_event",
     "resolve_session",
@@ -37,18 +40,40 @@ class CliError(click.ClickException):
     exit_code = 1
 
 
-class App:
-    """The global options, and the Store they describe (made on first use)."""
+#: Commands that may bring a store into being (the first session is
+#: written there). Every other command needs one that exists already:
+#: opening a file or SQLite store creates it, so they check first.
+CREATING_COMMANDS = frozenset({"new", "import", "serve"})
 
-    def __init__(self, home: str | None, durability: str) -> None:
+
+class App:
+    """The global options, and the Store they describe (made on first use).
+
+    ``creates``: whether the command may create the store. A command that
+    may not, given a file or SQLite store that is not there, works on an
+    empty store kept in memory instead (so it answers as for an empty
+    store: no sessions, "no session 'x'"), creates nothing, and names
+    ``missing`` in its output (see ``cli/__init__``)."""
+
+    def __init__(self, home: str | None, durability: str, *, creates: bool = True) -> None:
         self.home = home
         self.durability = durability
+        self.creates = creates
+        #: Where the store named would be, when it is not there (and not created).
+        self.missing: str | None = None
+        #: Whether the command's own output already said so.
+        self.missing_said = False
         self._store: Store | None = None
 
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store(self.home, durability=self.durability)
+            where = None if self.creates else missing_store(self.home)
+            if where is not None:
+                self.missing = where
+                self._store = Store("memory:", durability=self.durability)
+            else:
+                self._store = Store(self.home, durability=self.durability)
         return self._store
 
     def open(self, session: str, *, write: bool = False) -> Session:
@@ -58,6 +83,16 @@ class App:
 
 
 pass_app = click.make_pass_decorator(App)
+
+
+def needs(requires: str, *options: tuple[str, str]) -> None:
+    """A usage error when one of ``options`` ((shown name, parameter name))
+    was given without the flag ``requires``, which the caller found absent:
+    an option that would be ignored is a mistake to say, not to swallow."""
+    ctx = click.get_current_context()
+    for shown_name, param in options:
+        if ctx.get_parameter_source(param) not in (None, click.core.ParameterSource.DEFAULT):
+            raise click.UsageError(f"{shown_name} needs {requires}")
 
 
 def emit_json(document: Any) -> None:

@@ -15,7 +15,7 @@ from click.shell_completion import CompletionItem
 from ..errors import AgentlogError
 from ..shortid import short_ids
 from ..store import Store
-from .location import store_location
+from .location import NoStore, missing_store, store_location
 from .refs import labels_of, resolve_session
 
 __all__ = ["complete_event", "complete_session"]
@@ -28,13 +28,17 @@ def _store(ctx: click.Context) -> Store:
     from its line, else their environment variables (click has read them
     into the root's params)."""
     root = ctx.find_root()
-    return Store(store_location(root, root.params.get("home"), root.params.get("store_url")))
+    location = store_location(root, root.params.get("home"), root.params.get("store_url"))
+    where = missing_store(location)
+    if where is not None:
+        raise NoStore(where)  # completing a word never creates a store
+    return Store(location)
 
 
 def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     try:
         infos = _store(ctx).list(archived=True)
-    except (AgentlogError, OSError, click.UsageError):
+    except (AgentlogError, OSError, click.ClickException):
         # No store, an unreadable one, or both --store and --home typed:
         # nothing to offer, and no noise in the middle of a command line.
         return []
@@ -60,6 +64,6 @@ def complete_event(ctx: click.Context, param: click.Parameter, incomplete: str) 
                 entries = session.entries()
                 shorts = short_ids([e.id for e in entries])
                 values += [shorts[e.id] for e in reversed(entries[-_MAX:])]
-        except (AgentlogError, OSError, click.UsageError):
+        except (AgentlogError, OSError, click.ClickException):
             pass  # an unknown session (or store): HEAD is still a fair suggestion
     return [CompletionItem(v) for v in values if v.startswith(incomplete)]

@@ -28,7 +28,7 @@ from .common import (
     session_command,
 )
 from .completion import complete_event
-from .refs import labels_of
+from .refs import labels_of, no_events
 from .render import (
     abbreviate,
     console,
@@ -49,6 +49,14 @@ __all__ = ["COMMANDS"]
 #: Kinds ``tree`` leaves out unless --all: a checkpoint after every step
 #: would bury the conversation.
 HIDDEN_KINDS = frozenset({"state"})
+
+#: Kinds the store writes itself, refused by ``append``: a hand-made one
+#: would pass for the real thing in log, tree and exports. (``compaction``
+#: is not one: docs/records.md gives its record to any harness that
+#: compacts on its own.)
+RESERVED_KINDS = {
+    "tombstone": "only 'agentlog fsck --repair' writes it, in the place of a damaged event",
+}
 
 
 def _read_record(text: str | None) -> Any:
@@ -131,9 +139,12 @@ def append(app: App, session: str, kind: str, record_json: str | None, role: str
     The record is JSON given as RECORD_JSON, or read from stdin when
     RECORD_JSON is '-' or left out. It returns once the event is durable.
     An integer beyond 64 bits is refused, as it cannot be stored exactly:
-    write it as a string."""
+    write it as a string. The kind 'tombstone' is refused: only 'agentlog
+    fsck --repair' writes it."""
     # Read and check the record before taking the writer's lease, so a slow
     # producer or a bad record never holds (or recovers) the session.
+    if kind in RESERVED_KINDS:
+        raise CliError(f"kind {kind!r} is reserved: {RESERVED_KINDS[kind]}")
     record = _read_record(record_json)
     as_new_event((kind, record, role))  # kind, role and record checks, before the lease
     with app.open(session, write=True) as opened:
@@ -151,7 +162,7 @@ def _emit_or_shorts(session: Session, events: list[Event], as_json: bool) -> dic
         emit_json([e.to_dict() for e in events])
         return None
     if not events:
-        console().print(Text(f"session {session.id} has no events", style="dim"))
+        console().print(Text(no_events(session), style="dim"))
         return None
     return abbreviate(e.id for e in session.entries())
 

@@ -22,7 +22,7 @@ from ..export import totals
 from ..session import Session
 from ..shortid import short_ids
 from ..store import Store
-from .common import App, emit_json, json_option, pass_app
+from .common import App, emit_json, json_option, needs, pass_app
 from .completion import complete_session
 from .progress import progress_bar
 from .refs import resolve_session
@@ -79,12 +79,15 @@ def gc(app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, 
     left alone, as are sessions a writer holds (reported busy). A session
     with a damaged line or a quarantine file keeps every blob: the damaged
     bytes may be the only reference to one (reported; run fsck)."""
+    if not quarantine:
+        needs("--quarantine", ("--yes", "yes"), ("--quarantine-older-than", "quarantine_older_than"))
     home = on_disk(app.store)
     if home is None:
         if as_json:
-            emit_json({"collected": [], "bytes": 0, "note": "not a file store"})
+            emit_json({"collected": [], "bytes": 0, "note": "no store there" if app.missing else "not a file store"})
         else:
-            click.echo("nothing to collect: this store keeps nothing on disk to clean")
+            # (a store that is not there has nothing either; the warning names it)
+            click.echo("nothing to collect" + ("" if app.missing else ": this store keeps nothing on disk to clean"))
         return
     if quarantine and not dry_run and not yes:
         preview = collect(home, dry_run=True, quarantine=True, quarantine_age_s=quarantine_older_than)
@@ -243,9 +246,9 @@ def du(app: App, as_json: bool) -> None:
     home = on_disk(app.store)
     if home is None:
         if as_json:
-            emit_json({"sessions": [], "total": 0, "note": "not a file store"})
+            emit_json({"sessions": [], "total": 0, "note": "no store there" if app.missing else "not a file store"})
         else:
-            click.echo("this store keeps nothing on disk")
+            click.echo("nothing on disk" if app.missing else "this store keeps nothing on disk")
         return
     rows = sorted(usage(home), key=lambda u: u.total, reverse=True)
     search_dir = os.path.join(home, "search")

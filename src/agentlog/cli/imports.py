@@ -11,7 +11,8 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.text import Text
 
 from ..importers import FORMATS, Follower, Importer, ImportReport, expand_paths, get_importer, run_import
-from .common import App, emit_json, json_option, pass_app
+from .common import App, emit_json, json_option, needs, pass_app
+from .location import shown
 from .render import console
 from .transfer import IMPORT_FORMATS, import_file
 
@@ -51,11 +52,11 @@ def _print_report(report: ImportReport) -> None:
             soft_wrap=True,
         )
     for path, line, error in report.malformed:
-        click.echo(f"agentlog: warning: {path}:{line}: {error} (kept as a custom event)", err=True)
+        click.echo(f"agentlog: warning: {shown(path)}:{line}: {shown(error)} (kept as a custom event)", err=True)
     for path, line, text in report.warnings:
-        click.echo(f"agentlog: warning: {path}:{line}: {text}", err=True)
+        click.echo(f"agentlog: warning: {shown(path)}:{line}: {shown(text)}", err=True)
     for error in report.errors:
-        click.echo(f"agentlog: error: {error}", err=True)
+        click.echo(f"agentlog: error: {shown(error)}", err=True)
 
 
 def _progress(files: list[str]) -> Progress:
@@ -127,11 +128,15 @@ def import_(
     whose imported part changed is reported, not imported again. A malformed
     line is kept as a 'custom' event and reported with its file and line.
     Exit status 1 if a file could not be imported. See docs/integrations.md."""
+    if not keep_following:
+        needs("--follow", ("--interval", "interval"), ("--polls", "polls"))
     if fmt in IMPORT_FORMATS:
         if keep_following or len(paths) != 1:
             raise click.UsageError(f"--from {fmt} takes exactly one FILE and no --follow")
+        if os.path.isdir(paths[0]):
+            raise click.BadParameter(f"{shown(paths[0])} is a directory: give the bundle file", param_hint="'PATH'")
         if not os.path.isfile(paths[0]):
-            raise click.BadParameter(f"no such file: {paths[0]}", param_hint="'PATH'")
+            raise click.BadParameter(f"no such file: {shown(paths[0])}", param_hint="'PATH'")
         import_file(app, fmt, paths[0], as_json)
         return 0
     importer = get_importer(fmt)
@@ -144,7 +149,7 @@ def import_(
     if as_json:
         emit_json(report.to_dict())
         for error in report.errors:
-            click.echo(f"agentlog: error: {error}", err=True)
+            click.echo(f"agentlog: error: {shown(error)}", err=True)
     else:
         _print_report(report)
     return 1 if report.errors else 0

@@ -35,6 +35,7 @@ __all__ = [
     "BadRef",
     "check_text",
     "labels_of",
+    "no_events",
     "resolve_event",
     "resolve_session",
     "short_ids",
@@ -165,9 +166,24 @@ def _count(digits: str) -> int:
     return int(digits) if len(digits) <= 18 else 10**18
 
 
+def no_events(session: Session) -> str:
+    """Why the active path of ``session`` is empty: no events at all, or
+    HEAD checked out at the root while the events sit on branches."""
+    count = len(session)
+    if session.head != NIL_ID or not count:
+        return f"session {session.id} has no events"
+    noun = "event" if count == 1 else "events"
+    return (
+        f"HEAD of session {session.id} is at the root: no active path ({count} {noun} on other "
+        f"branches; 'agentlog tree {session.id}' shows them, 'agentlog checkout {session.id} EVENT' picks one)"
+    )
+
+
 def _resolve_base(session: Session, text: str, labels: dict[str, str]) -> str:
     if text.upper() == "HEAD":
         if session.head == NIL_ID:
+            if len(session):
+                raise BadRef(no_events(session))
             raise BadRef(f"session {session.id} is empty: HEAD names no event")
         return session.head
     if text in labels:

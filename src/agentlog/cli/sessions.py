@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..store import SessionInfo
 from .common import App, emit_json, json_option, pass_app
+from .location import shown
 from .refs import check_text
 from .render import abbreviate, columns, console, local_time, one_line, print_lines
 
@@ -76,6 +77,12 @@ def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
         emit_json(rows)
         return
     out = console()
+    if not rows and app.missing:
+        # Say there is no store at all (a typo in --home reads differently
+        # from an empty store); none was created.
+        app.missing_said = True
+        out.print(Text(f"no sessions in {shown(app.missing)}: there is no store there", style="dim"))
+        return
     if not rows:
         out.print(Text(f"no sessions in {app.store.home}", style="dim"))
         return

@@ -21,6 +21,7 @@ from ..export import EXPORT_FORMATS, BundleImportReport, export_session, import_
 from ..store import Store
 from .common import App, emit_json, json_option, pass_app
 from .completion import complete_session
+from .location import shown
 from .progress import ProgressFn, progress_bar
 
 __all__ = ["COMMANDS", "IMPORT_FORMATS", "Importer", "import_file"]
@@ -119,16 +120,27 @@ def export(
     every branch and its blob payloads; 'agentlog import --from bundle'
     brings it back with ids preserved. The report (events, bytes,
     redactions) goes to stderr, or to stdout with --json and -o."""
+    if output is not None and not output.strip():
+        raise click.UsageError("-o is empty: give a file name, or '-' (or no -o) for stdout")
     if as_json and output in (None, "-"):
         raise click.UsageError("--json prints the report on stdout: give -o FILE for the export")
     with app.open(session) as opened, _output(output) as out:
         with progress_bar(f"exporting {opened.id}") as update:
             report = export_session(opened, fmt, out, all_branches=all_branches, redact=redact, progress=update)
+    for eid, why in report.unreadable:
+        click.echo(
+            f"agentlog: warning: event {eid} of {report.session_id} is exported as a marker: "
+            f"its payload cannot be read: {shown(why)} (see 'agentlog fsck {report.session_id}')",
+            err=True,
+        )
     if as_json:
         emit_json(report.to_dict())
         return
-    where = output if output not in (None, "-") else "stdout"
-    line = f"exported {report.events} events of {report.session_id} as {fmt} to {where} ({report.bytes:,} bytes)"
+    where = shown(output) if output not in (None, "-") else "stdout"
+    what = f"{report.events} events"
+    if report.scope == "active path" and report.events < report.session_events:
+        what = f"{report.events} of {report.session_events} events (the active path; --all-branches for every branch)"
+    line = f"exported {what} of {report.session_id} as {fmt} to {where} ({report.bytes:,} bytes)"
     if redact:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(report.redactions.items()))
         line += f"; {report.redacted} secrets redacted" + (f" ({kinds})" if kinds else "")
@@ -142,8 +154,10 @@ def import_file(app: App, source: str, path: str, as_json: bool) -> None:
     Importing is idempotent: a session already holding everything in FILE
     is left unchanged (and the report says so); one holding the start of
     it gets the rest."""
+    if os.path.isdir(path):
+        raise click.BadParameter(f"{shown(path)} is a directory: give the bundle file", param_hint="'FILE'")
     if not os.path.exists(path):
-        raise click.BadParameter(f"no such file: {path}", param_hint="'FILE'")
+        raise click.BadParameter(f"no such file: {shown(path)}", param_hint="'FILE'")
     with progress_bar(f"importing {os.path.basename(path)}") as update:
         report = IMPORT_FORMATS[source](app.store, path, update)
     doc: dict[str, Any] = report.to_dict()

@@ -15,11 +15,12 @@ from typing import Any
 
 import click
 
-from ..errors import AgentlogError
+from ..errors import AgentlogError, NothingToContinue
 from ..session import Session
 from ..store import Store
 from .common import App, CliError, emit_json, json_option, pass_app
 from .completion import complete_event, complete_session
+from .location import shown
 from .refs import check_text, labels_of, resolve_event, resolve_session
 from .render import one_line
 
@@ -31,6 +32,7 @@ _HEXISH = re.compile(r"[0-9a-fA-F-]+\Z")
 
 def check_label(name: str) -> str:
     """A label name, or CliError saying why it cannot be one."""
+    check_text(name, "label")  # bytes that are not UTF-8 are shown as every path is
     if not _LABEL.match(name):
         raise CliError(f"label {name!r} is not valid: use 1-64 of A-Z a-z 0-9 _ . / -, not starting with . / or -")
     if name.upper() == "HEAD" or name.lower() == "root":
@@ -190,6 +192,8 @@ def label(app: App, session: str, name: str | None, event: str | None, delete: b
     HEAD or adds an event. Use it anywhere an EVENT is taken
     ('agentlog show S NAME', 'agentlog checkout S NAME~2')."""
     if name is None:
+        if delete:
+            raise click.UsageError("--delete needs the NAME of the label to remove")
         with app.open(session) as opened:
             labels = labels_of(opened.meta)
         if as_json:
@@ -238,7 +242,17 @@ def continue_command(app: App, directory: str | None, reroot: bool, as_json: boo
     # Metadata is JSON, so no session can have a working directory whose
     # name is not UTF-8: say so, rather than look for one.
     check_text(cwd, "directory", "no session can belong to it (agentlog keeps working directories as UTF-8 text)")
-    with app.store.continue_session(cwd, reroot=reroot, readonly=not reroot) as opened:
+    try:
+        opened = app.store.continue_session(cwd, reroot=reroot, readonly=not reroot)
+    except NothingToContinue as exc:
+        if not exc.moved:
+            raise
+        # The library's hint names its keyword (reroot=True); here it is an option.
+        raise CliError(
+            f"no session to continue in {shown(cwd)}; session {exc.moved[0]} was started in a "
+            f"directory of the same name that no longer exists: run 'agentlog continue --reroot' to adopt it"
+        ) from None
+    with opened:
         doc = _summary(opened)
     doc["rerooted"] = reroot and doc["working_dir"] == cwd
     if as_json:
@@ -255,8 +269,10 @@ def continue_command(app: App, directory: str | None, reroot: bool, as_json: boo
 def rm(app: App, sessions: tuple[str, ...], yes: bool, as_json: bool) -> None:
     """Delete sessions and everything stored for them, after confirmation.
 
-    Without --yes it lists what it would delete and asks; an answer other
-    than yes (or no terminal to ask on) deletes nothing."""
+    Without --yes it lists what it would delete and asks on stderr, reading
+    the answer from stdin (a terminal, or a pipe: 'echo y | agentlog rm S'
+    is consent); an answer other than yes, or none (stdin empty or
+    closed), deletes nothing."""
     store = app.store
     # Resolve every ref first: a typo deletes nothing.
     ids = list(dict.fromkeys(resolve_session(store, ref) for ref in sessions))

@@ -48,9 +48,17 @@ Progress = Callable[[int, int], None]
 class ExportReport:
     session_id: str
     format: str
+    #: Events written: the active path's for Markdown without all_branches.
     events: int
     bytes: int
     redactions: dict[str, int] = field(default_factory=dict)
+    #: Events the session holds (every branch).
+    session_events: int = 0
+    #: What was written: "active path" or "every branch".
+    scope: str = "every branch"
+    #: (event id, why) of each payload that could not be read, written as
+    #: a marker in its place (Markdown and HTML; a bundle refuses instead).
+    unreadable: tuple[tuple[str, str], ...] = ()
 
     @property
     def redacted(self) -> int:
@@ -64,6 +72,9 @@ class ExportReport:
             "bytes": self.bytes,
             "redactions": dict(self.redactions),
             "redacted": self.redacted,
+            "session_events": self.session_events,
+            "scope": self.scope,
+            "unreadable": [{"event": eid, "error": why} for eid, why in self.unreadable],
         }
 
 
@@ -98,8 +109,10 @@ def export_session(
         raise UnknownFormat(f"unknown export format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
     redactor = Redactor() if redact else None
     sink = _Counting(out)
+    scope = "every branch"
+    unreadable: tuple[tuple[str, str], ...] = ()
     if fmt == "bundle":
-        count = write_bundle(
+        count = total = write_bundle(
             session,
             sink,
             redactor=redactor,
@@ -109,5 +122,18 @@ def export_session(
         view = load_view(session, redactor=redactor, progress=progress)
         text = render_html(view) if fmt == "html" else session_markdown(view, all_branches=all_branches)
         sink.write(text.encode("utf-8"))
-        count = len(view.order)
-    return ExportReport(session.id, fmt, count, sink.count, dict(redactor.counts) if redactor else {})
+        total = count = len(view.order)
+        if fmt == "md" and not all_branches:
+            scope, count = "active path", len(view.active)
+        shown = set(view.order if scope == "every branch" else view.active)
+        unreadable = tuple((eid, why) for eid, why in view.unreadable.items() if eid in shown)
+    return ExportReport(
+        session.id,
+        fmt,
+        count,
+        sink.count,
+        dict(redactor.counts) if redactor else {},
+        session_events=total,
+        scope=scope,
+        unreadable=unreadable,
+    )

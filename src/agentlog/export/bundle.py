@@ -33,7 +33,7 @@ from typing import IO, Any, Protocol
 
 import orjson
 
-from ..errors import BundleError, SessionNotFound, StreamedDeltaError
+from ..errors import BundleError, CorruptionError, SessionNotFound, StreamedDeltaError
 from ..event import NIL_ID, Event, check_kind, digest_of, is_event_id, parse_timestamp, stored_record_problem
 from ..session import Session
 from ..store import Store
@@ -105,7 +105,7 @@ def write_bundle(
         )
     )
     for n, entry in enumerate(entries):
-        event = session.resolve(session.event(entry.id))
+        event = _resolved(session, entry.id)
         doc = event.to_dict()
         if redactor is not None:
             doc["record"] = redactor.value(doc["record"])
@@ -115,6 +115,23 @@ def write_bundle(
             progress(n + 1, len(entries))
     out.write(_line({"end": {"events": len(entries), "head": head}}))
     return len(entries)
+
+
+def _resolved(session: Session, event_id: str) -> Event:
+    """The event with its payload; a payload that cannot be read stops the
+    bundle, saying how to go on. A bundle claims to be a faithful copy (it
+    is imported back as the session), so it never stands in a marker for
+    lost bytes the way a Markdown or HTML export does."""
+    try:
+        return session.resolve(session.event(event_id))
+    except CorruptionError as exc:
+        raise CorruptionError(
+            exc.path,
+            exc.offset,
+            f"{exc.reason}; it is the payload of event {event_id}, and a bundle is a faithful copy, "
+            f"so none was written: run 'agentlog fsck --repair {session.id}' first, or export "
+            "--format md or html, which mark the unreadable payload",
+        ) from None
 
 
 @dataclass(slots=True)

@@ -94,7 +94,12 @@ def _article(view: ExportView, event: Event) -> str:
         f'<div class="hdr">{_e(event.kind)} · {_e(event.role or "-")} · '
         f"<code>{_e(short)}</code> · {_e(event.timestamp)}{_marks(view, event.id)}</div>"
     )
-    if event.kind == "message":
+    if event.id in view.unreadable:
+        body = (
+            f'<div class="boundary">payload unreadable ({_e(view.unreadable[event.id])}); '
+            f"see <code>agentlog fsck {_e(view.id)}</code></div>"
+        )
+    elif event.kind == "message":
         text = readable_content(record.get("content")) if record else record_text("message", event.record)
         body = f'<div class="text">{_e(text)}</div>'
         reasoning = record.get("reasoning")

@@ -42,6 +42,13 @@ def _event(view: ExportView, event: Event) -> list[str]:
     for name in view.labels.get(event.id, []):
         marks += f" · label `{name}`"
     where = f"`{short}` · {event.timestamp}{marks}"
+    if event.id in view.unreadable:
+        return [
+            f"#### {event.kind} · {event.role or '-'} · {where}",
+            "",
+            f"> **payload unreadable** ({view.unreadable[event.id]}); see `agentlog fsck {view.id}`",
+            "",
+        ]
     record = event.record if isinstance(event.record, dict) else {}
     if event.kind == "message":
         lines = [f"### {event.role or 'message'} · {where}", ""]
@@ -99,6 +106,7 @@ def session_markdown(view: ExportView, *, all_branches: bool = False) -> str:
         f"- created: {meta.get('created_at') or '-'}",
         f"- HEAD: `{view.head}`",
         f"- events: {len(view.order)} ({len(view.active)} on the active path, {len(view.branches)} other branches)",
+        *([f"- payloads unreadable: {len(view.unreadable)} (marked below)"] if view.unreadable else []),
         f"- tokens (active path): {_totals(view)}",
         "",
         "## Active path",

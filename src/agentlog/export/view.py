@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import CorruptionError
 from ..event import NIL_ID, Event
 from ..session import Session
 from ..shortid import short_ids
@@ -45,6 +46,9 @@ class ExportView:
     labels: dict[str, list[str]]
     totals: Totals
     shorts: dict[str, str]
+    #: Event id -> why its payload (a blob) could not be read. The event is
+    #: still shown, marked, so one damaged payload never hides a session.
+    unreadable: dict[str, str]
 
     @property
     def title(self) -> str:
@@ -55,8 +59,14 @@ class ExportView:
 def load_view(session: Session, *, redactor: Redactor | None = None, progress: Progress | None = None) -> ExportView:
     entries = session.entries()
     events: dict[str, Event] = {}
+    unreadable: dict[str, str] = {}
     for n, entry in enumerate(entries):
-        event = session.resolve(session.event(entry.id))
+        stored = session.event(entry.id)
+        try:
+            event = session.resolve(stored)
+        except CorruptionError as exc:  # a blob missing or damaged (BlobIntegrityError too)
+            unreadable[stored.id] = str(exc)
+            event = stored.with_record(None)
         if redactor is not None:
             event = event.with_record(redactor.value(event.record))
         events[event.id] = event
@@ -106,4 +116,5 @@ def load_view(session: Session, *, redactor: Redactor | None = None, progress: P
         labels=labels,
         totals=path_totals,
         shorts=short_ids(order),
+        unreadable=unreadable,
     )

@@ -15,16 +15,18 @@ each catch-up transaction holds the write lock for one batch only.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import threading
+import urllib.parse
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import AgentlogError, SessionNotFound
+from ..errors import AgentlogError, CorruptionError, SessionNotFound
 from ..recordtext import record_text
 from .query import SearchError, SearchWarning
 
@@ -91,6 +93,9 @@ class IndexStats:
     #: (session id, error) of each session that could not be read: it is
     #: left out of the results (what was indexed before stays) until fixed.
     failed: tuple[tuple[str, str], ...] = ()
+    #: (session id, event id, error) of each payload (a blob) that could not
+    #: be read: that event alone is left out; the rest of its session is in.
+    unreadable: tuple[tuple[str, str, str], ...] = ()
 
 
 def index_location(home: str) -> str | None:
@@ -167,15 +172,65 @@ def open_index(store: Store) -> Iterator[SearchIndex]:
         with _memory_lock:
             yield SearchIndex(store, conn)
         return
+    writable = True
     try:
         conn = _connect(path)
     except (OSError, sqlite3.Error) as exc:
-        raise SearchError(f"cannot open the search index {path}: {exc}") from exc
+        if not _cannot_write(exc):
+            raise SearchError(f"cannot open the search index {path}: {exc}") from exc
+        conn, writable = _read_only(path, exc)
     try:
-        _setup(conn)
-        yield SearchIndex(store, conn)
+        if writable:
+            _setup(conn)
+        yield SearchIndex(store, conn, writable=writable)
     finally:
         conn.close()
+
+
+def _cannot_write(exc: BaseException) -> bool:
+    """Whether opening the index failed for want of write permission (a
+    read-only home, a read-only file system), rather than damage."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+def _read_only(path: str, why: BaseException) -> tuple[sqlite3.Connection, bool]:
+    """The index as it is, read-only (it may lag the store: a warning says
+    so); without one of this schema, an index built in memory for this
+    process, so a read-only store can still be searched. With whether
+    the connection may be written (the one in memory may)."""
+    reason = getattr(why, "strerror", None) or str(why)
+    if os.path.exists(path):
+        # immutable: no -shm or -wal to create beside it (the directory may
+        # be read-only too); a WAL not yet checkpointed is left unread.
+        uri = "file:" + urllib.parse.quote(path) + "?immutable=1"
+        try:
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            row = conn.execute("SELECT value FROM info WHERE key='schema'").fetchone()
+        except sqlite3.Error:
+            row = None
+        else:
+            if row is not None and row[0] == SCHEMA_VERSION:
+                warnings.warn(
+                    SearchWarning(
+                        f"the search index {path} cannot be written ({reason}): searching it as it is, "
+                        "which may miss what was stored since it was last updated"
+                    ),
+                    stacklevel=4,
+                )
+                return conn, False
+            conn.close()
+    warnings.warn(
+        SearchWarning(
+            f"the search index {path} cannot be written ({reason}): searching without it "
+            "(an index is built in memory for this search)"
+        ),
+        stacklevel=4,
+    )
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    return conn, True
 
 
 def drop(store: Store) -> None:
@@ -193,15 +248,20 @@ def drop(store: Store) -> None:
 
 
 class SearchIndex:
-    """One open connection to a store's index."""
+    """One open connection to a store's index. A read-only one (the index
+    of a store this process may not write) is searched as it is: catching
+    up and optimizing do nothing."""
 
-    def __init__(self, store: Store, conn: sqlite3.Connection) -> None:
+    def __init__(self, store: Store, conn: sqlite3.Connection, *, writable: bool = True) -> None:
         self.store = store
         self.conn = conn
+        self.writable = writable
 
     def optimize(self) -> None:
         """Merge the index's segments into one (after a bulk build): fewer
         segments to consult per query."""
+        if not self.writable:
+            return
         with _write(self.conn):
             self.conn.execute("INSERT INTO fts(fts) VALUES('optimize')")
 
@@ -211,6 +271,8 @@ class SearchIndex:
 
         Unchanged sessions cost one stat each (the event count and time
         the backend keeps without reading events); no event log is opened."""
+        if not self.writable:
+            return IndexStats(0, 0, 0, 0)  # searched as it is (open_index warned)
         ids = sorted(self.store.backend.session_ids())
         known = {
             row[0]: (row[1], row[2], row[3])
@@ -223,6 +285,7 @@ class SearchIndex:
                 self._forget(sid)
         touched = added = 0
         failed: list[tuple[str, str]] = []
+        unreadable: list[tuple[str, str, str]] = []
         for n, sid in enumerate(ids):
             if progress is not None:
                 progress(n, len(ids))
@@ -237,7 +300,7 @@ class SearchIndex:
             if seen is not None and seen[0] == stats.event_count and seen[2] == stats.updated_ns:
                 continue
             try:
-                count = self._index_session(sid, seen, stats.updated_ns)
+                count = self._index_session(sid, seen, stats.updated_ns, unreadable)
             except SessionNotFound:
                 continue  # deleted since it was listed
             except AgentlogError as exc:
@@ -254,14 +317,24 @@ class SearchIndex:
                 SearchWarning(f"search cannot read session {sid}: {reason}; see 'agentlog fsck {sid}'"),
                 stacklevel=3,
             )
-        return IndexStats(len(ids), touched, added, len(removed), tuple(failed))
+        for sid, eid, reason in unreadable:
+            warnings.warn(
+                SearchWarning(
+                    f"search left out event {eid} of session {sid}: its payload cannot be read: {reason}; "
+                    f"see 'agentlog fsck {sid}', then 'agentlog search --reindex'"
+                ),
+                stacklevel=3,
+            )
+        return IndexStats(len(ids), touched, added, len(removed), tuple(failed), tuple(unreadable))
 
     def _forget(self, sid: str) -> None:
         self.conn.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM events WHERE session_id=?)", (sid,))
         self.conn.execute("DELETE FROM events WHERE session_id=?", (sid,))
         self.conn.execute("DELETE FROM sessions WHERE session_id=?", (sid,))
 
-    def _index_session(self, sid: str, seen: tuple[int, str, int] | None, updated_ns: int) -> int:
+    def _index_session(
+        self, sid: str, seen: tuple[int, str, int] | None, updated_ns: int, unreadable: list[tuple[str, str, str]]
+    ) -> int:
         with self.store.open(sid, readonly=True) as session:
             entries = session.entries()
             # An imported session keeps the directory it was recorded in as
@@ -287,7 +360,12 @@ class SearchIndex:
                     for entry in batch:
                         if entry.kind in SKIPPED_KINDS:
                             continue
-                        event = session.resolve(session.event(entry.id))
+                        stored = session.event(entry.id)  # a damaged line fails the session, as it did
+                        try:
+                            event = session.resolve(stored)
+                        except CorruptionError as exc:  # one lost blob: index the rest, and say so
+                            unreadable.append((sid, entry.id, str(exc)))
+                            continue
                         text = record_text(event.kind, event.record)
                         if not text:
                             continue

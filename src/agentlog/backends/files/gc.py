@@ -124,12 +124,24 @@ def _scandir(path: str) -> list[os.DirEntry[str]]:
 
 
 @contextlib.contextmanager
-def _lease(home: str, session_id: str) -> Iterator[bool]:
+def _lease(home: str, session_id: str, *, dry_run: bool = False) -> Iterator[bool]:
     """Try the session's writer lease (``locks/<id>.lock``, an flock);
-    yields whether gc holds it."""
-    locks = os.path.join(home, "locks")
-    os.makedirs(locks, mode=0o700, exist_ok=True)
-    fd = os.open(os.path.join(locks, f"{session_id}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    yields whether gc holds it.
+
+    A dry run writes nothing, so it works on a home it may not write (a
+    read-only copy): it opens an existing lock file read-only (an flock
+    needs no write access) and, where there is none, no writer has ever
+    taken the lease, so it holds nothing to wait for."""
+    path = os.path.join(home, "locks", f"{session_id}.lock")
+    if dry_run:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            yield True
+            return
+    else:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -229,7 +241,7 @@ def _session_items(
     candidates = _scandir(blobs)
     if not candidates:
         return items
-    with _lease(home, sid) as held:
+    with _lease(home, sid, dry_run=dry_run) as held:
         if not held:
             report.busy.append(sid)
             return items
