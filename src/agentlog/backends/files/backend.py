@@ -15,6 +15,7 @@ import orjson
 from ..._fs import OsFs
 from ..._lease import Lease, acquire
 from ...errors import (
+    AgentlogError,
     CorruptionError,
     InvalidOption,
     SessionExists,
@@ -24,7 +25,7 @@ from ...errors import (
     UnknownBackend,
 )
 from ...event import NIL_ID, check_session_id
-from ..base import Backend, Commit, Problem, SessionStats
+from ..base import Backend, Commit, ListingRow, Problem, SessionStats
 from .fsck import repair_session, verify_session
 from .index import ENTRY_SIZE, HEADER_SIZE, LEGACY_INDEX_WIDTH, empty_index
 from .layout import Layout, chunk_name, parse_chunk_name
@@ -251,10 +252,28 @@ class FileBackend(Backend):
             if entry.is_dir():
                 yield name
 
+    def listing(self) -> Iterator[ListingRow]:
+        """The base class's listing, with each session's two paths built once
+        from the name just listed (and validated by ``session_ids``)."""
+        sessions = self.layout.sessions + os.sep
+        for session_id in self.session_ids():
+            where = sessions + session_id + os.sep
+            try:
+                meta = self._read_meta(session_id, where + "session.json")
+                stats = self._stats(session_id, where + "index.bin")
+            except SessionNotFound:
+                continue  # deleted between listing and reading it: not a session any more
+            except AgentlogError as exc:
+                yield ListingRow(session_id, {}, None, exc)
+            else:
+                yield ListingRow(session_id, meta, stats)
+
     def read_meta(self, session_id: str) -> dict[str, Any]:
+        return self._read_meta(session_id, self.layout.meta(session_id))
+
+    def _read_meta(self, session_id: str, path: str) -> dict[str, Any]:
         # Listing calls this for every session: one open in the common case;
         # the rarer layouts are looked for only when session.json is absent.
-        path = self.layout.meta(session_id)
         try:
             data = self.fs.read_file(path)
         except StorageError as exc:
@@ -272,8 +291,11 @@ class FileBackend(Backend):
 
         The index may lag the log after a crash until the session is next
         opened for writing; the count is then a lower bound."""
+        return self._stats(session_id, self.layout.index(session_id))
+
+    def _stats(self, session_id: str, index_path: str) -> SessionStats:
         try:
-            st = self.fs.stat(self.layout.index(session_id))
+            st = self.fs.stat(index_path)
         except StorageError as exc:
             if exc.errno != errno.ENOENT:
                 raise
