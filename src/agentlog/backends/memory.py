@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ..errors import BlobIntegrityError, EventNotFound, HeadConflict, SessionExists, SessionNotFound
 from ..event import NIL_ID, Event, check_session_id, digest_of
 from .base import Backend, Commit, IndexEntry, Problem, SessionStats, SessionStorage, StagedEvent, Ticket, check_links
@@ -21,6 +23,14 @@ __all__ = ["MemoryBackend"]
 
 _NAMED: dict[str, MemoryBackend] = {}  # memory:NAME -> the one store of that name in this process
 _NAMED_LOCK = threading.Lock()
+
+
+def _as_stored(meta: dict[str, Any]) -> dict[str, Any]:
+    """Metadata as a backend that writes it as JSON gives it back (NaN as
+    None, tuples as lists): the reference backend must not keep what the
+    others cannot."""
+    stored: dict[str, Any] = orjson.loads(orjson.dumps(meta))
+    return stored
 
 
 @dataclass
@@ -92,7 +102,7 @@ class MemorySessionStorage(SessionStorage):
         return copy.deepcopy(self._data.meta)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        self._data.meta = copy.deepcopy(meta)
+        self._data.meta = _as_stored(meta)
 
     def read_sidecar(self, name: str) -> bytes | None:
         return self._data.sidecars.get(name)
@@ -140,7 +150,7 @@ class MemoryBackend(Backend):
         return data
 
     def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> SessionStorage:
-        data = _Data(copy.deepcopy(meta))
+        data = _Data(_as_stored(meta))
         if initial is not None:
             data.apply(session_id, initial)  # staged before it is visible
         with self._lock:
