@@ -8,6 +8,8 @@ an explicit ``persist()``, and then everything buffered moves over whole.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,8 +84,12 @@ def test_persist_of_a_lazy_session_whose_id_was_taken_meanwhile(file_store):
 
     s = file_store.create(session_id="taken", lazy=True)
     s.append("message", {"content": "mine"}, role="user")
-    with file_store.create(session_id="taken") as other:
-        other.append("message", {"content": "theirs"}, role="user")
+    # Another process: within this one, the lazy session holds its id.
+    other = (
+        "import sys; from agentlog import Store; s = Store(sys.argv[1]).create(session_id='taken'); "
+        "s.append('message', {'content': 'theirs'}, role='user'); s.close()"
+    )
+    subprocess.run([sys.executable, "-c", other, file_store.home], check=True)
     with pytest.raises(SessionExists):
         s.persist()
     with file_store.open("taken", readonly=True) as theirs:

@@ -9,13 +9,13 @@ import orjson
 
 from ._text import content_text
 from .cutpoints import choose_cut
-from .errors import AgentlogError, SummarizerError
+from .errors import AgentlogError, InvalidOption, SummarizerError
 from .event import NIL_ID, Event
 from .summarize import Summarizer, Summary, render_events
 from .tokens import count_tokens, event_tokens
 from .view import SessionView
 
-__all__ = ["CompactionPolicy", "compact", "summarize_branch"]
+__all__ = ["CompactionPolicy", "check_count", "check_flag", "compact", "summarize_branch"]
 
 #: How much of the current request a summary quotes when the cut falls
 #: inside its turn (about 2,000 tokens).
@@ -34,8 +34,41 @@ class CompactionPolicy:
     keep_tokens: int = 20_000
     enabled: bool = True
 
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """InvalidOption for a field out of its range or of the wrong type
+        (checked again on use: the fields can be set one by one)."""
+        threshold = self.threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 1:
+            raise InvalidOption(f"compaction threshold must be a number above 0 and at most 1, not {threshold!r}")
+        check_count("keep_tokens", self.keep_tokens)
+        check_flag("enabled", self.enabled)
+
     def due(self, used_tokens: int, context_window: int) -> bool:
+        """Whether ``used_tokens`` of a ``context_window`` (0: unknown, never
+        due) call for a compaction."""
+        self.check()
+        check_count("used_tokens", used_tokens)
+        check_count("context_window", context_window)
         return self.enabled and context_window > 0 and used_tokens >= self.threshold * context_window
+
+
+def check_count(name: str, value: Any) -> int:
+    """A count of tokens: an int of at least 0 (a bool or "5" is a mistake
+    to report here, not a TypeError deep in the cut-point search)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidOption(f"{name} must be an integer, not {type(value).__name__} {value!r}")
+    if value < 0:
+        raise InvalidOption(f"{name} must be >= 0, not {value!r}")
+    return value
+
+
+def check_flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidOption(f"{name} must be True or False, not {type(value).__name__} {value!r}")
+    return value
 
 
 def _summarize(summarizer: Summarizer, events: list[Event], previous: dict[str, Any] | None) -> Summary:
@@ -79,6 +112,8 @@ def compact(
     ``split_turn``, a current turn that alone costs more than
     ``keep_tokens`` is cut too, at an assistant step: what an agent loop
     needs when one request runs many tool steps (``Agent`` does this)."""
+    check_count("keep_tokens", keep_tokens)
+    check_flag("split_turn", split_turn)
     # The compaction goes where the next append goes: after a select(), on
     # the selected path, so that path (not HEAD's) is what it summarizes.
     context = session.context(at=session.pending, resolve=True)

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from ._text import content_text
-from .errors import InvalidMeta
+from .errors import InvalidMeta, SessionLocked
 from .event import NIL_ID, format_timestamp
 from .view import SessionView
 
 __all__ = [
     "DEFAULT_META",
+    "LAZY_IDS",
+    "LazyIds",
     "check_meta",
     "ensure_summary_text",
     "fork_meta",
@@ -136,3 +141,44 @@ def fork_meta(session: SessionView, at: str, name: str | None) -> dict[str, Any]
             "at": format_timestamp(time.time_ns()),
         },
     }
+
+
+class LazyIds:
+    """The ids this process's lazy sessions hold while they live in memory.
+
+    A lazy session writes nothing until it persists, so nothing on disk
+    reserves its id: without this, a ``create`` of the same id would take
+    it and the lazy session could then never be stored. Keyed by store URL
+    and id; a session dropped without ``close()`` frees its id with it (a
+    weak reference). Another process cannot see these: there, the lazy
+    session's ``persist()`` fails and its events stay in memory (see
+    docs/sessions.md)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[tuple[str, str], weakref.ref[Any]] = {}
+
+    def _holder(self, key: tuple[str, str]) -> Any:
+        ref = self._held.get(key)
+        return None if ref is None else ref()
+
+    def check(self, url: str, session_id: str) -> None:
+        """SessionLocked if a live lazy session of this process holds the id."""
+        with self._lock:
+            if self._holder((url, session_id)) is not None:
+                raise SessionLocked(session_id, f"pid {os.getpid()} (this process), a lazy session not stored yet")
+
+    def reserve(self, url: str, session_id: str, owner: object) -> None:
+        with self._lock:
+            if self._holder((url, session_id)) is not None:
+                raise SessionLocked(session_id, f"pid {os.getpid()} (this process), a lazy session not stored yet")
+            self._held[(url, session_id)] = weakref.ref(owner)
+
+    def release(self, url: str, session_id: str, owner: object) -> None:
+        with self._lock:
+            if self._holder((url, session_id)) in (owner, None):
+                self._held.pop((url, session_id), None)
+
+
+#: The process-wide registry.
+LAZY_IDS = LazyIds()

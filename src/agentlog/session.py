@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ._writers import WRITERS
 from .backends.base import IndexEntry, SessionStorage
-from .compaction import CompactionPolicy, compact, summarize_branch
+from .compaction import CompactionPolicy, check_flag, compact, summarize_branch
 from .context import assemble_context
 from .errors import (
     AgentlogError,
@@ -26,12 +27,15 @@ from .errors import (
     InvalidEvent,
     InvalidName,
     ReadOnlySession,
+    RecoveryWarning,
     SessionClosed,
+    SessionExists,
+    SessionLocked,
 )
 from .event import NIL_ID, Event, check_event_id, check_sidecar_name, format_timestamp, is_event_id
-from .lifecycle import check_meta, ensure_summary_text, fork_meta, meta_with_defaults, render_summary
+from .lifecycle import LAZY_IDS, check_meta, ensure_summary_text, fork_meta, meta_with_defaults, render_summary
 from .providers import to_chat_messages, to_responses_input
-from .state import Checkpoint
+from .state import Checkpoint, state_record
 from .summarize import ExtractiveSummarizer, Summarizer
 from .sync import new_suffix
 from .timeline import NewEvent, NewEventLike, Timeline, as_new_event, check_draft
@@ -74,7 +78,14 @@ class Session:
     @property
     def head(self) -> str:
         """The id HEAD names durably (NIL_ID while the session is empty)."""
+        self._check_open()
         return self.storage.head()
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` ran; every call that reads or writes the
+        session then raises SessionClosed (docs/sessions.md)."""
+        return self._closed
 
     @property
     def pending(self) -> str | None:
@@ -97,6 +108,7 @@ class Session:
         return list(self.storage.warnings)
 
     def __len__(self) -> int:
+        self._check_open()
         return self.storage.event_count()
 
     def _check_open(self) -> None:
@@ -195,6 +207,7 @@ class Session:
         return self.storage.get(check_event_id(event_id))
 
     def __contains__(self, event_id: object) -> bool:
+        self._check_open()
         return is_event_id(event_id) and self.storage.contains(str(event_id))
 
     def resolve(self, event: Event) -> Event:
@@ -281,6 +294,7 @@ class Session:
     # --- metadata ----------------------------------------------------------------
     @property
     def meta(self) -> dict[str, Any]:
+        self._check_open()
         return self.storage.read_meta()
 
     def update_meta(self, **changes: Any) -> dict[str, Any]:
@@ -317,7 +331,16 @@ class Session:
                 return
             buffer = self._timeline.storage
             events = [buffer.get(entry.id) for entry in buffer.entries()]
-            real = self._store.create_timeline(self.id, buffer.read_meta(), events, buffer, buffer.head())
+            try:
+                real = self._store.create_timeline(self.id, buffer.read_meta(), events, buffer, buffer.head())
+            except (SessionExists, SessionLocked) as exc:
+                # Another process took the id meanwhile (this one's creates
+                # are refused while the id is reserved): say where the events are.
+                exc.add_note(
+                    f"this lazy session's {len(events)} events are still in memory, in this Session: "
+                    "session.fork() stores them under a new id"
+                )
+                raise
             try:
                 for name in buffer.sidecar_names():
                     real.storage.write_sidecar(name, buffer.read_sidecar(name))
@@ -332,6 +355,7 @@ class Session:
             self._timeline = real
             self._lazy = False
             buffer.close()
+            LAZY_IDS.release(self._store.url, self.id, self)
 
     @property
     def title(self) -> str | None:
@@ -433,6 +457,7 @@ class Session:
     @property
     def artifacts_dir(self) -> str | None:
         """The directory for this session's own files (file backend)."""
+        self._check_open()
         return self.storage.artifacts_dir()
 
     # --- working context --------------------------------------------------------------
@@ -463,6 +488,7 @@ class Session:
 
     def maybe_compact(self, used_tokens: int, context_window: int, *, split_turn: bool = False) -> Event | None:
         """Compact when the policy says usage is high enough."""
+        check_flag("split_turn", split_turn)
         if self.compaction.due(used_tokens, context_window):
             return self.compact(split_turn=split_turn)
         return None
@@ -475,15 +501,29 @@ class Session:
         """Append a turn's events and its checkpoint state in one atomic batch."""
         drafts = [as_new_event(item) for item in items]
         if state is not None:
-            record = state.to_record() if isinstance(state, Checkpoint) else state
-            drafts.append(NewEvent("state", record, "system"))
+            drafts.append(NewEvent("state", state_record(state), "system"))
         return self.append_many(drafts)
 
     def state(self) -> Checkpoint:
-        """The latest checkpoint on the active path (a fresh one if none)."""
+        """The latest checkpoint on the active path (a fresh one if none).
+
+        A ``state`` record that is not an object (another writer's, written
+        by a plain append) is no checkpoint: it is passed over with a
+        RecoveryWarning naming it, and the checkpoint before it counts, so
+        the counts and spend the session recorded are not reset unseen."""
         for event in self.walk():
-            if event.kind == "state":
-                return Checkpoint.from_record(self.resolve(event).record)
+            if event.kind != "state":
+                continue
+            record = self.resolve(event).record
+            if isinstance(record, Mapping):
+                return Checkpoint.from_record(record)
+            warnings.warn(
+                RecoveryWarning(
+                    f"session {self.id}: state event {event.id} holds {type(record).__name__}, not an object;"
+                    " passed over for the checkpoint before it"
+                ),
+                stacklevel=2,
+            )
         return Checkpoint()
 
     def to_chat_messages(self, system: str | None = None) -> list[dict[str, Any]]:
@@ -509,6 +549,8 @@ class Session:
             if self._closed:
                 return
             self._closed = True
+            if self._lazy:
+                LAZY_IDS.release(self._store.url, self.id, self)
             if self.readonly or self._lazy:
                 self._timeline.close()
             else:
@@ -522,4 +564,6 @@ class Session:
 
     def __repr__(self) -> str:
         mode = "r" if self.readonly else "w"
+        if self._closed:
+            return f"<Session {self.id} {mode} closed>"
         return f"<Session {self.id} {mode} head={self.head[:13]}>"

@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import InvalidEvent
 from .records import StateRecord, TodoRecord, UsageTotalsRecord
 from .tokens import Usage
 
-__all__ = ["Checkpoint", "Todo", "UsageTotals"]
+__all__ = ["Checkpoint", "Todo", "UsageTotals", "state_record"]
 
 
 @dataclass
@@ -80,7 +81,8 @@ class Checkpoint:
         """The checkpoint a ``state`` record holds; lenient about types, since
         the record may come from JSON another writer produced: a number that
         is not one counts as 0, a todo that is not an object is its text,
-        and a record that is not an object is an empty checkpoint."""
+        and a record that is not an object is an empty checkpoint
+        (``Session.state()`` warns of such a record and looks further back)."""
         if not isinstance(record, Mapping) or not record:
             return cls()
         usage = record.get("usage")
@@ -122,3 +124,14 @@ def _todo(t: Any) -> Todo:
     if not isinstance(t, Mapping):
         return Todo(_text(t))
     return Todo(_text(t.get("text")), _text(t.get("status"), "pending"), _int(t.get("retries")))
+
+
+def state_record(state: Checkpoint | Mapping[str, Any]) -> Any:
+    """What ``save_turn`` stores for ``state``: a Checkpoint's record, or a
+    mapping as given; anything else is InvalidEvent before anything is
+    written (``state()`` could not read it back)."""
+    if isinstance(state, Checkpoint):
+        return state.to_record()
+    if isinstance(state, Mapping):
+        return dict(state)
+    raise InvalidEvent(f"state must be a Checkpoint or a mapping, not {type(state).__name__}")

@@ -7,6 +7,10 @@ whatever a third-party package registers: an entry point in the group
 classmethod. agentlog's own backends are registered the same way (see
 pyproject.toml); the table below only serves a source tree that was never
 installed, where no entry-point metadata exists.
+
+``file://`` and ``sqlite://`` URLs take no host (``localhost`` aside), query
+or fragment: each is refused with ``UnknownBackend`` here, before any
+backend sees it, rather than dropped (``file://data/x`` would be /x).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Callable
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from ..errors import UnknownBackend
 from .base import Backend
@@ -89,7 +94,36 @@ def _find(scheme: str) -> BackendFactory:
     return built_in
 
 
+#: The schemes that name a path on this machine, and what each names.
+_LOCAL = {"file": "directory", "sqlite": "database file"}
+
+
+def check_local_url(scheme: str, url: str) -> None:
+    """Refuse a ``file://`` or ``sqlite://`` URL with parts that would be
+    dropped without a word: a host (``file://data/store`` is the directory
+    /store on host "data", not ./data/store), a query or a fragment."""
+    what = _LOCAL.get(scheme)
+    if what is None or not url[len(scheme) + 1 :].startswith("//"):
+        return  # "file:relative/path" and plain paths are paths as written
+    parts = urlsplit(url)
+    example = f"{scheme}:///absolute/path" + (".db" if scheme == "sqlite" else "")
+    relative = f"{scheme}:relative/path" + (".db" if scheme == "sqlite" else "")
+    if parts.netloc not in ("", "localhost"):
+        raise UnknownBackend(
+            f"{url!r}: a {scheme}: URL takes no host ({parts.netloc!r}), it names a {what} on this machine; "
+            f"write {example}, or {relative} for a path relative to the current directory"
+        )
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        extra = "?" + parts.query if parts.query or url.endswith("?") else "#" + parts.fragment
+        raise UnknownBackend(
+            f"{url!r}: a {scheme}: URL takes no options ({extra!r} would be ignored); write {example} "
+            "(a '?' or '#' in the name itself is written %3F or %23)"
+        )
+
+
 def open_backend(location: str | os.PathLike[str], *, durability: str = "full", **options: Any) -> Backend:
     """The backend a store URL (or a plain directory path) names."""
     url = os.fspath(location)
-    return _load(scheme_of(url)).from_url(url, durability=durability, **options)
+    scheme = scheme_of(url)
+    check_local_url(scheme, url)
+    return _load(scheme).from_url(url, durability=durability, **options)

@@ -22,6 +22,7 @@ __all__ = [
     "event_json",
     "info_json",
     "json_response",
+    "only_fields",
     "read_json_object",
     "usage_totals",
 ]
@@ -89,38 +90,77 @@ def usage_totals(events: list[Event]) -> dict[str, Any]:
     return totals
 
 
-async def read_json_object(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object, or a 4xx ApiError saying why not."""
-    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if kind != "application/json":
+async def read_json_object(request: Request, fields: tuple[str, ...]) -> dict[str, Any]:
+    """The request body as a JSON object holding only ``fields``, or a 4xx
+    ApiError saying why not."""
+    kind, _, parameters = request.headers.get("content-type", "").partition(";")
+    if kind.strip().lower() != "application/json":
         raise ApiError(415, "unsupported_media_type", "send the body as application/json")
+    _check_charset(parameters)
     body = await request.body()
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise ApiError(400, "invalid_json", f"the body is not JSON: {exc}") from None
-    if _has_huge_float(document, 0):
+    if _has_huge_float(document):
         _check_integers(body)
     if not isinstance(document, dict):
         raise ApiError(400, "invalid_body", "the body must be a JSON object")
+    only_fields(document, fields, "the body")
     return document
 
+
+def only_fields(document: dict[str, Any], fields: tuple[str, ...], where: str) -> None:
+    """A 400 naming the first field of ``document`` not among ``fields``: a
+    misspelt optional field (``"working_directory"``) would otherwise be
+    dropped without a word, and the write done without it."""
+    for name in document:
+        if name not in fields:
+            known = ", ".join(fields)
+            raise ApiError(400, "invalid_body", f"{where} has an unknown field {name!r} (known: {known})")
+
+
+def _check_charset(parameters: str) -> None:
+    """A 415 for a charset other than UTF-8: JSON is UTF-8 (RFC 8259), and a
+    body sent as latin-1 would otherwise be read as UTF-8 and stored wrong."""
+    for parameter in parameters.split(";"):
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() != "charset":
+            continue
+        charset = value.strip().strip('"').lower()
+        if charset not in ("utf-8", "utf8"):
+            raise ApiError(415, "unsupported_media_type", f"send the body as UTF-8 JSON, not charset={charset}")
+
+
+#: How many levels of arrays and objects a body may nest. orjson writes 254
+#: levels at most, and the deepest answer carrying a record puts it two levels
+#: deeper than an append's body does (``{"events": [{"record": ...}]}`` of
+#: /path against ``{"record": ...}``): a deeper body could be stored, but
+#: never read back or streamed.
+MAX_DEPTH = 252
 
 #: The integers agentlog stores (as the library does: signed or unsigned 64-bit).
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
-def _has_huge_float(value: Any, depth: int) -> bool:
-    """True if ``value`` holds a float as large as an integer beyond 64 bits:
-    orjson reads such an integer literal as a float, without a word."""
-    if isinstance(value, float):
-        return not -(2.0**63) < value < 2.0**64
-    if depth > 1024:  # orjson refuses deeper documents; this is a guard only
-        return False
-    if isinstance(value, dict):
-        return any(_has_huge_float(v, depth + 1) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_huge_float(v, depth + 1) for v in value)
+def _has_huge_float(document: Any) -> bool:
+    """True if ``document`` holds a float as large as an integer beyond 64
+    bits: orjson reads such an integer literal as a float, without a word.
+
+    A 400 if it is nested deeper than MAX_DEPTH. The walk keeps its own
+    stack: a recursive one ran out of Python frames on bodies orjson still
+    accepts (it takes 1024 levels) and escaped as a 500."""
+    stack: list[tuple[Any, int]] = [(document, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, float):
+            if not -(2.0**63) < value < 2.0**64:
+                return True
+        elif isinstance(value, (dict, list)):
+            if depth >= MAX_DEPTH:
+                raise ApiError(400, "invalid_json", f"the body is nested more than {MAX_DEPTH} levels deep")
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
     return False
 
 

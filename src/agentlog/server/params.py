@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from starlette.requests import Request
@@ -9,7 +10,7 @@ from starlette.requests import Request
 from ..event import check_event_id, check_session_id
 from .errors import ApiError
 
-__all__ = ["event_id", "flag", "integer", "optional_event_id", "session_id", "text"]
+__all__ = ["absolute_path", "event_id", "flag", "integer", "optional_event_id", "session_id", "text"]
 
 _TRUE = {"1", "true", "yes"}
 _FALSE = {"0", "false", "no", ""}
@@ -58,3 +59,12 @@ def text(request: Request, name: str, limit: int = 4096) -> str | None:
     if value is not None and len(value) > limit:
         raise ApiError(400, "invalid_parameter", f"{name} is longer than {limit} characters")
     return value or None
+
+
+def absolute_path(request: Request, name: str) -> str | None:
+    """A directory to filter by: absolute, since the server cannot know the
+    client's current directory (a relative one would match nothing, silently)."""
+    value = text(request, name)
+    if value is not None and not os.path.isabs(value):
+        raise ApiError(400, "invalid_parameter", f"{name}: give an absolute path (the server cannot know yours)")
+    return value

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -34,10 +33,8 @@ def find_routes(service: Service) -> list[Route]:
         kind = params.text(request, "kind", 32)
         role = params.text(request, "role", 32)
         since = params.text(request, "since", 64)
-        cwd = params.text(request, "cwd")
+        cwd = params.absolute_path(request, "cwd")
         limit = params.integer(request, "limit", 20, 1, 200)
-        if cwd is not None and not os.path.isabs(cwd):
-            raise ApiError(400, "invalid_parameter", "cwd: give an absolute path (the server cannot know yours)")
 
         def work() -> tuple[list[SearchHit], tuple[tuple[str, str], ...]]:
             failed: tuple[tuple[str, str], ...] = ()

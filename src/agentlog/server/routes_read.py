@@ -74,7 +74,7 @@ def read_routes(service: Service) -> list[Route]:
     async def list_sessions(request: Request) -> Response:
         archived = params.flag(request, "archived")
         query = (params.text(request, "q") or "").lower()
-        working_dir = params.text(request, "working_dir")
+        working_dir = params.absolute_path(request, "working_dir")
         status = params.text(request, "status", 64)
         limit = params.integer(request, "limit", 50, 1, 500)
         offset = params.integer(request, "offset", 0, 0, 10_000_000)

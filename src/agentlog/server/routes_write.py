@@ -17,7 +17,7 @@ from starlette.routing import Route
 from .. import Session
 from ..event import check_event_id, check_session_id
 from . import params
-from .encode import event_json, field, info_json, json_response, read_json_object
+from .encode import event_json, field, info_json, json_response, only_fields, read_json_object
 from .errors import ApiError
 from .service import Service, if_match_header
 
@@ -27,9 +27,14 @@ MAX_BATCH = 10_000
 MAX_LIVE_ITEMS = 1_000
 
 
+#: The fields of an event to append, on its own or in a batch.
+DRAFT_FIELDS = ("kind", "record", "role")
+
+
 def _draft(document: Any, where: str) -> tuple[str, Any, str | None]:
     if not isinstance(document, dict):
         raise ApiError(400, "invalid_body", f"{where} must be a JSON object")
+    only_fields(document, DRAFT_FIELDS, where)
     kind = field(document, "kind", str, required=True)
     role = field(document, "role", str)
     return kind, document.get("record"), role
@@ -48,7 +53,7 @@ def write_routes(service: Service) -> list[Route]:
     store = service.store
 
     async def create(request: Request) -> Response:
-        body = await read_json_object(request)
+        body = await read_json_object(request, ("name", "working_dir", "model", "session_id"))
         name = field(body, "name", str)
         working_dir = field(body, "working_dir", str)
         if working_dir is not None and not os.path.isabs(working_dir):
@@ -70,7 +75,7 @@ def write_routes(service: Service) -> list[Route]:
     async def append(request: Request) -> Response:
         sid = params.session_id(request)
         expected = _if_match(request)
-        kind, record, role = _draft(await read_json_object(request), "the body")
+        kind, record, role = _draft(await read_json_object(request, DRAFT_FIELDS), "the body")
 
         def work(session: Session) -> dict[str, Any]:
             event = session.append(kind, record, role=role)
@@ -81,7 +86,7 @@ def write_routes(service: Service) -> list[Route]:
     async def batch(request: Request) -> Response:
         sid = params.session_id(request)
         expected = _if_match(request)
-        body = await read_json_object(request)
+        body = await read_json_object(request, ("events",))
         items = body.get("events")
         if not isinstance(items, list) or not items:
             raise ApiError(400, "invalid_body", "'events' must be a non-empty list")
@@ -98,7 +103,7 @@ def write_routes(service: Service) -> list[Route]:
     async def checkout(request: Request) -> Response:
         sid = params.session_id(request)
         expected = _if_match(request)
-        body = await read_json_object(request)
+        body = await read_json_object(request, ("event_id",))
         target = check_event_id(field(body, "event_id", str, required=True))
 
         def work(session: Session) -> dict[str, Any]:
@@ -109,7 +114,7 @@ def write_routes(service: Service) -> list[Route]:
 
     async def fork(request: Request) -> Response:
         sid = params.session_id(request)
-        body = await read_json_object(request)
+        body = await read_json_object(request, ("at", "name"))
         at = field(body, "at", str)
         at = None if at is None else check_event_id(at)
         name = field(body, "name", str)
@@ -124,7 +129,7 @@ def write_routes(service: Service) -> list[Route]:
     async def compact(request: Request) -> Response:
         sid = params.session_id(request)
         expected = _if_match(request)
-        body = await read_json_object(request)
+        body = await read_json_object(request, ("keep_tokens",))
         keep = field(body, "keep_tokens", int)
         if keep is not None and not 0 <= keep <= 10_000_000:
             raise ApiError(400, "invalid_body", "keep_tokens must be between 0 and 10000000")
@@ -138,7 +143,7 @@ def write_routes(service: Service) -> list[Route]:
     async def live(request: Request) -> Response:
         """Deltas a running agent publishes (never stored): fanned out to the stream."""
         sid = params.session_id(request)
-        body = await read_json_object(request)
+        body = await read_json_object(request, ("items",))
         items = body.get("items")
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise ApiError(400, "invalid_body", "'items' must be a list of JSON objects")

@@ -31,13 +31,14 @@ from ...errors import (
     InvalidOption,
     SearchError,
     SessionExists,
+    SessionLocked,
     SessionNotFound,
     StorageError,
     UnknownBackend,
 )
 from ...event import NIL_ID, check_session_id
 from ..base import Backend, Commit, ListingRow, Problem, SearchHit, SessionStats, SessionStorage, check_links
-from .lease import LEASE_MODES, PostgresLease
+from .lease import LEASE_MODES, PostgresLease, held_here
 from .schema import migrate
 from .search import search_sql, to_hits
 from .storage import PostgresSessionStorage, channel_of, insert_commit, meta_columns
@@ -85,6 +86,8 @@ class PostgresBackend(Backend):
     ) -> None:
         if durability not in ("full", "off"):
             raise InvalidOption(f"durability must be 'full' or 'off', not {durability!r}")
+        if not isinstance(schema, str) or not schema:
+            raise UnknownBackend(f"schema={schema!r}: give the name of a schema")
         if lease not in LEASE_MODES:
             raise UnknownBackend(f"lease={lease!r}: use one of {', '.join(LEASE_MODES)}")
         if not (isinstance(lease_ttl, int | float) and math.isfinite(lease_ttl) and lease_ttl > 0):
@@ -120,10 +123,19 @@ class PostgresBackend(Backend):
     def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> PostgresBackend:
         parts = urlsplit(url)
         ours = {"schema", "lease", "lease_ttl"}
-        query = parse_qsl(parts.query)
+        # Blank values kept: "?schema=" dropped would mean the default schema,
+        # a store other than the one asked for.
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        seen: set[str] = set()
         for key, value in query:
-            if key in ours:
-                options.setdefault(key, _seconds(value) if key == "lease_ttl" else value)
+            if key not in ours:
+                continue
+            if not value:
+                raise UnknownBackend(f"{key}= is empty in the store URL: give a value, or leave {key} out")
+            if key in seen:
+                raise UnknownBackend(f"{key} is given twice in the store URL")
+            seen.add(key)
+            options.setdefault(key, _seconds(value) if key == "lease_ttl" else value)
         dsn = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k not in ours])))
         return cls(dsn, durability=durability, **options)
 
@@ -183,12 +195,27 @@ class PostgresBackend(Backend):
         try:
             with self.errors():
                 found = conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone() is not None
-                if found != exists:  # before the lease: its holder may be this very process
-                    raise SessionExists(session_id) if found else SessionNotFound(session_id)
+                if found and not exists:
+                    raise self._taken(conn, session_id)
+                if exists and not found:
+                    raise SessionNotFound(session_id)
                 return PostgresLease(conn, self.schema, session_id, self.lease_mode, self.lease_ttl)
         except BaseException:
             conn.close()
             raise
+
+    def _taken(self, conn: Conn, session_id: str) -> SessionExists | SessionLocked:
+        """Why a session cannot be created under an id that exists: as on
+        the file and SQLite backends, which take the lease before they look,
+        ``SessionLocked`` while a writer in another process holds it, else
+        ``SessionExists`` (this process's own writer included: its second
+        lease would be refused, as a file lease is not)."""
+        try:
+            PostgresLease(conn, self.schema, session_id, self.lease_mode, self.lease_ttl).release()
+        except SessionLocked as exc:
+            if not held_here(exc.holder):
+                return exc
+        return SessionExists(session_id)
 
     # --- sessions ------------------------------------------------------------------
     def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> SessionStorage:

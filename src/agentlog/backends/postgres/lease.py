@@ -29,7 +29,7 @@ import psycopg
 
 from ...errors import LeaseLost, SessionLocked
 
-__all__ = ["LEASE_MODES", "PostgresLease", "lock_key"]
+__all__ = ["LEASE_MODES", "PostgresLease", "held_here", "lock_key"]
 
 LEASE_MODES = ("advisory", "row")
 
@@ -40,9 +40,18 @@ def lock_key(schema: str, session_id: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+def _holder_prefix() -> str:
+    return f"pid {os.getpid()} on {socket.gethostname()} since "
+
+
 def _holder_note() -> str:
-    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return f"pid {os.getpid()} on {socket.gethostname()} since {since}"
+    return _holder_prefix() + time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def held_here(holder: str | None) -> bool:
+    """True if a refused lease's holder note names this process: a second
+    lease of one process is refused like another process's would be."""
+    return holder is not None and holder.startswith(_holder_prefix())
 
 
 class PostgresLease:
