@@ -41,7 +41,7 @@ from .event import (
     format_timestamp,
     parse_timestamp,
 )
-from .lifecycle import check_meta, meta_with_defaults
+from .lifecycle import LAZY_IDS, check_meta, meta_with_defaults
 from .search import SearchHit
 from .search import search as search_sessions
 from .session import Session
@@ -111,8 +111,13 @@ def _text(value: Any) -> str | None:
 
 
 def _info(session_id: str, stored: dict[str, Any], stats: SessionStats) -> SessionInfo:
+    """One listing row. Listing builds one per session (10,000 in a large
+    store), so the row is filled in directly: the frozen dataclass's
+    ``__init__`` stores each field through ``object.__setattr__``, which
+    was a quarter of this function's time."""
     meta = meta_with_defaults(stored)
-    updated = meta.get("updated_at")
+    get = meta.get
+    updated = get("updated_at")
     touched = format_timestamp(stats.updated_ns)
     if isinstance(updated, str) and _canonical_time(updated):
         latest = max(updated, touched)  # same fixed format: strings order as times
@@ -122,20 +127,26 @@ def _info(session_id: str, stored: dict[str, Any], stats: SessionStats) -> Sessi
         except ValueError:
             meta_ns = 0
         latest = format_timestamp(max(meta_ns, stats.updated_ns))
-    return SessionInfo(
+    name = _text(get("name"))
+    info = _new_info(SessionInfo)
+    info.__dict__.update(
         id=session_id,
-        title=_text(meta.get("title")) or _text(meta.get("name")),
-        name=_text(meta.get("name")),
-        working_dir=_text(meta.get("working_dir")),
-        model=_text(meta.get("model")),
-        created_at=_text(meta.get("created_at")),
+        title=_text(get("title")) or name,
+        name=name,
+        working_dir=_text(get("working_dir")),
+        model=_text(get("model")),
+        created_at=_text(get("created_at")),
         updated_at=latest,
-        summary=_text(meta.get("summary")) or None,
-        status=_text(meta.get("status")) or "active",
-        archived=meta.get("archived") is True,
+        summary=_text(get("summary")) or None,
+        status=_text(get("status")) or "active",
+        archived=get("archived") is True,
         event_count=stats.event_count,
         meta=meta,
     )
+    return info
+
+
+_new_info = object.__new__
 
 
 class Store:
@@ -220,6 +231,7 @@ class Store:
         sid = check_new_session_id(session_id) if session_id is not None else IdGenerator().next()
         extra = {**meta, **fields} if meta else fields
         check_meta({"name": name, "working_dir": working_dir, "model": model, **extra})
+        LAZY_IDS.check(self.url, sid)  # a lazy session of this process holds it
         if lazy and self.backend.exists(sid):
             raise SessionExists(sid)
         now = _now()
@@ -238,7 +250,13 @@ class Store:
         storage = source.storage if isinstance(source, Session) else source
         if lazy:
             buffer = MemoryBackend().create(sid, record, self._initial(events, storage))
-            return Session(self, Timeline(buffer, blob_threshold=self.blob_threshold), lazy=True)
+            session = Session(self, Timeline(buffer, blob_threshold=self.blob_threshold), lazy=True)
+            try:
+                LAZY_IDS.reserve(self.url, sid, session)
+            except BaseException:
+                session.close()
+                raise
+            return session
         return Session(self, self.create_timeline(sid, record, events, storage))
 
     def _initial(

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import orjson
 
@@ -212,7 +212,7 @@ class SqliteBackend(Backend):
         # itself resolves symlinks to name its WAL; the URL follows too, so
         # writers in one process share one timeline whichever name they used.
         self.path = os.path.realpath(path)
-        self.url = "sqlite://" + self.path
+        self.url = "sqlite://" + quote(self.path)  # from_url unquotes: a "?" or "%" in the name survives
         self.durability = durability
         self._locks = self.path + ".locks"
         self._mutex = threading.RLock()

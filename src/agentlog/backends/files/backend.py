@@ -8,7 +8,7 @@ import os
 import secrets
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import orjson
 
@@ -86,7 +86,7 @@ class FileBackend(Backend):
         self.durability = durability
         self.durable = durability == "full"
         self.chunk_size = chunk_size
-        self.url = "file://" + self.layout.home
+        self.url = "file://" + quote(self.layout.home)  # from_url unquotes: a "?" or "%" in the name survives
         self._mkdirs()
 
     @classmethod
@@ -182,7 +182,7 @@ class FileBackend(Backend):
             fs.mkdir(os.path.join(tmp, sub))
         for path, data in (
             (os.path.join(tmp, "chunks", chunk_name(0)), b""),
-            (os.path.join(tmp, "index.bin"), empty_index()),
+            (os.path.join(tmp, "index.bin"), empty_index(synced=durable)),
             (os.path.join(tmp, "HEAD"), NIL_ID.encode() + b"\n"),
             (os.path.join(tmp, "session.json"), encode_meta(meta)),
         ):
@@ -197,19 +197,23 @@ class FileBackend(Backend):
         if initial is not None:
             # Initial events (a fork, the lazy gate) go in before the rename,
             # so the new session appears with them or not at all.
-            staged = FileSessionStorage(
-                fs,
-                _StagedLayout(self.layout.home, tmp),
-                session_id,
-                readonly=False,
-                durable=durable,
-                chunk_size=self.chunk_size,
-            )
+            try:
+                staged = FileSessionStorage(
+                    fs,
+                    _StagedLayout(self.layout.home, tmp),
+                    session_id,
+                    readonly=False,
+                    durable=durable,
+                    chunk_size=self.chunk_size,
+                )
+            except BaseException:
+                fs.rmtree(tmp)  # never renamed in: nothing of it was visible
+                raise
             try:
                 staged.commit(initial).wait()
             except BaseException:
                 staged.close()
-                fs.rmtree(tmp)  # never renamed in: nothing of it was visible
+                fs.rmtree(tmp)
                 raise
             staged.close()
         if durable:

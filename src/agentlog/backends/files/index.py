@@ -235,9 +235,10 @@ class _Names:
         return _Names(names, data[_SYNCED_AT : _SYNCED_AT + len(_SYNCED_MARK)] == _SYNCED_MARK)
 
 
-def empty_index() -> bytes:
-    """The bytes of an index that holds no entry yet (a new session's)."""
-    return _Names([]).header()
+def empty_index(synced: bool = False) -> bytes:
+    """The bytes of an index that holds no entry yet (a new session's);
+    ``synced``: marked as a writer at durability "full" keeps it."""
+    return _Names([], synced).header()
 
 
 def acknowledged_end_of(fs: OsFs, path: str) -> tuple[int, int] | None:
