@@ -112,6 +112,13 @@ class OsFs:
         except OSError as exc:
             raise _wrap("link", f"{src} -> {dst}", exc) from exc
 
+    def set_mtime(self, path: str, mtime_ns: int) -> None:
+        """Set a file's modification time (its access time too)."""
+        try:
+            os.utime(path, ns=(mtime_ns, mtime_ns))
+        except OSError as exc:
+            raise _wrap("utime", path, exc) from exc
+
     def fsync_dir(self, path: str) -> None:
         """Make a directory's entries (creates, renames) durable."""
         try:

@@ -39,7 +39,7 @@ def _shape(session: Session) -> list[tuple[str, str, str | None, str, str | None
     return [(e.id, e.parent_id, e.branch_from, e.kind, e.role, e.timestamp, e.digest) for e in session.entries()]
 
 
-def _copy_one(source: Session, target: Store, report: CopyReport) -> int:
+def _copy_one(source: Session, target: Store, report: CopyReport, updated_ns: int) -> int:
     entries = source.entries()
     meta = source.meta
     if not target.exists(source.id):
@@ -67,6 +67,8 @@ def _copy_one(source: Session, target: Store, report: CopyReport) -> int:
             copied.checkout(source.head)
         if copied.meta != meta:
             copied.storage.write_meta(meta)
+        # Last: every write above dated the copy now; it keeps its source's date.
+        copied.storage.set_updated_ns(updated_ns)
         sidecars = _copy_sidecars(source, copied)
         if sidecars and source.id in report.unchanged:
             report.unchanged.remove(source.id)
@@ -107,7 +109,7 @@ def copy_sessions(
         if not source.exists(sid):
             raise SessionNotFound(sid)
         with source.open(sid, readonly=True) as session:
-            count = _copy_one(session, target, report)
+            count = _copy_one(session, target, report, source.backend.stats(sid).updated_ns)
         report.events += count
         if progress is not None:
             progress(sid, count)

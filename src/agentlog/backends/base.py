@@ -432,6 +432,12 @@ class SessionStorage(ABC):
         """Replace the metadata document atomically (writers only)."""
 
     @abstractmethod
+    def set_updated_ns(self, updated_ns: int) -> None:
+        """Date the session's last change (what ``SessionStats.updated_ns``
+        and listing report) to ``updated_ns``: a copy keeps its source's
+        date. The next commit dates it again (writers only)."""
+
+    @abstractmethod
     def read_sidecar(self, name: str) -> bytes | None:
         """A small named file kept with the session (a draft), or None."""
 

@@ -104,6 +104,9 @@ class MemorySessionStorage(SessionStorage):
     def write_meta(self, meta: dict[str, Any]) -> None:
         self._data.meta = _as_stored(meta)
 
+    def set_updated_ns(self, updated_ns: int) -> None:
+        self._data.updated_ns = updated_ns
+
     def read_sidecar(self, name: str) -> bytes | None:
         return self._data.sidecars.get(name)
 

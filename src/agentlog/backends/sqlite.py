@@ -173,6 +173,10 @@ class SqliteSessionStorage(SessionStorage):
         with self._db.transaction() as db:
             db.execute("UPDATE sessions SET meta = ? WHERE id = ?", (orjson.dumps(meta).decode(), self.session_id))
 
+    def set_updated_ns(self, updated_ns: int) -> None:
+        with self._db.transaction() as db:
+            db.execute("UPDATE sessions SET updated_ns = ? WHERE id = ?", (updated_ns, self.session_id))
+
     def read_sidecar(self, name: str) -> bytes | None:
         data: bytes | None = self._one("SELECT data FROM sidecars WHERE session_id = ? AND name = ?", name)
         return data

@@ -559,6 +559,11 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             durable=self.durable,
         )
 
+    def set_updated_ns(self, updated_ns: int) -> None:
+        self._check_writable()
+        # Listing dates a session by its index file's mtime (one stat).
+        self.fs.set_mtime(self.layout.index(self.session_id), updated_ns)
+
     # --- closing -------------------------------------------------------------
     def _close_files(self) -> None:
         _close_quietly(self.log)

@@ -273,6 +273,9 @@ class PostgresSessionStorage(SessionStorage):
             "UPDATE sessions SET meta_text = %s, meta = %s WHERE id = %s", (*meta_columns(meta), self.session_id)
         )
 
+    def set_updated_ns(self, updated_ns: int) -> None:
+        self._write("UPDATE sessions SET updated_ns = %s WHERE id = %s", (updated_ns, self.session_id))
+
     def _write(self, statement: str, args: tuple[Any, ...]) -> None:
         """A small write under the lease (metadata, sidecars)."""
         if self._lease is None:
