@@ -313,10 +313,10 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         and is not cut: the log was damaged after the fact (a chunk cut
         short by hand, a copy, a disk), which only fsck --repair mends,
         keeping every intact record."""
-        path = self.log.path(chunk)
         if pending:
             first = pending[0][1]
             chunk, offset = first.chunk, first.offset
+        path = self.log.path(chunk)
         acknowledged = self._acknowledged_end
         if acknowledged is not None and (chunk, offset) < acknowledged:
             self._refused_cut = True
