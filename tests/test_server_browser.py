@@ -64,6 +64,12 @@ def test_list_session_tree_history_and_live_append(page: Any, tmp_path: Any) -> 
         page.keyboard.press("Enter")
         page.wait_for_selector(f"#conversation li[data-id='{ids['head']}']")
 
+        # Escape closes the help first, and stays on the session (QA finding).
+        page.keyboard.press("?")
+        assert page.is_visible("#help")
+        page.keyboard.press("Escape")
+        assert page.is_hidden("#help") and page.is_hidden("#list-view")
+
         # The tree: every event, both branches, HEAD, the label, compaction, branch summary.
         tree = page.locator("#tree li.node")
         with store.open(sid, readonly=True) as s:

@@ -868,6 +868,7 @@ document.addEventListener("keydown", (event) => {
   const key = event.key;
   let handled = true;
   if (key === "?") $("help").hidden = !$("help").hidden;
+  else if (key === "Escape" && !$("help").hidden) $("help").hidden = true; // closes help first, wherever it is
   else if (onList && key === "/") $("search").focus();
   else if (onList && key === "Escape") clearSearch();
   else if (onList && (key === "j" || key === "ArrowDown")) moveListCursor(1);
