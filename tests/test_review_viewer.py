@@ -278,3 +278,20 @@ def test_the_list_of_an_older_query_does_not_join_the_newer_one(page: Any) -> No
         page.wait_for_timeout(300)
         assert titles(page) == ["beta three"]
         page.goto("about:blank")
+
+
+def test_bidi_controls_in_a_message_are_shown_not_obeyed(page: Any) -> None:
+    """A right-to-left override in a message reversed the rest of its line
+    on screen (QA finding; the "Trojan Source" trick): the viewer shows
+    each override, embedding and isolate as a visible mark instead."""
+    store = Store.memory()
+    with live_server(store) as url, httpx.Client(base_url=url) as client:
+        sid = client.post(f"{API}/sessions", json={"name": "bidi"}).json()["session"]["id"]
+        last = post(client, sid, "pay \u202eevil.exe\u202c to me \u2066x\u2069")
+        page.goto(f"{url}/#/s/{sid}")
+        page.wait_for_selector(f"#conversation li[data-id='{last}']")
+        shown = page.inner_text(f"#conversation li[data-id='{last}']")
+        assert "\u27e6U+202E\u27e7evil.exe\u27e6U+202C\u27e7" in shown
+        assert "\u27e6U+2066\u27e7x\u27e6U+2069\u27e7" in shown
+        assert not any(c in shown for c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+        page.goto("about:blank")

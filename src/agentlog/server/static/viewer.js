@@ -7,18 +7,27 @@ const API = "/api/v1";
 const NIL = "00000000-0000-0000-0000-000000000000";
 const $ = (id) => document.getElementById(id);
 
+// Bidirectional overrides, embeddings and isolates in a session's text
+// are shown as marks, not obeyed: one in a message would reverse the rest
+// of its line on screen, the "Trojan Source" way of making text read as
+// something it is not. (The stored text is untouched.)
+const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069]/g;
+function visible(text) {
+  return String(text).replace(BIDI_CONTROLS, (c) => `\u27e6U+${c.charCodeAt(0).toString(16).toUpperCase()}\u27e7`);
+}
+
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
     if (key === "class") node.className = value;
-    else if (key === "text") node.textContent = value;
+    else if (key === "text") node.textContent = visible(value);
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, value === true ? "" : value);
   }
   for (const child of children) {
     if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : document.createTextNode(visible(child)));
   }
   return node;
 }
@@ -192,11 +201,11 @@ function snippetNodes(snippet, highlights) {
   let pos = 0;
   for (const [a, b] of spans) {
     if (a < pos) continue;  // overlapping: the first one wins
-    if (a > pos) out.push(document.createTextNode(chars.slice(pos, a).join("")));
+    if (a > pos) out.push(document.createTextNode(visible(chars.slice(pos, a).join(""))));
     out.push(el("mark", { text: chars.slice(a, b).join("") }));
     pos = b;
   }
-  if (pos < chars.length) out.push(document.createTextNode(chars.slice(pos).join("")));
+  if (pos < chars.length) out.push(document.createTextNode(visible(chars.slice(pos).join(""))));
   return out;
 }
 
