@@ -21,6 +21,14 @@ __all__ = ["CompactionPolicy", "check_count", "check_flag", "compact", "summariz
 #: inside its turn (about 2,000 tokens).
 REQUEST_CHARS = 8000
 
+#: The most an automatic compaction keeps, as a share of the level that
+#: triggers it (``threshold`` x the context window). Without it a
+#: ``keep_tokens`` near or above that level (the default 20,000 against an
+#: 8k window) keeps nearly everything, so compactions free no room and the
+#: context outgrows the window; keeping at most half of the trigger leaves
+#: the other half for the summary and the steps until the next compaction.
+KEEP_SHARE = 0.5
+
 
 @dataclass
 class CompactionPolicy:
@@ -28,7 +36,8 @@ class CompactionPolicy:
 
     Compact when reported usage reaches ``threshold`` of the model's
     context window; keep about ``keep_tokens`` of the most recent events
-    verbatim (never cutting inside a tool call / result group)."""
+    verbatim (never cutting inside a tool call / result group), but never
+    more than ``KEEP_SHARE`` of that trigger level (``keep_for``)."""
 
     threshold: float = 0.8
     keep_tokens: int = 20_000
@@ -53,6 +62,16 @@ class CompactionPolicy:
         check_count("used_tokens", used_tokens)
         check_count("context_window", context_window)
         return self.enabled and context_window > 0 and used_tokens >= self.threshold * context_window
+
+    def keep_for(self, context_window: int) -> int:
+        """What an automatic compaction keeps for a model with
+        ``context_window`` tokens (0: unknown): ``keep_tokens``, capped at
+        ``KEEP_SHARE`` of ``threshold`` x ``context_window``."""
+        self.check()
+        check_count("context_window", context_window)
+        if context_window == 0:
+            return self.keep_tokens
+        return min(self.keep_tokens, int(self.threshold * context_window * KEEP_SHARE))
 
 
 def check_count(name: str, value: Any) -> int:

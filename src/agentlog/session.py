@@ -487,10 +487,11 @@ class Session:
         )
 
     def maybe_compact(self, used_tokens: int, context_window: int, *, split_turn: bool = False) -> Event | None:
-        """Compact when the policy says usage is high enough."""
+        """Compact when the policy says usage is high enough, keeping at most
+        what fits the window (``CompactionPolicy.keep_for``)."""
         check_flag("split_turn", split_turn)
         if self.compaction.due(used_tokens, context_window):
-            return self.compact(split_turn=split_turn)
+            return self.compact(keep_tokens=self.compaction.keep_for(context_window), split_turn=split_turn)
         return None
 
     def summarize_branch(self, summarizer: Summarizer | None = None) -> Event | None:

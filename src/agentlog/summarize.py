@@ -282,7 +282,8 @@ _READ_TOOLS = re.compile(r"read|view|cat|open|grep|search|glob|find|list|ls", re
 _WRITE_TOOLS = re.compile(r"write|edit|create|patch|replace|insert|delete|remove|move|rename|save", re.I)
 _SHELL_TOOLS = re.compile(r"bash|shell|exec|run|terminal|command", re.I)
 _PATH_ARGS = ("path", "file", "file_path", "filepath", "filename", "target_file", "paths", "files")
-_ARG = r"([^\s;&|<>()]+)"
+# A redirection's target is a whole word: ``>alert(2)`` names no file.
+_ARG = r"([^\s;&|<>()'\"]+)(?=$|[\s;&|<>)])"
 _SHELL_WRITE = re.compile(
     r">>?\s*"
     + _ARG  # redirection (not 2>&1)
@@ -292,6 +293,25 @@ _SHELL_WRITE = re.compile(
     + _ARG
 )  # in-place edit
 _SHELL_READ = re.compile(r"(?:^|[;&|]\s*)(?:cat|head|tail|less|more|wc|grep|rg|diff|ls)\b([^;&|>]*)")
+# Text a shell does not read as redirections: a quoted string, and an HTML
+# tag (``<script>``, ``<img src=x>``), which in a tool's arguments is
+# almost always markup being written or echoed, not ``< file > file``.
+_QUOTED = re.compile(r"'([^']*)'|\"((?:[^\"\\]|\\.)*)\"")
+_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s+[\w:-]+=[^\s<>]*)*/?>")
+_PLAIN_WORD = re.compile(r"[^\s;&|<>()'\"`$]+")
+_NOT_A_PATH = re.compile(r"[<>\x00-\x1f]")
+
+
+def _shell_words(command: str) -> str:
+    """``command`` with quoted strings and HTML tags made inert: a quoted
+    plain word (``'file.txt'``) keeps its text, any other quoted string
+    becomes ``''``, and a tag becomes spaces."""
+
+    def unquote(m: re.Match[str]) -> str:
+        text = m.group(1) if m.group(1) is not None else m.group(2)
+        return text if _PLAIN_WORD.fullmatch(text) else "''"
+
+    return _TAG.sub(lambda m: " " * len(m.group()), _QUOTED.sub(unquote, command))
 
 
 def _identifiers(texts: Iterable[str]) -> list[str]:
@@ -323,6 +343,7 @@ def _call_files(name: str, arguments: Any) -> tuple[list[str], list[str]]:
     args = args if isinstance(args, dict) else {}
     shell = args.get("command") or args.get("cmd")
     if _SHELL_TOOLS.search(name) and isinstance(shell, str):
+        shell = _shell_words(shell)
         written = [next(g for g in m.groups() if g) for m in _SHELL_WRITE.finditer(shell)]
         read = [
             tok
@@ -335,7 +356,8 @@ def _call_files(name: str, arguments: Any) -> tuple[list[str], list[str]]:
     for key in _PATH_ARGS:
         value = args.get(key)
         values = value if isinstance(value, list) else [value]
-        paths += [v for v in values if isinstance(v, str) and v]
+        # A value with markup or a line break in it is not a path to report.
+        paths += [v for v in values if isinstance(v, str) and v and not _NOT_A_PATH.search(v)]
     command = args.get("command")  # an editor tool's sub-command, e.g. view / str_replace
     if command in ("view", "read"):
         return paths, []
@@ -358,7 +380,9 @@ class ExtractiveSummarizer:
     - decisions: sentences with decided, chose, will use, instead...;
     - progress: the latest ``state`` event's todos, ``[x]``/``[ ]``
       checkboxes, "done/fixed/added" sentences, and a failing last tool;
-    - files: paths in file-tool arguments and shell commands;
+    - files: paths in file-tool arguments and shell commands (a quoted
+      string or an HTML tag in a command is not a redirection, and a value
+      with markup in it is not a path);
     - next steps: forward-looking sentences of the latest assistant text,
       and pending todos;
     - identifiers: URLs, UUIDs, hex hashes, paths, `backticked` names.

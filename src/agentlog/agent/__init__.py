@@ -1,7 +1,9 @@
-"""The reference agent's parts: the model interface, models, and the live hub."""
+"""The reference agent loop and its parts: ``Agent``, ``Tool``, ``Limits``,
+the model interface, models, and the live hub (docs/agent.md)."""
 
 from ..tokens import Usage
 from .hub import Dropped, LiveHub, Subscription
+from .loop import Agent, Limits, Tool, TurnResult
 from .models import (
     Completion,
     Delta,
@@ -18,19 +20,23 @@ from .openai_compat import OpenAICompatModel
 from .scripted import ScriptedModel, ToolUse, Turn
 
 __all__ = [
+    "Agent",
     "Completion",
     "Delta",
     "Dropped",
+    "Limits",
     "LiveHub",
     "Model",
     "OpenAICompatModel",
     "ScriptedModel",
     "StreamItem",
     "Subscription",
+    "Tool",
     "ToolCall",
     "ToolCallDelta",
     "ToolUse",
     "Turn",
+    "TurnResult",
     "Usage",
     "check_messages",
     "checked_stream",

@@ -22,11 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import ModelError
 from ..event import Event
 from ..records import RecordTuple, ToolResultRecord
 from ..session import Session
 from ..state import Checkpoint
-from ..tokens import context_tokens, usage_tokens
+from ..tokens import context_tokens, event_tokens, usage_tokens
 from .hub import LiveHub
 from .models import Model, ToolCall, complete
 
@@ -89,6 +90,10 @@ class Agent:
         self.limits = limits
         self.state: Checkpoint = session.state()
         self._state_at = session.head  # the event ``state`` belongs after
+        # (event id, tokens): the size of a request built from the context
+        # that ends at that event, as last measured; saves re-reading the
+        # context to measure the first request of the next turn.
+        self._measured: tuple[str, int] | None = None
 
     # --- publishing ------------------------------------------------------------------
     def _publish(self, item: Any) -> None:
@@ -113,10 +118,12 @@ class Agent:
             # The timeline moved under this agent (select, checkout): the
             # checkpoint is the one on the path this turn continues.
             self.state = self.session.state()
+        measured = self._measured
+        used = measured[1] + event_tokens(user) if measured and measured[0] == user.parent_id else None
         self._state_at = user.id
         result.events.append(user)
         self._publish(user)
-        return self._generate(result)
+        return self._generate(result, used)
 
     def resume(self) -> TurnResult:
         """Finish a turn an interruption cut short, without a new user message.
@@ -142,12 +149,15 @@ class Agent:
             # state, compaction, label, custom: bookkeeping, not the conversation's end
         return False
 
-    def _generate(self, result: TurnResult) -> TurnResult:
+    def _generate(self, result: TurnResult, used: int | None = None) -> TurnResult:
+        """Model calls and tool batches until a plain reply. ``used``: the
+        size of the first request, when known without reading the context."""
         schemas = [tool.schema() for tool in self.tools.values()] or None
         for _ in range(self.limits.max_iterations):
             if self._over_budget():
                 result.stopped = "budget"
                 return result
+            self._fit_window(result, used)
             messages = self.session.to_chat_messages(system=self.system)
             completion = complete(self.model, messages, schemas, on_delta=self._publish)
             self.state.usage.add(completion.usage)
@@ -156,8 +166,7 @@ class Agent:
             result.text = completion.content
             if completion.tool_calls:
                 self._run_tools(completion.tool_calls, result)
-            if self._maybe_compact(result, result.events[step:]):
-                result.compactions += 1
+            used = self._measure(result.events[step:])
             if not completion.tool_calls:
                 return result
         result.stopped = "max_iterations"
@@ -203,6 +212,12 @@ class Agent:
             return f"unknown tool {call.name!r}", True
         try:
             args = call.parsed_arguments()
+        except ModelError as exc:
+            # The call's own fault, told to the model as such: not labelled
+            # a failure of the model backend, which is what ModelError means.
+            shown = call.arguments if len(call.arguments) <= 200 else call.arguments[:200] + "..."
+            return f"invalid arguments {shown!r}: {exc}; the tool did not run (send a JSON object)", True
+        try:
             output = tool.fn(**args) if isinstance(args, dict) else tool.fn(args)
         except Exception as exc:  # a tool's failure is the model's to see, not a crash
             return f"{type(exc).__name__}: {exc}", True
@@ -213,23 +228,59 @@ class Agent:
         except (TypeError, ValueError) as exc:  # a datetime, a set, a cycle: the tool's bug, the model's to see
             return f"tool {call.name!r} returned a {type(output).__name__} that is not JSON: {exc}", True
 
-    def _maybe_compact(self, result: TurnResult, step: list[Event]) -> bool:
-        """Compact when the next request is near the window. ``step``: the
-        events this model call and its tools appended."""
-        # The size of the next request: the provider's report of this call
-        # plus what was appended after it (the tool results), which ``step``
-        # holds; only when the provider reported nothing is the whole
-        # context read again (and estimated), on top of the read that built
-        # this call's messages.
-        reported = any((u := usage_tokens(e)) is not None and u.input_tokens > 0 for e in step)
-        events = step if reported else self.session.context(resolve=True)
-        used = context_tokens(events, system=self.system)
-        # split_turn: one request that runs many tool steps must still shrink,
-        # or the context outgrows the window inside the turn.
-        event = self.session.maybe_compact(used, self.model.context_window, split_turn=True)
-        if event is None:
-            return False
-        self._state_at = event.id
-        result.events.append(event)
-        self._publish(event)  # a settled event like any other, for live subscribers
-        return True
+    # --- the context window ----------------------------------------------------------
+    def _measure(self, step: list[Event]) -> int | None:
+        """The size of the next request from what one model call and its
+        tools appended (``step``), or None when the provider reported no
+        usage (then ``_fit_window`` reads and estimates the whole context)."""
+        # The provider's report of this call plus what was appended after it
+        # (the tool results), which ``step`` holds.
+        if not any((u := usage_tokens(e)) is not None and u.input_tokens > 0 for e in step):
+            self._measured = None
+            return None
+        used = context_tokens(step, system=self.system)
+        self._measured = (self._state_at, used)
+        return used
+
+    def _measure_context(self) -> int:
+        used = context_tokens(self.session.context(resolve=True), system=self.system)
+        self._measured = (self.session.head, used)
+        return used
+
+    def _fit_window(self, result: TurnResult, used: int | None) -> None:
+        """Before each request: compact when it reaches the policy's
+        threshold of the window, and refuse to send one still over it.
+
+        The compaction keeps at most ``CompactionPolicy.keep_for(window)``,
+        so it frees room whatever ``keep_tokens`` says, and it uses
+        ``split_turn``: one request that runs many tool steps must shrink
+        too, or the context outgrows the window inside the turn."""
+        window = self.model.context_window
+        policy = self.session.compaction
+        if used is None:
+            used = self._measure_context()
+        compacted = False
+        if policy.due(used, window):
+            event = self.session.compact(keep_tokens=policy.keep_for(window), split_turn=True)
+            if event is not None:
+                compacted = True
+                self._state_at = event.id
+                result.events.append(event)
+                result.compactions += 1
+                self._publish(event)  # a settled event like any other, for live subscribers
+                used = self._measure_context()
+        if window > 0 and used > window:
+            # A provider would refuse it (or cut it silently): say so here,
+            # before anything is sent.
+            if compacted:
+                how = "after compacting"
+            elif not policy.enabled:
+                how = "and compaction is disabled"
+            else:
+                how = "and nothing more can be compacted"
+            name = getattr(self.model, "name", type(self.model).__name__)
+            raise ModelError(
+                f"the next request to model {name!r} needs about {used} tokens, more than its context "
+                f"window of {window}, {how}: what no compaction cuts (the current request, the latest model "
+                "step and its tool results, the summary) is too large; nothing was sent"
+            )
