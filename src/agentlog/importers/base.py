@@ -11,11 +11,26 @@ from abc import ABC, abstractmethod
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from ..records import UsageRecord
+from ..tokens import Usage
 from .builder import SessionBuilder
 from .model import SourceLine
 from .reader import FileData
 
-__all__ = ["Importer", "custom_record", "parse_source_time", "safe_session_id", "split_fields", "with_source_hash"]
+__all__ = [
+    "Importer",
+    "count",
+    "custom_record",
+    "parse_source_time",
+    "safe_session_id",
+    "split_fields",
+    "name_from_prompt",
+    "usage_record",
+    "with_source_hash",
+]
+
+#: Characters of a prompt kept as an unnamed session's name.
+NAME_CHARS = 80
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _FRACTION = re.compile(r"\.(\d+)")
@@ -66,6 +81,43 @@ def _parse_text_time(value: str) -> int | None:
 def custom_record(obj: dict[str, Any]) -> dict[str, Any]:
     """A line kept whole because it has no natural agentlog mapping."""
     return {"type": obj.get("type"), "original": obj}
+
+
+def count(value: Any) -> int | None:
+    """A token count from a source: a non-negative int (a bool is not one)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def usage_record(prompt: int, completion: int, total: int | None, cost: Any = None) -> UsageRecord:
+    """A source's usage in the shape docs/records.md defines, which every
+    total (``agentlog stats``, the server's, the viewer's) reads: ``prompt``
+    counts every prompt token, cached ones included."""
+    cost_usd = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    return Usage(prompt, completion, total if total is not None else prompt + completion, cost_usd).to_dict()
+
+
+def text_parts(content: Any) -> str:
+    """The text of a message's content: a string, or its text parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            p["text"]
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
+def name_from_prompt(text: str) -> str | None:
+    """A session name from its first prompt, as the tools' own session
+    pickers show one: its first non-blank line, spaces collapsed, cut to
+    ``NAME_CHARS`` characters (None for a prompt with no text)."""
+    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    line = " ".join(line.split())
+    if len(line) > NAME_CHARS:
+        line = line[: NAME_CHARS - 1].rstrip() + "\u2026"
+    return line or None
 
 
 def split_fields(obj: dict[str, Any], mapped: tuple[str, ...]) -> dict[str, Any]:
@@ -120,6 +172,12 @@ class Importer(ABC):
         if plain == f"{self.prefix}-{self.readable_id(source_id)}":
             return plain
         return with_source_hash(plain, source_id)
+
+    def prompt_text(self, obj: dict[str, Any]) -> str | None:
+        """The text the user typed, if ``obj`` is a user's prompt (not a
+        tool result, a command's output or a note the tool injected): the
+        first one names a session the source names in no other way."""
+        return None
 
     def line_key(self, source_id: str, obj: dict[str, Any]) -> str | None:
         """A key deduplicating this line across files (None: no such key)."""

@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 
 from ..event import NIL_ID
-from .base import Importer, custom_record, parse_source_time, split_fields
+from .base import Importer, custom_record, parse_source_time, split_fields, text_parts
 from .builder import SessionBuilder
 from .model import SourceLine
 from .reader import FileData
@@ -43,12 +43,9 @@ _LINE_MAPPED = ("type", "uuid", "parentUuid", "timestamp", "message")
 _TOOL_BLOCKS = ("tool_use", "server_tool_use")
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
+#: How Claude Code's own user lines begin: slash commands, ``!`` commands
+#: and their output in tags, notes about them, an interruption.
+_NOT_TYPED = ("<", "Caveat:", "[Request interrupted")
 
 
 class ClaudeImporter(Importer):
@@ -89,6 +86,15 @@ class ClaudeImporter(Importer):
 
     def readable_id(self, source_id: str) -> str:
         return source_id.replace("/", "-")  # <sessionId>/agent-<agentId>: a sidechain
+
+    def prompt_text(self, obj: dict[str, Any]) -> str | None:
+        message = obj.get("message")
+        if obj.get("type") != "user" or not isinstance(message, dict) or obj.get("isMeta"):
+            return None
+        if obj.get("isCompactSummary"):
+            return None
+        text = text_parts(message.get("content")).strip()
+        return None if text.startswith(_NOT_TYPED) else text or None
 
     def line_key(self, source_id: str, obj: dict[str, Any]) -> str | None:
         uuid = obj.get("uuid")
@@ -256,7 +262,7 @@ class ClaudeImporter(Importer):
         source: dict[str, Any],
         ts: int | None,
     ) -> None:
-        text = _text_of(obj["message"].get("content"))
+        text = text_parts(obj["message"].get("content"))
         target = b.by_id.get(parent)
         if (
             target is not None

@@ -14,7 +14,10 @@ events form one chain in file order, and a file is one session
 - ``compacted`` -> ``compaction`` (summary = its message; the
   ``replacement_history`` kept in ``structured``).
 - ``session_meta``, ``turn_context``, ``event_msg`` and anything else ->
-  ``custom``, kept whole.
+  ``custom``, kept whole. An ``event_msg`` ``token_count`` also gives its
+  ``last_token_usage`` to the assistant message of the model call it
+  counts (the usage docs/records.md defines), unless it repeats the
+  previous count.
 - ``event_msg`` ``thread_rolled_back`` drops its ``num_turns`` last turns
   from the active path: the next events continue from where the first
   dropped turn started, so the dropped turns stay as a branch."""
@@ -27,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from .base import Importer, custom_record, split_fields
+from .base import Importer, count, custom_record, split_fields, usage_record
 from .builder import SessionBuilder
 from .model import SourceLine
 from .reader import FileData
@@ -68,6 +71,15 @@ class CodexImporter(Importer):
     def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
         return obj if obj.get("type") == "session_meta" else {"type": obj.get("type")}
 
+    def prompt_text(self, obj: dict[str, Any]) -> str | None:
+        # The user_message event holds what was typed; the user's message
+        # items also carry the instructions and context Codex adds.
+        payload = obj.get("payload")
+        if obj.get("type") != "event_msg" or not isinstance(payload, dict) or payload.get("type") != "user_message":
+            return None
+        message = payload.get("message")
+        return message if isinstance(message, str) else None
+
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
         if not b.state:  # first use of this builder: state from the stored events
             compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
@@ -75,6 +87,11 @@ class CodexImporter(Importer):
             # Turn starts, for rollbacks: rebuilt from the events already stored.
             b.state["turns"] = list(b.turn_starts)
             b.state["reasoning"] = None
+            # The assistant message of the model call whose token_count is
+            # still to come (a written one cannot take it), and the last
+            # cumulative count seen (Codex repeats it after each turn_context).
+            b.state["awaiting_usage"] = None
+            b.state["last_total"] = None
         if b.session is not None:
             return
         for line in lines:
@@ -91,6 +108,8 @@ class CodexImporter(Importer):
         # Not after a user item (its user_message event marks it as the turn
         # start) nor while a reasoning item awaits its reply.
         last = b.pending[-1] if b.pending else None
+        if b.state.get("awaiting_usage") is not None:
+            return False  # its token_count would find it written
         return (
             last is None or last.kind == "tool_result" or (last.kind == "custom" and b.state.get("reasoning") is None)
         )
@@ -122,10 +141,13 @@ class CodexImporter(Importer):
                 },
             }
             b.put(b.state, "reasoning", None)
+            b.put(b.state, "awaiting_usage", None)
             b.put(b.state, "last_compaction", b.emit("compaction", "system", record, line, ts_ns=ts).id)
         elif kind == "event_msg" and ptype == "thread_rolled_back":
             self._rollback(b, line, obj, payload, ts)
         else:
+            if kind == "event_msg" and ptype == "token_count":
+                self._token_count(b, line, payload)
             record = custom_record(obj)
             user_turn = kind == "event_msg" and ptype == "user_message"
             if user_turn:
@@ -145,6 +167,31 @@ class CodexImporter(Importer):
             p = b.emit("custom", None, record, line, ts_ns=ts)
             if user_turn:
                 b.put(b.state, "turns", [*b.state["turns"], start or p.id])
+
+    @staticmethod
+    def _token_count(b: SessionBuilder, line: SourceLine, payload: dict[str, Any]) -> None:
+        """Give a model call's token counts to its assistant message. Codex
+        writes one ``token_count`` after each call's items, and repeats the
+        last one (same cumulative ``total_token_usage``) after a
+        ``turn_context``: a repeat counts nothing. The line itself stays a
+        ``custom`` event, so nothing is lost where no message takes it (a
+        call that made only tool calls, or a reply an earlier import wrote)."""
+        info = payload.get("info")
+        if not isinstance(info, dict) or info.get("total_token_usage") == b.state.get("last_total"):
+            return
+        b.put(b.state, "last_total", info.get("total_token_usage"))
+        target = b.by_id.get(b.state.get("awaiting_usage") or "")
+        last = info.get("last_token_usage")
+        if target is None or not isinstance(last, dict):
+            return
+        inp, out = count(last.get("input_tokens")), count(last.get("output_tokens"))
+        if inp is None or out is None:
+            return
+        record = b.edit(target)
+        # OpenAI's input_tokens include the cached ones, as records.md counts them.
+        record["usage"] = usage_record(inp, out, count(last.get("total_tokens")))
+        record["source"]["usage_line"] = line.lineno
+        b.put(b.state, "awaiting_usage", None)
 
     @staticmethod
     def _stored_user_item(b: SessionBuilder, event_id: str) -> bool:
@@ -177,16 +224,20 @@ class CodexImporter(Importer):
                 b.put(b.state, "reasoning", None)
                 return
             b.put(b.state, "reasoning", None)
-            b.emit(
+            p = b.emit(
                 "message",
                 role,
                 {"content": payload.get("content"), "role": role, "source": source},
                 line,
                 ts_ns=ts,
             )
+            # A reply awaits its call's token_count; anyone else's message ends the wait.
+            b.put(b.state, "awaiting_usage", p.id if role == "assistant" else None)
         elif ptype == "reasoning":
             record = {"content": [], "reasoning": split_fields(payload, ("type",)), "source": source}
-            b.put(b.state, "reasoning", b.emit("message", "assistant", record, line, ts_ns=ts).id)
+            p = b.emit("message", "assistant", record, line, ts_ns=ts)
+            b.put(b.state, "reasoning", p.id)
+            b.put(b.state, "awaiting_usage", p.id)
         elif ptype in _CALLS:
             b.put(b.state, "reasoning", None)
             call_id = payload.get("call_id") or payload.get("id")
@@ -255,4 +306,5 @@ class CodexImporter(Importer):
             parent = b.parent_of.get(first)
             record["dropped_from"] = first
         b.put(b.state, "reasoning", None)
+        b.put(b.state, "awaiting_usage", None)
         b.emit("custom", None, record, line, ts_ns=ts, parent=parent, literal_parent=True)

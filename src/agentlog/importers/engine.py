@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..errors import AgentlogError
 from ..session import Session
 from ..store import Store
-from .base import Importer, custom_record
+from .base import Importer, custom_record, name_from_prompt
 from .builder import META_KEY, SessionBuilder
 from .index_cache import load_rows, slim_record
 from .model import (
@@ -27,6 +27,7 @@ from .model import (
 from .naming import SessionNames
 from .paths import expand_paths
 from .reader import FileData, Tails, check_state, prefix_state, read_file
+from .repeats import Repeats
 from .salvage import top_level_strings
 
 __all__ = ["CHUNK_EVENTS", "run_import"]
@@ -215,8 +216,13 @@ class _Run:
                 if not b.last_ts:  # lines before the first with a time take that time
                     b.last_ts = group.first or min(os.stat(p).st_mtime_ns for p in group.files)
                 self.importer.begin(b, group.lines)
+                self.name_unnamed(b, group.lines)
+            repeats = Repeats()
+            for line in group.lines:
+                if not line.new and self.importer.line_key(group.source_id, line.obj or {}) is None:
+                    repeats.add(line)  # an old line --follow kept only in part matches nothing
             for line in new:
-                self.convert_line(b, group, line)
+                self.convert_line(b, group, line, repeats)
                 if len(b.pending) >= self.chunk_events and self.importer.safe_to_flush(b):
                     b.flush(final=False)  # bounded memory for long sessions
             changed = bool(new)
@@ -235,7 +241,24 @@ class _Run:
         if progress is not None:
             progress(sum(ln.end - ln.start for ln in group.lines))
 
-    def convert_line(self, b: SessionBuilder, group: _Group, line: SourceLine) -> None:
+    def name_unnamed(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
+        """Name a session after its first prompt, as the tools' pickers
+        list one, when it has no name or title yet (a name the source gives,
+        a summary or a rename, replaces it later; a title set in agentlog
+        is never touched). Lines an earlier --follow poll read are kept
+        only in part and name nothing: a session imported unnamed by an
+        older agentlog and followed since may take a later prompt."""
+        meta = b.session.meta if b.session is not None else {}
+        if meta.get("name") or meta.get("title") or b.create_meta.get("name") or "name" in b.meta_changes:
+            return
+        for line in lines:
+            text = self.importer.prompt_text(line.obj) if line.obj is not None else None
+            name = name_from_prompt(text) if text else None
+            if name:
+                b.meta_changes["name"] = name
+                return
+
+    def convert_line(self, b: SessionBuilder, group: _Group, line: SourceLine, repeats: Repeats) -> None:
         assert b.report is not None
         fr = group.files[line.path][1]
         # A line already held by its place: the file's state was not saved
@@ -252,6 +275,8 @@ class _Run:
             return
         if line.repaired:
             fr.warnings.append((line.lineno, line.repaired))
+        if key is None and (repeated := repeats.check(line)) is not None:
+            fr.warnings.append((line.lineno, repeated))
         b.begin_line()
         try:
             self.importer.convert(b, line)

@@ -35,7 +35,8 @@ from typing import Any
 import orjson
 
 from ..event import NIL_ID
-from .base import Importer, custom_record, split_fields
+from ..records import UsageRecord
+from .base import Importer, count, custom_record, split_fields, text_parts, usage_record
 from .builder import SessionBuilder
 from .model import SourceLine
 from .reader import FileData
@@ -43,6 +44,23 @@ from .reader import FileData
 __all__ = ["PiImporter"]
 
 _ENTRY = ("type", "id", "parentId", "timestamp")
+
+
+def _usage(raw: Any) -> UsageRecord | None:
+    """pi's ``{input, output, cacheRead, cacheWrite, totalTokens, cost:
+    {..., total}}`` as docs/records.md's usage. pi's ``input`` leaves out
+    the cached prompt tokens (pi-ai splits them off for every provider),
+    so the prompt is all three; None when the counts are not there."""
+    if not isinstance(raw, dict):
+        return None
+    inp, out = count(raw.get("input")), count(raw.get("output"))
+    if inp is None or out is None:
+        return None
+    prompt = inp + (count(raw.get("cacheRead")) or 0) + (count(raw.get("cacheWrite")) or 0)
+    cost = raw.get("cost")
+    return usage_record(
+        prompt, out, count(raw.get("totalTokens")), cost.get("total") if isinstance(cost, dict) else None
+    )
 
 
 class PiImporter(Importer):
@@ -79,6 +97,12 @@ class PiImporter(Importer):
 
     def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
         return obj if obj.get("type") in ("session", "title") else {"type": obj.get("type")}
+
+    def prompt_text(self, obj: dict[str, Any]) -> str | None:
+        message = obj.get("message")
+        if obj.get("type") != "message" or not isinstance(message, dict) or message.get("role") != "user":
+            return None
+        return text_parts(message.get("content")) or None
 
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
         header = next((ln.obj for ln in lines if ln.obj is not None and ln.obj.get("type") == "session"), None) or {}
@@ -217,15 +241,18 @@ class PiImporter(Importer):
         elif role == "assistant":
             parts = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
             calls = [p for p in parts if isinstance(p, dict) and p.get("type") == "toolCall"]
-            source["message"] = split_fields(message, ("role", "content", "model", "usage", "stopReason", "provider"))
-            record = {
+            # pi's own usage stays in source.message; the record gets agentlog's shape.
+            source["message"] = split_fields(message, ("role", "content", "model", "stopReason", "provider"))
+            record: dict[str, Any] = {
                 "content": [p for p in parts if p not in calls],
                 "model": message.get("model"),
-                "usage": message.get("usage"),
                 "finish_reason": message.get("stopReason"),
                 "provider": message.get("provider"),
                 "source": source,
             }
+            usage = _usage(message.get("usage"))
+            if usage is not None:  # none rather than a usage no total can read
+                record["usage"] = usage
             b.emit("message", "assistant", record, line, ts_ns=ts, parent=parent, keys=() if calls else keys)
             for i, call in enumerate(calls):
                 b.emit(
