@@ -112,3 +112,27 @@ def test_off_durability_tail_is_a_crash_tail_whatever_the_index_says(tmp_path) -
     with s:
         assert [e.id for e in s.path()] == [e.id for e in events[:2]]
     assert chunk_path(store, SID).with_name("000000.jsonl.quarantine").exists()
+
+
+def test_a_marker_claiming_members_that_never_were_keeps_its_record(tmp_path) -> None:
+    """Found by make fuzz: a checksum-valid batch marker rewritten to claim
+    10**12 members reads as an acknowledged batch cut short at the end;
+    repair keeps the one intact record, written back as a whole batch of
+    one (its bytes as they were set aside), and the fuzz harness sees the
+    chunk as it was once the pieces are put back."""
+    from agentlog._codec import decode_line, encode_line
+
+    store = Store(tmp_path / "home")
+    events = _batch(store, n=1, before=3)
+    chunk = chunk_path(store, SID)
+    lines = chunk.read_bytes().splitlines(keepends=True)
+    rec = decode_line(lines[-1])
+    rec.pop("crc", None)
+    rec["txn"] = [0, 10**12]
+    chunk.write_bytes(b"".join(lines[:-1]) + encode_line(rec))
+    with pytest.raises(CorruptionError, match="acknowledged"):
+        store.open(SID)
+    store.backend.repair(SID)
+    assert [p for p in store.backend.verify(SID) if p.severity == "error"] == []
+    with store.open(SID) as s:
+        assert [e.id for e in s.path()] == [e.id for e in events]
