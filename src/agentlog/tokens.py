@@ -169,7 +169,12 @@ def usage_tokens(event: Event) -> Usage | None:
     """The provider-reported usage of an assistant message, if recorded.
 
     Reads ``usage.input_tokens`` / ``output_tokens`` (docs/records.md) and
-    also the Chat Completions names ``prompt_tokens`` / ``completion_tokens``."""
+    also the Chat Completions names ``prompt_tokens`` / ``completion_tokens``.
+    Anthropic's usage (as its API returns it, and as Claude Code's files
+    keep it) counts cached prompt tokens apart, in
+    ``cache_creation_input_tokens`` and ``cache_read_input_tokens``, and
+    leaves them out of ``input_tokens``: they are added back, so that the
+    input is every prompt token, as the other providers count it."""
     if event.kind != "message" or event.role != "assistant" or not isinstance(event.record, dict):
         return None
     usage = event.record.get("usage")
@@ -179,6 +184,8 @@ def usage_tokens(event: Event) -> Usage | None:
     out = _int(usage.get("output_tokens", usage.get("completion_tokens")))
     if inp is None or out is None:
         return None
+    cached = [_int(usage.get(k)) for k in ("cache_creation_input_tokens", "cache_read_input_tokens")]
+    inp += sum(c for c in cached if c is not None)
     total = _int(usage.get("total_tokens"))
     cost = usage.get("cost_usd")
     return Usage(

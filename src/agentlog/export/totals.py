@@ -14,6 +14,7 @@ from typing import Any
 
 from ..event import Event
 from ..recordtext import usage_of
+from ..tokens import usage_tokens
 
 __all__ = ["Totals", "totals"]
 
@@ -54,11 +55,13 @@ def totals(events: Iterable[Event]) -> Totals:
             if not usage:
                 continue
             calls += 1
-            inp += _int(usage.get("input_tokens"))
-            out += _int(usage.get("output_tokens"))
-            total += _int(usage.get("total_tokens")) or (
-                _int(usage.get("input_tokens")) + _int(usage.get("output_tokens"))
-            )
+            # The tokens as the context counter reads them (one reader of the
+            # providers' shapes: Chat Completions names, Anthropic's cache).
+            tokens = usage_tokens(event)
+            if tokens is not None:
+                inp += tokens.input_tokens
+                out += tokens.output_tokens
+                total += tokens.total_tokens
             if "cost_usd" in usage:
                 cost = (cost or 0.0) + float(usage["cost_usd"])
         elif event.kind == "state":
