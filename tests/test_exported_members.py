@@ -25,6 +25,7 @@ PUBLIC = [
     "Commit",
     "CompactionPolicy",
     "ContextMismatch",
+    "ContextOverflow",
     "CopyDiverged",
     "CopyReport",
     "CorruptionError",

@@ -11,7 +11,7 @@ import pytest
 
 from agentlog import CompactionPolicy, Store
 from agentlog.agent import Agent, Limits, ScriptedModel, Tool, ToolUse, estimate_request_tokens
-from agentlog.errors import InvalidOption, ModelError
+from agentlog.errors import ContextOverflow, InvalidOption, ModelError
 from agentlog.event import Event
 from agentlog.summarize import ExtractiveSummarizer
 
@@ -84,7 +84,7 @@ def test_a_step_too_large_for_the_window_is_refused_not_sent(store):
     model = ScriptedModel([ToolUse("dump", {}), "never"], context_window=2000)
     with store.create() as s:
         agent = Agent(s, model, tools=[Tool("dump", lambda: "x " * 6000)])
-        with pytest.raises(ModelError, match=r"needs about \d+ tokens, more than its context window of 2000"):
+        with pytest.raises(ContextOverflow, match=r"needs about \d+ tokens, more than its context window of 2000"):
             agent.run("dump it")
         assert len(model.requests) == 1  # the second request was never sent
         assert "tool_result" in [e.kind for e in s.path()]  # what ran is kept

@@ -229,6 +229,12 @@ class ModelError(AgentlogError):
     """A model backend failed (network, protocol or provider error)."""
 
 
+class ContextOverflow(ModelError):
+    """The next request would not fit the model's context window even after
+    compacting: nothing was sent (a harness may catch it apart, to start a
+    new session or switch to a larger model)."""
+
+
 class CorruptionError(AgentlogError):
     """Stored bytes are damaged. Says which file, where, and what is wrong."""
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ModelError
+from ..errors import ContextOverflow, ModelError
 from ..event import Event
 from ..records import RecordTuple, ToolResultRecord
 from ..session import Session
@@ -279,7 +279,7 @@ class Agent:
             else:
                 how = "and nothing more can be compacted"
             name = getattr(self.model, "name", type(self.model).__name__)
-            raise ModelError(
+            raise ContextOverflow(
                 f"the next request to model {name!r} needs about {used} tokens, more than its context "
                 f"window of {window}, {how}: what no compaction cuts (the current request, the latest model "
                 "step and its tool results, the summary) is too large; nothing was sent"
