@@ -24,10 +24,12 @@ def test_row_lease_renewal_never_interleaves_with_a_commit(pg_schema: str) -> No
     lock: a renewal that began while a commit's transaction was open nested
     into it, and the writer failed with "transaction commit at the wrong
     nesting level" (once an acknowledged event was even rolled back)."""
-    # Renews every ~170 ms: often enough to meet commits many times in 1.5 s
-    # (without the lock this fails every time), and far enough from the ttl
-    # that a loaded CI machine does not let the lease lapse.
-    store = Store(pg_url(pg_schema, lease="row", lease_ttl="0.5"))
+    # Renews every ~330 ms: often enough to meet commits several times in
+    # 1.5 s (without the lock this fails every time), and far enough from the
+    # ttl that a loaded machine does not let the lease lapse (at 0.5 s it did,
+    # once, with make fuzz running beside the suite: the writer's tight loop
+    # kept the renewer waiting for the connection's lock for 330 ms).
+    store = Store(pg_url(pg_schema, lease="row", lease_ttl="1.0"))
     writer = store.create(session_id="s")
     acknowledged: list[str] = []
     deadline = time.monotonic() + 1.5
