@@ -13,7 +13,14 @@ import orjson
 import pytest
 
 from agentlog import NIL_ID, Store
-from agentlog.backends.base import SCAN_PATH_FROM, SessionStorage, path_by_scan, read_path
+from agentlog.backends.base import (
+    SCAN_FIRST_PAGE,
+    SCAN_PATH_FROM,
+    SCAN_SKIP_BOUND,
+    SessionStorage,
+    path_by_scan,
+    read_path,
+)
 
 
 def _id(n: int) -> str:
@@ -55,11 +62,13 @@ class _Rows:
 
 
 def _read(rows: Sequence[tuple[Any, ...]], start: str, **opts: Any) -> tuple[list[str], int, int]:
+    """(ids read, rows the scan fetched, recursive queries run)."""
     calls = {"scan": 0, "walk": 0}
 
-    def scan(upto: str) -> list[tuple[Any, ...]]:
-        calls["scan"] += 1
-        return _desc(rows, upto)
+    def scan(upto: str, inclusive: bool, size: int) -> list[tuple[Any, ...]]:
+        page = [r for r in _desc(rows, upto) if inclusive or r[0] != upto][:size]
+        calls["scan"] += len(page)
+        return page
 
     def walk(begin: str, bound: int) -> list[tuple[Any, ...]]:
         calls["walk"] += 1
@@ -85,12 +94,31 @@ def _expected(rows: Sequence[tuple[Any, ...]], start: str, **opts: Any) -> list[
 
 
 def test_a_linear_path_is_one_scan() -> None:
-    rows = [_row(i, i - 1 if i else None) for i in range(200)]
-    ids, scans, walks = _read(rows, _id(199))
-    assert ids == [_id(i) for i in range(199, -1, -1)]
-    assert (scans, walks) == (1, 0)
+    rows = [_row(i, i - 1 if i else None) for i in range(2000)]
+    ids, fetched, walks = _read(rows, _id(1999))
+    assert ids == [_id(i) for i in range(1999, -1, -1)]
+    assert (fetched, walks) == (2000, 0)
     event = path_by_scan(_desc(rows, _id(5)), _id(5), None, None, None)[0][0]
     assert event.record == {"role": "user", "content": "e5"} and event.parent_id == _id(4) and event.extra == {}
+
+
+def test_a_path_that_stops_early_reads_one_page() -> None:
+    """``context()`` stops at the latest compaction: the scan must not read
+    the session down to its root to find it."""
+    rows = [_row(i, i - 1 if i else None, "compaction" if i == 9950 else "message") for i in range(10_000)]
+    ids, fetched, walks = _read(rows, _id(9999), until_kind="compaction")
+    assert ids == [_id(i) for i in range(9999, 9949, -1)]
+    assert fetched == SCAN_FIRST_PAGE and walks == 0
+
+
+def test_a_path_among_many_other_branches_goes_on_by_the_recursive_query() -> None:
+    """Rows of other branches are passed over only up to a bound: a short
+    active path in a session branched mostly elsewhere is not read whole."""
+    rows = [_row(0, None)] + [_row(i, 0) for i in range(1, 5000)]  # 4,999 siblings, each a branch
+    rows += [_row(5000 + i, 4999 if i == 0 else 4999 + i) for i in range(100)]
+    ids, fetched, walks = _read(rows, _id(5099))
+    assert ids == _expected(rows, _id(5099))
+    assert walks == 1 and fetched < 100 + SCAN_SKIP_BOUND + 2 * SCAN_FIRST_PAGE * 4
 
 
 def test_other_branches_are_passed_over() -> None:
@@ -99,7 +127,7 @@ def test_other_branches_are_passed_over() -> None:
     rows += [_row(100, 60)] + [_row(i, i - 1) for i in range(101, 150)]
     rows += [_row(150, 99)] + [_row(i, i - 1) for i in range(151, 200)]
     for start in (199, 149, 120, 100, 99, 0):
-        ids, scans, walks = _read(rows, _id(start))
+        ids, _, walks = _read(rows, _id(start))
         assert ids == _expected(rows, _id(start))
         assert walks == 0
 
@@ -108,9 +136,9 @@ def test_a_parent_out_of_id_order_is_left_to_the_recursive_query() -> None:
     # Event 50's parent has a higher id (an imported or hand-made session).
     rows = [_row(i, i - 1 if i else None) for i in range(50)]
     rows += [_row(500, 49), _row(50, 500)] + [_row(i, i - 1) for i in range(51, 120)]
-    ids, scans, walks = _read(rows, _id(119))
+    ids, _, walks = _read(rows, _id(119))
     assert ids == _expected(rows, _id(119)) and len(ids) == 121
-    assert (scans, walks) == (1, 1)
+    assert walks == 1
 
 
 def test_a_missing_parent_ends_the_path_as_the_recursive_query_does() -> None:

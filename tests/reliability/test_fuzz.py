@@ -49,6 +49,7 @@ from agentlog.backends.files.index import ENTRY_SIZE, HEADER_SIZE, pack_slot, re
 from agentlog.errors import AgentlogError
 
 from .conftest import EXHAUSTIVE, SEED, record_figure
+from .fuzzer import written_back as fuzz_written_back
 
 SID = "fz"
 OPTIONS = dict(chunk_size=2048, blob_threshold=300)
@@ -366,7 +367,7 @@ def exercise(base: Base, home: str, rel: str, damage_at: int) -> str:
         # the intact members of an acknowledged batch cut short, written
         # back with their marker renumbered (their bytes as they were are
         # among the pieces: docs/format.md, "Quarantine").
-        written_back = _written_back(lines, [piece for _, piece in moved])
+        written_back = fuzz_written_back(lines, [piece for _, piece in moved], decode_line, LineError)
         kept = b"".join(line for line in lines if not _is_tombstone(line) and line not in written_back)
         stones += sum(_is_tombstone(line) for line in lines)
         # Put each quarantined piece back at its offset, kept bytes between.
@@ -418,21 +419,6 @@ def exercise(base: Base, home: str, rel: str, damage_at: int) -> str:
     if stones:
         return "repaired with tombstones"
     return "repaired" if read_ok or errors else "opened after repair"
-
-
-def _written_back(lines: list[bytes], pieces: list[bytes]) -> set[bytes]:
-    """The lines that are a quarantined piece written back with another
-    batch marker: the same record, ``txn`` (and so ``crc``) aside."""
-
-    def body(raw: bytes) -> bytes | None:
-        try:
-            rec = decode_line(raw)
-        except LineError:
-            return None
-        return orjson.dumps({k: v for k, v in rec.items() if k not in ("txn", "crc")})
-
-    originals = {b for b in map(body, pieces) if b is not None}
-    return {line for line in lines if line not in pieces and body(line) in originals}
 
 
 def _is_tombstone(line: bytes) -> bool:

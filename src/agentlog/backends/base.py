@@ -54,6 +54,7 @@ __all__ = [
     "check_links",
     "event_from_row",
     "path_by_scan",
+    "scan_pages",
     "path_from_rows",
     "read_path",
     "split_payload",
@@ -258,6 +259,28 @@ def path_from_rows(
 #: its recursive query, which costs an index lookup per step but reads
 #: nothing off the path.
 SCAN_PATH_FROM = 64
+#: The scan's first page of rows, and the most a page grows to (x4 a page):
+#: a path that stops early (``context()`` at a compaction) reads one page.
+SCAN_FIRST_PAGE = 256
+SCAN_MAX_PAGE = 16_384
+#: Rows of other branches the scan passes over before it leaves the rest of
+#: the path to the recursive query (at least this, or the path's length):
+#: a session branched mostly off the path is not read whole.
+SCAN_SKIP_BOUND = 1_024
+
+
+def scan_pages(page: Callable[[str, bool, int], Sequence[Sequence[Any]]], start: str) -> Iterator[Sequence[Any]]:
+    """The session's events from ``start`` down, newest id first, a page at a
+    time: ``page(upto, inclusive, size)`` answers one keyset query
+    (``id <= upto``, or ``id < upto``, ``ORDER BY id DESC LIMIT size``), and
+    only the pages a reader goes on to are read."""
+    upto, inclusive, size = start, True, SCAN_FIRST_PAGE
+    while True:
+        rows = page(upto, inclusive, size)
+        yield from rows
+        if len(rows) < size:
+            return
+        upto, inclusive, size = rows[-1][0], False, min(size * 4, SCAN_MAX_PAGE)
 
 
 def path_by_scan(
@@ -283,11 +306,15 @@ def path_by_scan(
     want = from_id
     loads = orjson.loads
     build = make_event
+    skipped = 0
     for row in rows:
         event_id = row[0]
         if event_id != want:
             if event_id < want:
                 return out, want  # passed the place of ``want``: not in id order
+            skipped += 1
+            if skipped > SCAN_SKIP_BOUND and skipped > len(out):
+                return out, want  # mostly other branches here: the recursive query goes on
             continue  # another branch's event
         record = None if row[5] is None else loads(row[5])
         out.append(build(event_id, row[1], row[2], row[3], row[4], record, row[6], row[7], {}))
@@ -304,20 +331,21 @@ def read_path(
     until_kind: str | None,
     until_id: str | None,
     *,
-    scan: Callable[[str], Iterable[Sequence[Any]]],
+    scan: Callable[[str, bool, int], Sequence[Sequence[Any]]],
     walk: Callable[[str, int], Sequence[Sequence[Any]]],
     where: str,
 ) -> list[Event]:
-    """``ancestors`` for a SQL backend: a long path by ``scan(from_id)``
-    (``path_by_scan``), continued by ``walk(start, limit)``, the recursive
-    query, wherever the scan stops short; a short path by ``walk`` alone.
+    """``ancestors`` for a SQL backend: a long path by ``scan``, one page of
+    a keyset range scan (``scan_pages``, ``path_by_scan``), continued by
+    ``walk(start, limit)``, the recursive query, wherever the scan stops
+    short; a short path by ``walk`` alone.
     Both give the same events: the recursive query stops where a parent is
     missing, and so does a path continued by it."""
     bound = storage.event_count() + 1
     events: list[Event] = []
     start = from_id
     if limit is None or limit > SCAN_PATH_FROM:
-        events, rest = path_by_scan(scan(from_id), from_id, limit, until_kind, until_id)
+        events, rest = path_by_scan(scan_pages(scan, from_id), from_id, limit, until_kind, until_id)
         if rest is None:
             return events
         start = rest
