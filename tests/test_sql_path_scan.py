@@ -13,14 +13,7 @@ import orjson
 import pytest
 
 from agentlog import NIL_ID, Store
-from agentlog.backends.base import (
-    SCAN_FIRST_PAGE,
-    SCAN_PATH_FROM,
-    SCAN_SKIP_BOUND,
-    SessionStorage,
-    path_by_scan,
-    read_path,
-)
+from agentlog.backends.base import SCAN_SKIP_BOUND, WALK_FIRST, SessionStorage, path_by_scan, read_path
 
 
 def _id(n: int) -> str:
@@ -65,10 +58,10 @@ def _read(rows: Sequence[tuple[Any, ...]], start: str, **opts: Any) -> tuple[lis
     """(ids read, rows the scan fetched, recursive queries run)."""
     calls = {"scan": 0, "walk": 0}
 
-    def scan(upto: str, inclusive: bool, size: int) -> list[tuple[Any, ...]]:
-        page = [r for r in _desc(rows, upto) if inclusive or r[0] != upto][:size]
-        calls["scan"] += len(page)
-        return page
+    def scan(upto: str) -> Any:
+        for row in _desc(rows, upto):
+            calls["scan"] += 1  # the rows the follower takes (a lazy cursor reads no more)
+            yield row
 
     def walk(begin: str, bound: int) -> list[tuple[Any, ...]]:
         calls["walk"] += 1
@@ -97,39 +90,40 @@ def test_a_linear_path_is_one_scan() -> None:
     rows = [_row(i, i - 1 if i else None) for i in range(2000)]
     ids, fetched, walks = _read(rows, _id(1999))
     assert ids == [_id(i) for i in range(1999, -1, -1)]
-    assert (fetched, walks) == (2000, 0)
+    # the first WALK_FIRST by the recursive query, the rest by one scan
+    assert (fetched, walks) == (2000 - WALK_FIRST, 1)
     event = path_by_scan(_desc(rows, _id(5)), _id(5), None, None, None)[0][0]
     assert event.record == {"role": "user", "content": "e5"} and event.parent_id == _id(4) and event.extra == {}
 
 
-def test_a_path_that_stops_early_reads_one_page() -> None:
-    """``context()`` stops at the latest compaction: the scan must not read
-    the session down to its root to find it."""
+def test_a_path_that_stops_early_reads_no_scan() -> None:
+    """``context()`` stops at the latest compaction: no scan reads the
+    session down to its root to find it."""
     rows = [_row(i, i - 1 if i else None, "compaction" if i == 9950 else "message") for i in range(10_000)]
     ids, fetched, walks = _read(rows, _id(9999), until_kind="compaction")
     assert ids == [_id(i) for i in range(9999, 9949, -1)]
-    assert fetched == SCAN_FIRST_PAGE and walks == 0
+    assert (fetched, walks) == (0, 1)
 
 
 def test_a_path_among_many_other_branches_goes_on_by_the_recursive_query() -> None:
     """Rows of other branches are passed over only up to a bound: a short
     active path in a session branched mostly elsewhere is not read whole."""
     rows = [_row(0, None)] + [_row(i, 0) for i in range(1, 5000)]  # 4,999 siblings, each a branch
-    rows += [_row(5000 + i, 4999 if i == 0 else 4999 + i) for i in range(100)]
-    ids, fetched, walks = _read(rows, _id(5099))
-    assert ids == _expected(rows, _id(5099))
-    assert walks == 1 and fetched < 100 + SCAN_SKIP_BOUND + 2 * SCAN_FIRST_PAGE * 4
+    rows += [_row(5000 + i, 4999 + i) for i in range(1, 400)] + [_row(5000, 2500)]
+    ids, fetched, walks = _read(rows, _id(5399))
+    assert ids == _expected(rows, _id(5399)) and len(ids) == 402
+    assert walks == 2 and fetched <= 400 + SCAN_SKIP_BOUND + 1
 
 
 def test_other_branches_are_passed_over() -> None:
-    # 0..99 a trunk; 100..149 a branch from 60; 150..199 the active branch from 99.
-    rows = [_row(i, i - 1 if i else None) for i in range(100)]
-    rows += [_row(100, 60)] + [_row(i, i - 1) for i in range(101, 150)]
-    rows += [_row(150, 99)] + [_row(i, i - 1) for i in range(151, 200)]
-    for start in (199, 149, 120, 100, 99, 0):
+    # 0..999 a trunk; 1000..1499 a branch from 600; 1500..1999 the active branch from 999.
+    rows = [_row(i, i - 1 if i else None) for i in range(1000)]
+    rows += [_row(1000, 600)] + [_row(i, i - 1) for i in range(1001, 1500)]
+    rows += [_row(1500, 999)] + [_row(i, i - 1) for i in range(1501, 2000)]
+    for start in (1999, 1499, 1200, 1000, 999, 0):
         ids, _, walks = _read(rows, _id(start))
         assert ids == _expected(rows, _id(start))
-        assert walks == 0
+        assert walks == 1  # the first part; the scan passes over the other branch
 
 
 def test_a_parent_out_of_id_order_is_left_to_the_recursive_query() -> None:
@@ -159,7 +153,7 @@ def test_an_unknown_start_is_event_not_found() -> None:
 @pytest.mark.parametrize(
     "opts",
     [
-        {"limit": SCAN_PATH_FROM + 1},
+        {"limit": WALK_FIRST + 1},
         {"limit": 150},
         {"limit": 10_000},
         {"limit": 3},

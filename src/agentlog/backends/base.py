@@ -54,7 +54,6 @@ __all__ = [
     "check_links",
     "event_from_row",
     "path_by_scan",
-    "scan_pages",
     "path_from_rows",
     "read_path",
     "split_payload",
@@ -254,33 +253,16 @@ def path_from_rows(
     return [event_from_row(row) for row in rows]
 
 
-#: A SQL backend reads a path longer than this by one range scan of the
-#: session's events, newest id first (``path_by_scan``), and a shorter one by
-#: its recursive query, which costs an index lookup per step but reads
-#: nothing off the path.
-SCAN_PATH_FROM = 64
-#: The scan's first page of rows, and the most a page grows to (x4 a page):
-#: a path that stops early (``context()`` at a compaction) reads one page.
-SCAN_FIRST_PAGE = 256
-SCAN_MAX_PAGE = 16_384
+#: A SQL backend reads the first this many events of a path by its
+#: recursive query (an index lookup a step, nothing read off the path), and
+#: the rest of a longer path by one range scan of the session's events,
+#: newest id first (``path_by_scan``). Most reads end in the first part:
+#: ``context()`` at the latest compaction, the newest page of a long session.
+WALK_FIRST = 256
 #: Rows of other branches the scan passes over before it leaves the rest of
 #: the path to the recursive query (at least this, or the path's length):
 #: a session branched mostly off the path is not read whole.
 SCAN_SKIP_BOUND = 1_024
-
-
-def scan_pages(page: Callable[[str, bool, int], Sequence[Sequence[Any]]], start: str) -> Iterator[Sequence[Any]]:
-    """The session's events from ``start`` down, newest id first, a page at a
-    time: ``page(upto, inclusive, size)`` answers one keyset query
-    (``id <= upto``, or ``id < upto``, ``ORDER BY id DESC LIMIT size``), and
-    only the pages a reader goes on to are read."""
-    upto, inclusive, size = start, True, SCAN_FIRST_PAGE
-    while True:
-        rows = page(upto, inclusive, size)
-        yield from rows
-        if len(rows) < size:
-            return
-        upto, inclusive, size = rows[-1][0], False, min(size * 4, SCAN_MAX_PAGE)
 
 
 def path_by_scan(
@@ -331,30 +313,35 @@ def read_path(
     until_kind: str | None,
     until_id: str | None,
     *,
-    scan: Callable[[str, bool, int], Sequence[Sequence[Any]]],
+    scan: Callable[[str], Iterable[Sequence[Any]]],
     walk: Callable[[str, int], Sequence[Sequence[Any]]],
     where: str,
 ) -> list[Event]:
-    """``ancestors`` for a SQL backend: a long path by ``scan``, one page of
-    a keyset range scan (``scan_pages``, ``path_by_scan``), continued by
-    ``walk(start, limit)``, the recursive query, wherever the scan stops
-    short; a short path by ``walk`` alone.
-    Both give the same events: the recursive query stops where a parent is
-    missing, and so does a path continued by it."""
+    """``ancestors`` for a SQL backend: up to ``WALK_FIRST`` events by
+    ``walk(start, limit)``, the recursive query; the rest of a longer path
+    by ``scan(start)``, the session's events from ``start`` down, newest id
+    first (``path_by_scan``), and by ``walk`` again wherever the scan stops
+    short. Every part gives what the recursive query alone would: it stops
+    where a parent is missing, and so does a path continued by it."""
     bound = storage.event_count() + 1
-    events: list[Event] = []
-    start = from_id
-    if limit is None or limit > SCAN_PATH_FROM:
-        events, rest = path_by_scan(scan_pages(scan, from_id), from_id, limit, until_kind, until_id)
-        if rest is None:
-            return events
-        start = rest
-        if limit is not None:
-            limit -= len(events)
-    rows = walk(start, min(limit or bound + 1, bound + 1))
-    if events and not rows:
+    first = min(limit or bound + 1, bound + 1, WALK_FIRST)
+    rows = walk(from_id, first)
+    events = path_from_rows(storage, from_id, rows, bound, where)
+    if len(rows) < first or len(events) == limit:
+        return events  # the root, a stop event, a missing parent, or the limit
+    last = events[-1]
+    if last.kind == until_kind or last.id == until_id or last.parent_id == NIL_ID:
+        return events
+    start = last.parent_id
+    remaining = None if limit is None else limit - len(events)
+    more, rest = path_by_scan(scan(start), start, remaining, until_kind, until_id)
+    events += more
+    if rest is None:
+        return events
+    rows = walk(rest, min(bound + 1 if remaining is None else remaining - len(more), bound + 1))
+    if not rows:
         return events  # a missing parent ends the path, as the recursive query ends it
-    return events + path_from_rows(storage, start, rows, bound, where)
+    return events + path_from_rows(storage, rest, rows, bound, where)
 
 
 def check_links(storage: SessionStorage, where: str) -> list[Problem]:

@@ -78,12 +78,9 @@ WITH RECURSIVE walk (depth, {_COLUMNS}) AS (
   FROM walk JOIN events e ON e.session_id = :s AND e.id = walk.parent_id
   WHERE walk.depth < :limit AND walk.kind IS NOT :kind AND walk.id IS NOT :stop)
 SELECT {_COLUMNS} FROM walk ORDER BY depth"""
-#: A page of a session's events from one id down, newest id first: one
-#: range scan of the primary key (``read_path`` follows the path through it).
-_PATH_PAGE = {
-    inclusive: f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id {op} ? ORDER BY id DESC LIMIT ?"
-    for inclusive, op in ((True, "<="), (False, "<"))
-}
+#: A session's events from one id down, newest id first: one range scan of
+#: the primary key (``read_path`` follows the rest of a long path through it).
+_PATH_SCAN = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id <= ? ORDER BY id DESC"
 
 
 class SqliteSessionStorage(SessionStorage):
@@ -133,8 +130,8 @@ class SqliteSessionStorage(SessionStorage):
         until_kind: str | None = None,
         until_id: str | None = None,
     ) -> list[Event]:
-        def scan(upto: str, inclusive: bool, size: int) -> list[tuple[Any, ...]]:
-            rows: list[tuple[Any, ...]] = self._db.query(_PATH_PAGE[inclusive], (self.session_id, upto, size))
+        def scan(start: str) -> list[tuple[Any, ...]]:
+            rows: list[tuple[Any, ...]] = self._db.query(_PATH_SCAN, (self.session_id, start))
             return rows
 
         def walk(start: str, bound: int) -> list[tuple[Any, ...]]:

@@ -46,13 +46,10 @@ WITH RECURSIVE walk (depth, uid, puid, k, id, parent_id, kind, role, ts, record,
   WHERE walk.depth < %(limit)s AND walk.k IS DISTINCT FROM %(kind)s
     AND walk.uid IS DISTINCT FROM %(stop)s::uuid)
 SELECT id, parent_id, kind, role, ts, record, digest, branch_from FROM walk ORDER BY depth"""
-#: A page of a session's events from one id down, newest id first: one
-#: backward scan of the primary key (``read_path`` follows the path through
+#: A session's events from one id down, newest id first: one backward scan
+#: of the primary key (``read_path`` follows the rest of a long path through
 #: it; a uuid orders as its canonical text does).
-_PATH_PAGE = {
-    inclusive: f"SELECT {_COLUMNS} FROM events WHERE session_id = %s AND id {op} %s::uuid ORDER BY id DESC LIMIT %s"
-    for inclusive, op in ((True, "<="), (False, "<"))
-}
+_PATH_SCAN = f"SELECT {_COLUMNS} FROM events WHERE session_id = %s AND id <= %s::uuid ORDER BY id DESC"
 
 
 def searchable_text(kind: str, payload: bytes) -> str:
@@ -232,8 +229,8 @@ class PostgresSessionStorage(SessionStorage):
         until_kind: str | None = None,
         until_id: str | None = None,
     ) -> list[Event]:
-        def scan(upto: str, inclusive: bool, size: int) -> list[tuple[Any, ...]]:
-            rows: list[tuple[Any, ...]] = self._query(_PATH_PAGE[inclusive], (self.session_id, upto, size))
+        def scan(start: str) -> list[tuple[Any, ...]]:
+            rows: list[tuple[Any, ...]] = self._query(_PATH_SCAN, (self.session_id, start))
             return rows
 
         def walk(start: str, bound: int) -> list[tuple[Any, ...]]:
