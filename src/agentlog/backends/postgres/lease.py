@@ -136,6 +136,25 @@ class PostgresLease:
                 self.lost = f"renewal failed: {str(exc).strip() or type(exc).__name__}"
                 return
 
+    def held_query(self) -> tuple[str, tuple[object, ...]]:
+        """The statement a commit runs, inside its transaction, to check that
+        the lease is still this writer's (a row back, or none). In row mode
+        it also pushes the expiry forward: a writer committing is alive, and
+        a tight loop of commits can keep the renewer waiting for the
+        connection's lock past a short ``lease_ttl`` (seen at 0.5 s on a
+        saturated machine). Advisory leases never expire: a plain locking
+        read, so a commit writes no lease row."""
+        if self._mode == "advisory":
+            return (
+                "SELECT 1 FROM leases WHERE session_id = %s AND token = %s AND expires_at > now() FOR UPDATE",
+                (self.session_id, self.token),
+            )
+        return (
+            "UPDATE leases SET expires_at = now() + make_interval(secs => %s)"
+            " WHERE session_id = %s AND token = %s AND expires_at > now() RETURNING 1",
+            (self._ttl, self.session_id, self.token),
+        )
+
     def check(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
         """Inside a commit's transaction: the lease is still ours, or LeaseLost."""
         if self.lost:

@@ -80,9 +80,6 @@ def channel_of(schema: str, session_id: str) -> str:
     return "agentlog_" + hashlib.sha256(f"{schema}/{session_id}".encode()).hexdigest()[:40]
 
 
-_LEASE_HELD = "SELECT 1 FROM leases WHERE session_id = %s AND token = %s AND expires_at > now() FOR UPDATE"
-
-
 def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lease: PostgresLease | None) -> None:
     """Apply one commit in one transaction, in two round trips (pipeline mode).
 
@@ -96,7 +93,7 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
     if lease is not None and lease.lost:
         raise LeaseLost(session_id, lease.lost)
     with conn.pipeline() as pipeline, conn.transaction():
-        held = conn.execute(_LEASE_HELD, (session_id, lease.token)) if lease is not None else None
+        held = conn.execute(*lease.held_query()) if lease is not None else None
         swapped = conn.execute(
             "UPDATE sessions SET head = %s, event_count = event_count + %s, updated_ns = %s, updated_at = now(),"
             " last_id = coalesce(%s, last_id) WHERE id = %s AND head = %s RETURNING event_count",
