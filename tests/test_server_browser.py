@@ -64,6 +64,14 @@ def test_list_session_tree_history_and_live_append(page: Any, tmp_path: Any) -> 
         page.keyboard.press("Enter")
         page.wait_for_selector(f"#conversation li[data-id='{ids['head']}']")
 
+        # Export links: the server's export of this session, each a download (QA finding: none).
+        for fmt, marker in (("md", b"#"), ("html", b"<!DOCTYPE html>"), ("bundle", b"{")):
+            href = page.get_attribute(f"#export-{fmt}", "href")
+            assert href == f"/api/v1/sessions/{sid}/export?format={fmt}"
+            response = page.request.get(f"{url}{href}")
+            assert response.status == 200 and "attachment" in response.headers["content-disposition"]
+            assert response.body().lstrip().startswith(marker), fmt
+
         # Escape closes the help first, and stays on the session (QA finding).
         page.keyboard.press("?")
         assert page.is_visible("#help")

@@ -269,6 +269,10 @@ async function showSession(sid, target) {
   Object.assign(view, { sid, at: null, treeCursor: null, target: target || null, streamHead: null });
   view.pathSeq += 1;  // a path still on its way for the page shown before is dropped
   $("crumb").textContent = sid;
+  for (const format of ["md", "html", "bundle"]) {
+    // The server's export (what `agentlog export` writes), as a download.
+    $(`export-${format}`).href = `${API}/sessions/${encodeURIComponent(sid)}/export?format=${format}`;
+  }
   status("loading…");
   try {
     // The tree, the session and HEAD's path are asked for together.
