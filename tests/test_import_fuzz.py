@@ -195,3 +195,14 @@ def test_a_compact_summary_after_a_copied_boundary_is_its_own_line():
     }
     boundary = {"type": "system", "sessionId": "s1", "uuid": "a", "parentUuid": "a", "subtype": "compact_boundary"}
     _check("claude", [summary, {**boundary, "isSidechain": True}], [])
+
+
+def test_a_message_with_a_role_the_store_cannot_name_is_kept_as_custom() -> None:
+    """Found by the fuzz test in CI: a Codex message with an empty role made
+    the core refuse the event, and the session's whole import with it."""
+    lines = [
+        {"type": "response_item", "payload": None},
+        {"type": "response_item", "payload": {"type": "message", "role": ""}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user", "content": "after"}},
+    ]
+    _check("codex", lines, [])

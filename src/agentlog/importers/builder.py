@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CorruptionError
-from ..event import NIL_ID, Event, format_timestamp, parse_timestamp
+from ..event import NIL_ID, ROLE_PATTERN, Event, format_timestamp, parse_timestamp
 from .index_cache import load_rows, save_rows, slim_record
 from .journal import Journal
 from .model import SessionReport, SourceLine
@@ -297,6 +297,12 @@ class SessionBuilder:
         """Add one event made from ``line``. ``parent`` None means the chain's
         cursor; a given parent is resolved through side events unless
         ``literal_parent``."""
+        if role is not None and not ROLE_PATTERN.match(role):
+            # A role the store cannot name (a source's empty or spaced role):
+            # refused, it would fail the whole session's import. The line is
+            # kept as a custom event instead, its record (and the role in
+            # it) as built.
+            kind, role = "custom", None
         if parent is None:
             parent = self.cursor
         if not literal_parent:
