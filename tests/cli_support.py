@@ -1,4 +1,4 @@
-"""Driving the CLI in-process from tests: ``run`` and the two usual checks."""
+"""Driving the CLI in-process from tests: ``run`` and the three usual checks."""
 
 from __future__ import annotations
 
@@ -28,3 +28,15 @@ def ok(home: Path | str | None, *args: str, input: str | None = None) -> str:
 
 def ok_json(home: Path | str | None, *args: str, input: str | None = None) -> Any:
     return json.loads(ok(home, *args, "--json", input=input))
+
+
+def error(result: Result, code: int = 1) -> str:
+    """One line on stderr starting 'agentlog: error:', no traceback and no
+    internal error; returns the line."""
+    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+    assert isinstance(result.exception, SystemExit), result.exception
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agentlog: error: "), result.stderr
+    assert "Traceback" not in result.stderr
+    assert "internal error" not in lines[0]
+    return lines[0]

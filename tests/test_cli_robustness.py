@@ -17,26 +17,15 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from click.testing import Result
 
 from agentlog import Store
 from agentlog.errors import StorageError
-from cli_support import ok, ok_json, run
+from cli_support import error, ok, ok_json, run
 
 
 @pytest.fixture
 def home(tmp_path):
     return tmp_path / "home"
-
-
-def error(result: Result, code: int = 1) -> str:
-    """One line on stderr starting 'agentlog: error:', no internal error."""
-    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
-    assert isinstance(result.exception, SystemExit), result.exception
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agentlog: error: "), result.stderr
-    assert "internal error" not in lines[0]
-    return lines[0]
 
 
 def sessions(home, *ids: str) -> None:

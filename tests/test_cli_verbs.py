@@ -14,22 +14,12 @@ import pytest
 from agentlog import Store
 from agentlog.cli import main
 from agentlog.cli.transfer import IMPORT_FORMATS
-from cli_support import ok, ok_json, run
+from cli_support import error, ok, ok_json, run
 
 
 @pytest.fixture
 def home(tmp_path):
     return tmp_path / "home"
-
-
-def error(result, code=1):
-    """One line on stderr starting 'agentlog: error:', no traceback."""
-    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
-    assert isinstance(result.exception, SystemExit), result.exception
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agentlog: error: "), result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
 
 
 def make(home, name="work", n=3, cwd="/tmp"):

@@ -136,3 +136,34 @@ def test_a_marker_claiming_members_that_never_were_keeps_its_record(tmp_path) ->
     assert [p for p in store.backend.verify(SID) if p.severity == "error"] == []
     with store.open(SID) as s:
         assert [e.id for e in s.path()] == [e.id for e in events]
+
+
+def test_recovery_syncs_the_records_it_indexes_before_their_entries(tmp_path) -> None:
+    """Records found after the index (a crash between their write and their
+    sync, or before their entries) are adopted by the next writer: their
+    chunk is synced before their entries are written, or a power loss could
+    keep an entry, under the index's mark, whose record it took."""
+    from agentlog import FileBackend
+    from agentlog._fs import OsFs
+
+    class Ops(OsFs):
+        def __init__(self) -> None:
+            self.ops: list[tuple[str, str]] = []
+
+        def fdatasync(self, fd: int, path: str = "?") -> None:
+            self.ops.append(("sync", path))
+            super().fdatasync(fd, path)
+
+        def pwrite(self, fd: int, data: bytes, offset: int, path: str = "?") -> None:
+            self.ops.append(("pwrite", path))
+            super().pwrite(fd, data, offset, path)
+
+    store = Store(tmp_path / "home")
+    _batch(store, n=3, before=2)
+    truncate(index_path(store, SID), 4096 + 64 * 2)  # the batch's entries never written
+    fs = Ops()
+    with Store(backend=FileBackend(str(tmp_path / "home"), fs=fs)).open(SID) as s:
+        assert len(s.path()) == 5
+    chunk, index = str(chunk_path(store, SID)), str(index_path(store, SID))
+    first_entry = fs.ops.index(("pwrite", index))
+    assert ("sync", chunk) in fs.ops[:first_entry]

@@ -13,21 +13,12 @@ from agentlog import Store
 from agentlog.export import export_session
 from agentlog.search import index as search_index
 from agentlog.shortid import short_ids
-from cli_support import ok, ok_json, run
+from cli_support import error, ok, ok_json, run
 
 
 @pytest.fixture
 def home(tmp_path):
     return tmp_path / "home"
-
-
-def error(result, code=1):
-    """One line on stderr starting 'agentlog: error:', no traceback."""
-    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
-    assert isinstance(result.exception, SystemExit), result.exception
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agentlog: error: "), result.stderr
-    return lines[0]
 
 
 def _session_with_a_blob(home, *, branches=False):

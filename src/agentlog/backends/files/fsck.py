@@ -310,9 +310,7 @@ def _keep_cut_batch(scan: _Scan, plan: dict[tuple[int, int], bytes]) -> list[_Ba
     members = scan.torn_batch
     out = []
     for i, (rec, line) in enumerate(members):
-        body = {k: v for k, v in rec.items() if k != "crc"}
-        body["txn"] = [i, len(members)]
-        plan[(line.chunk, line.offset)] = encode_line(body)
+        plan[(line.chunk, line.offset)] = encode_line({**rec, "txn": [i, len(members)]})
         out.append(_Bad(line.chunk, line.offset, line.length, _KEPT_MEMBER))
     end = members[-1][1].offset + members[-1][1].length if members else scan.torn.offset
     rest = scan.torn.offset + scan.torn.length - end

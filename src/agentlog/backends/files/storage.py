@@ -112,10 +112,21 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         writable = not self.readonly
         if writable:
             self.index.truncate_torn()
-        # Read before recovery may rebuild the index: how far the log must
-        # reach, by the index's word, for a cut tail to be a crash's.
-        self._acknowledged_end = self.index.acknowledged_end()
+        # How far the log must reach, by the index's word, for a cut tail to
+        # be a crash's (``_acknowledged``). A reader reads it before the log:
+        # a writer goes on meanwhile, and what it indexes after this read
+        # the scan below may still see torn. A writer, alone on the session,
+        # reads it only when it needs it, so an open costs no extra read.
+        self._acknowledged_end: tuple[int, int] | None = None
+        self._acknowledged_read = False
+        if self.readonly or (not self.durable and self.index.synced_entries):
+            self._acknowledged()
+        if writable and not self.durable:
+            # Before this writer, its recovery included, writes an entry for
+            # a record it has not synced.
+            self.index.mark_synced(False)
         self._refused_cut = False  # set when that end refused to cut a tail
+        self._tail_synced = False  # set once recovery synced the log it indexes
         self._head = NIL_ID
         self._last_id = ""  # the newest event applied: ids must increase (invariant 11)
         self._scan_from = (0, 0)
@@ -134,20 +145,20 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             self._scan_tail()
         if writable:
             self._sync_head_file()
-            self._settle_synced_mark()
+            if self.durable and not self.index.synced_entries:
+                # Entries an earlier writer at "off" wrote may frame records
+                # it never synced: sync them all, then vouch for them.
+                for number in self.log.numbers:
+                    self.log.sync_chunk(number)
+                self.index.mark_synced(True)
 
-    def _settle_synced_mark(self) -> None:
-        """Make the index's synced mark true of this writer: at durability
-        "full" every record is synced before its entry is written, so the
-        mark is set once every record already framed is synced too; at
-        "off" it is cleared (durably) before this writer writes an entry."""
-        index = self.index
-        if not isinstance(index, Index) or index.synced_entries == self.durable:
-            return
-        if self.durable:
-            for number in self.log.numbers:
-                self.log.sync_chunk(number)
-        index.mark_synced(self.durable)
+    def _acknowledged(self) -> tuple[int, int] | None:
+        """The end of the newest record the index vouches was synced (read
+        once, before any rebuild can shorten the index)."""
+        if not self._acknowledged_read:
+            self._acknowledged_end = self.index.acknowledged_end()
+            self._acknowledged_read = True
+        return self._acknowledged_end
 
     def _resume_entry(self, last: Entry, rec: dict[str, Any]) -> Entry | None:
         """The index entry the log scan resumes after. An index write cut at a
@@ -222,7 +233,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         with self._state:
             saved = None
             if not self.readonly:
-                if self._acknowledged_end is not None:
+                if self._acknowledged() is not None:
                     saved = self.index.snapshot()
                 self.index.truncate_to(0)
                 self.index.broken = False
@@ -317,7 +328,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             first = pending[0][1]
             chunk, offset = first.chunk, first.offset
         path = self.log.path(chunk)
-        acknowledged = self._acknowledged_end
+        acknowledged = self._acknowledged()
         if acknowledged is not None and (chunk, offset) < acknowledged:
             self._refused_cut = True
             raise CorruptionError(
@@ -335,6 +346,13 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         self.log.truncate(chunk, offset)
 
     def _apply(self, group: list[tuple[dict[str, Any], Line]]) -> None:
+        if not self.readonly and self.durable and not self._tail_synced:
+            # Recovery adopts records it found after the index: a crash may
+            # have come between their write and its sync, and an entry must
+            # never reach the disk before its record (the index's mark).
+            for number in range(group[0][1].chunk, len(self.log.numbers)):
+                self.log.sync_chunk(number)
+            self._tail_synced = True
         entries = []
         for rec, line in group:
             if is_event(rec):
