@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-import orjson
 
+from .._json import dumps as dumps_json
 from .._streams import write_stdout
 from ..session import Session
 from ..store import Store
@@ -97,7 +97,7 @@ def needs(requires: str, *options: tuple[str, str]) -> None:
 
 def emit_json(document: Any) -> None:
     """Print one JSON document on stdout (the machine output of --json)."""
-    write_stdout(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+    write_stdout(dumps_json(document, indent=True).decode() + "\n")
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:

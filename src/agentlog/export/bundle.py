@@ -33,6 +33,7 @@ from typing import IO, Any, Protocol
 
 import orjson
 
+from .._json import dumps as dumps_json
 from ..errors import BundleError, CorruptionError, SessionNotFound, StreamedDeltaError
 from ..event import NIL_ID, Event, check_kind, digest_of, is_event_id, parse_timestamp, stored_record_problem
 from ..session import Session
@@ -81,7 +82,7 @@ def _now() -> str:
 
 
 def _line(value: Any) -> bytes:
-    return orjson.dumps(value) + b"\n"
+    return dumps_json(value) + b"\n"
 
 
 def write_bundle(

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import Event, SessionInfo
+from .._json import dumps as dumps_json
 from .errors import ApiError
 
 __all__ = [
@@ -29,7 +30,7 @@ __all__ = [
 
 
 def json_response(document: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(document), status_code=status, media_type="application/json", headers=headers)
+    return Response(dumps_json(document), status_code=status, media_type="application/json", headers=headers)
 
 
 def event_json(event: Event) -> dict[str, Any]:
@@ -132,11 +133,11 @@ def _check_charset(parameters: str) -> None:
             raise ApiError(415, "unsupported_media_type", f"send the body as UTF-8 JSON, not charset={charset}")
 
 
-#: How many levels of arrays and objects a body may nest. orjson writes 254
-#: levels at most, and the deepest answer carrying a record puts it two levels
-#: deeper than an append's body does (``{"events": [{"record": ...}]}`` of
-#: /path against ``{"record": ...}``): a deeper body could be stored, but
-#: never read back or streamed.
+#: How many levels of arrays and objects a body may nest: a record in an
+#: append's body, one level down, then nests at most 251, inside the 254 that
+#: orjson writes, so the answers that carry it two levels deeper still
+#: encode on orjson's fast path. (A deeper record the library stored is
+#: still answered: ``_json.dumps`` falls back to the standard encoder.)
 MAX_DEPTH = 252
 
 #: The integers agentlog stores (as the library does: signed or unsigned 64-bit).

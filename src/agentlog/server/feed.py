@@ -38,10 +38,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-import orjson
 import watchfiles
 
 from .. import NIL_ID, CorruptionError, Event, Session, Store
+from .._json import dumps as dumps_json
 from ..agent import Dropped, LiveHub
 from .encode import event_json
 
@@ -67,7 +67,7 @@ class Item:
         """The message as it goes on the wire (orjson output has no newline)."""
         if self._wire is None:
             head = f"event: {self.name}\r\n" + (f"id: {self.id}\r\n" if self.id else "")
-            self._wire = head.encode() + b"data: " + orjson.dumps(self.data) + b"\r\n\r\n"
+            self._wire = head.encode() + b"data: " + dumps_json(self.data) + b"\r\n\r\n"
         return self._wire
 
 
