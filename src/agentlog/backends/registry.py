@@ -20,12 +20,12 @@ from collections.abc import Callable
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ..errors import UnknownBackend
 from .base import Backend
 
-__all__ = ["BackendFactory", "open_backend", "scheme_of"]
+__all__ = ["BackendFactory", "local_path", "open_backend", "scheme_of"]
 
 GROUP = "agentlog.backends"
 
@@ -96,6 +96,19 @@ def _find(scheme: str) -> BackendFactory:
 
 #: The schemes that name a path on this machine, and what each names.
 _LOCAL = {"file": "directory", "sqlite": "database file"}
+
+
+def local_path(scheme: str, url: str) -> str:
+    """The path a ``file:`` or ``sqlite:`` URL names (``scheme://`` with an
+    absolute path, ``scheme:`` with one as written), percent-decoded; a
+    plain path as it is; "" when it names none. The one reading of these
+    URLs, for the backends that open them and the CLI that asks whether a
+    store is there."""
+    if url.startswith(scheme + "://"):
+        return unquote(urlsplit(url).path)
+    if url.startswith(scheme + ":"):
+        return unquote(url[len(scheme) + 1 :])
+    return url
 
 
 def check_local_url(scheme: str, url: str) -> None:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote
 
 import orjson
 
@@ -48,6 +48,7 @@ from .base import (
     event_from_row,
     read_path,
 )
+from .registry import local_path
 
 __all__ = ["SqliteBackend"]
 
@@ -247,7 +248,7 @@ class SqliteBackend(Backend):
     @classmethod
     def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> SqliteBackend:
         """``sqlite:///absolute/path.db`` or ``sqlite:relative/path.db``."""
-        path = unquote(urlsplit(url).path if url.startswith("sqlite://") else url[len("sqlite:") :])
+        path = local_path("sqlite", url)
         if not path:
             raise UnknownBackend(f"{url!r} names no database file")
         return cls(path, durability=durability, **options)

@@ -11,11 +11,10 @@ behind, and must not read as "no sessions")."""
 from __future__ import annotations
 
 import os
-from urllib.parse import unquote, urlsplit
 
 import click
 
-from ..backends.registry import scheme_of
+from ..backends.registry import local_path, scheme_of
 from ..store import default_location
 
 __all__ = ["NoStore", "missing_store", "shown", "store_location"]
@@ -69,18 +68,14 @@ def missing_store(location: str | None) -> str | None:
     url = location or default_location()
     scheme = scheme_of(url)
     if scheme == "file":
-        path = url
-        if url.startswith("file://"):
-            path = unquote(urlsplit(url).path)
-        elif url.startswith("file:"):
-            path = unquote(url[len("file:") :])
+        path = local_path("file", url)
         # A home is a directory holding sessions/ (every store has one):
         # an existing directory without it is not a store either.
         if not path or os.path.isdir(os.path.join(path, "sessions")):
             return None
         return _creatable(path)
     if scheme == "sqlite":
-        path = unquote(urlsplit(url).path if url.startswith("sqlite://") else url[len("sqlite:") :])
+        path = local_path("sqlite", url)
         return None if not path or os.path.exists(path) else _creatable(path)
     return None
 

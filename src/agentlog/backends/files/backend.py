@@ -8,7 +8,7 @@ import os
 import secrets
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote
 
 import orjson
 
@@ -26,6 +26,7 @@ from ...errors import (
 )
 from ...event import NIL_ID, check_session_id
 from ..base import Backend, Commit, ListingRow, Problem, SessionStats
+from ..registry import local_path
 from .fsck import repair_session, verify_session
 from .index import ENTRY_SIZE, HEADER_SIZE, LEGACY_INDEX_WIDTH, empty_index
 from .layout import Layout, chunk_name, parse_chunk_name
@@ -92,11 +93,7 @@ class FileBackend(Backend):
     @classmethod
     def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> FileBackend:
         """``file:///abs/path``, ``file:relative/path`` or a plain path."""
-        path = url
-        if url.startswith("file://"):
-            path = unquote(urlsplit(url).path)
-        elif url.startswith("file:"):
-            path = unquote(url[len("file:") :])
+        path = local_path("file", url)
         if not path:
             raise UnknownBackend(f"{url!r} names no directory")
         return cls(path, durability=durability, **options)
