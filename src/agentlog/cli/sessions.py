@@ -34,12 +34,23 @@ _ROW_FIELDS = [f.name for f in dataclasses.fields(SessionInfo) if f.name != "met
 
 
 def _row(info: SessionInfo) -> dict[str, Any]:
-    return {name: getattr(info, name) for name in _ROW_FIELDS}
+    row = {name: getattr(info, name) for name in _ROW_FIELDS}
+    source = info.meta.get("source_cwd")
+    row["source_cwd"] = source if isinstance(source, str) and source else None
+    return row
+
+
+def _directory(row: dict[str, Any]) -> str:
+    """The WORKING DIR cell: an imported session has none (so that
+    --continue never opens it) and shows the directory it was recorded in."""
+    if row["working_dir"] or not row["source_cwd"]:
+        return _home_relative(row["working_dir"])
+    return _home_relative(row["source_cwd"]) + " (imported)"
 
 
 def _broken_row(session_id: str, reason: str) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(_ROW_FIELDS)
-    row.update(id=session_id, status="broken", archived=False, event_count=None, reason=reason)
+    row.update(id=session_id, status="broken", archived=False, event_count=None, reason=reason, source_cwd=None)
     return row
 
 
@@ -66,7 +77,10 @@ def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
     """List sessions, most recently updated first.
 
     Reads each session's metadata and one file status, never its events.
-    Archived sessions are left out unless --archived (or --all) is given."""
+    Archived sessions are left out unless --archived (or --all) is given. An
+    imported session shows the directory it was recorded in, marked
+    "(imported)": it has no working directory of its own, so --continue never
+    opens it."""
     infos, broken = app.store.scan()
     if not (archived or show_all):
         infos = [i for i in infos if not i.archived]
@@ -106,7 +120,7 @@ def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
             [
                 (shorts.get(r["id"], r["id"]), "yellow"),
                 (one_line(r["title"] or "-"), ""),
-                (_home_relative(r["working_dir"]), ""),
+                (_directory(r), ""),
                 (local_time(r["updated_at"], seconds=False), "dim"),
                 (str(r["event_count"]), ""),
                 ("archived" if r["archived"] else r["status"], "dim" if r["archived"] else ""),
