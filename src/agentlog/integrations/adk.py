@@ -17,7 +17,10 @@
   (a crash between the two writes) replays their deltas, so nothing is lost.
 - An append through a ``Session`` object older than the stored session
   (another append happened since it was read) raises ADK's
-  ``StaleSessionError``, as ADK's persistent services do.
+  ``StaleSessionError``, as ADK's persistent services do. A ``Session``
+  whose ``last_update_time`` is behind storage but which holds the stored
+  latest event (a drifted float) is current, as ADK's
+  ``DatabaseSessionService`` decides.
 - The service keeps each session it appends to open for writing, holding
   agentlog's writer lease until ``close()`` or ``delete_session`` (at most
   ``max_open`` at once; past that the least recently used is closed and
@@ -65,6 +68,11 @@ __all__ = ["AgentlogSessionService"]
 FRAMEWORK = "adk"
 EVENT = "adk.event"
 STATE = "adk.state"
+# The words of ADK's DatabaseSessionService (its _STALE_SESSION_ERROR_MESSAGE).
+_STALE_MESSAGE = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
 _LOCK_WAIT = 5.0  # seconds a shared-state write waits for another writer to finish
 _log = logging.getLogger(__name__)
 
@@ -400,6 +408,20 @@ class AgentlogSessionService(BaseSessionService):
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         return await asyncio.to_thread(self._scope_state, self._user_sid(app_name, user_id))
 
+    @staticmethod
+    def _is_current(writer: Session, session: AdkSession) -> bool:
+        """Whether the ``Session`` object holds the stored history's latest
+        event (or both hold none). A ``last_update_time`` behind storage is
+        then only a drifted float (a round trip, a caller's adjustment), not a
+        newer revision: ADK's ``DatabaseSessionService`` accepts such a
+        session, and so does this one."""
+        mine = session.events[-1].id if session.events else None
+        for event in writer.walk():
+            if event.kind == EVENT:
+                record = writer.resolve(event).record
+                return isinstance(record, dict) and record.get("id") == mine
+        return mine is None
+
     def _persist(self, session: AdkSession, event: AdkEvent) -> None:
         sid = self.session_id_for(session.app_name, session.user_id, session.id)
         with self._lock:
@@ -407,13 +429,10 @@ class AgentlogSessionService(BaseSessionService):
                 raise SessionNotFoundError(f"Session {session.id} not found.")
             writer = self._writer(sid)
             own, stored_last = self._own_state(writer)
-            if stored_last > session.last_update_time:
+            if stored_last > session.last_update_time and not self._is_current(writer, session):
                 # As ADK's persistent services do: this Session object was read
                 # before another append, and writing through it would lose that one.
-                raise StaleSessionError(
-                    "The last_update_time provided in the session object is earlier than the"
-                    " update_time in storage. Please check if it is a stale session."
-                )
+                raise StaleSessionError(_STALE_MESSAGE)
             record = event.model_dump(mode="json", exclude_none=True)
             role = "user" if event.author == "user" else "assistant"
             stored = writer.append(EVENT, record, role)
