@@ -8,7 +8,7 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 from ._writers import WRITERS
 from .backends.base import (
@@ -42,7 +42,7 @@ from .event import (
     parse_timestamp,
 )
 from .lifecycle import LAZY_IDS, check_meta, meta_with_defaults
-from .search import SearchHit
+from .search import SearchHit, SearchOptions
 from .search import search as search_sessions
 from .session import Session
 from .timeline import Timeline, stage_existing
@@ -440,7 +440,7 @@ class Store:
         return self.scan()[1]
 
     # --- searching ---------------------------------------------------------------
-    def search(self, query: str, **options: Any) -> builtins.list[SearchHit]:
+    def search(self, query: str, **options: Unpack[SearchOptions]) -> builtins.list[SearchHit]:
         """Full-text search over every session, every branch and the history
         before compactions, best first (``agentlog.search.search`` has the
         options: ``session``, ``kind``, ``role``, ``since``, ``cwd``, ``limit``)."""

@@ -17,7 +17,7 @@ from .models import (
     estimate_request_tokens,
 )
 from .openai_compat import OpenAICompatModel
-from .scripted import ScriptedModel, ToolUse, Turn
+from .scripted import ScriptedModel, ScriptStep, ToolUse, Turn
 
 __all__ = [
     "Agent",
@@ -28,6 +28,7 @@ __all__ = [
     "LiveHub",
     "Model",
     "OpenAICompatModel",
+    "ScriptStep",
     "ScriptedModel",
     "StreamItem",
     "Subscription",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import ModelError
 from ..records import MessageRecord, RecordTuple, ToolCallRecord
@@ -134,10 +134,23 @@ StreamItem = Delta | Completion
 
 @runtime_checkable
 class Model(Protocol):
-    """What the agent loop needs from a model backend."""
+    """What the agent loop needs from a model backend.
 
-    name: str
-    context_window: int
+    ``name`` and ``context_window`` are only read: a type checker takes
+    them from a plain attribute, a property or a frozen dataclass field."""
+
+    if TYPE_CHECKING:
+        # Read-only members for type checkers; at run time the protocol's
+        # members (what isinstance checks) stay the two plain attributes.
+        @property
+        def name(self) -> str: ...
+
+        @property
+        def context_window(self) -> int: ...
+
+    else:
+        name: str
+        context_window: int
 
     def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Iterator[StreamItem]:
         """Deltas, then exactly one Completion. Failures raise ModelError."""

@@ -36,7 +36,7 @@ from .models import (
     estimate_request_tokens,
 )
 
-__all__ = ["ScriptedModel", "ToolUse", "Turn"]
+__all__ = ["ScriptStep", "ScriptedModel", "ToolUse", "Turn"]
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,11 @@ class Turn:
     finish_reason: str | None = None
 
 
-Step = str | ToolUse | Turn | Callable[[list[dict[str, Any]]], Any]
+#: One entry of a script: reply text, a ToolUse, a Turn, or a callable
+#: ``(messages) -> step``. Annotate a script built up in code with it
+#: (``script: list[ScriptStep] = []``): a list mixing text and tool uses
+#: is otherwise inferred as ``list[object]``, which ``ScriptedModel`` refuses.
+ScriptStep = str | ToolUse | Turn | Callable[[list[dict[str, Any]]], Any]
 
 _WORDS = re.compile(r"\S+\s*|\s+")
 _ARG_PIECE = 8  # characters of JSON per streamed argument fragment
@@ -79,7 +83,7 @@ class ScriptedModel:
 
     def __init__(
         self,
-        script: Sequence[Step],
+        script: Sequence[ScriptStep],
         *,
         name: str = "scripted",
         context_window: int = 32_000,

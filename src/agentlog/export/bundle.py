@@ -142,7 +142,7 @@ class _Bundle:
     events: list[Event] = field(default_factory=list)
 
 
-def _read(path: str, progress: Progress | None) -> _Bundle:
+def _read(path: str | os.PathLike[str], progress: Progress | None) -> _Bundle:
     try:
         size = os.path.getsize(path)
         f = open(path, "rb")
@@ -188,7 +188,7 @@ def _read(path: str, progress: Progress | None) -> _Bundle:
     return bundle
 
 
-def _numbered(f: IO[bytes], path: str) -> Iterator[tuple[int, Any]]:
+def _numbered(f: IO[bytes], path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
     for number, raw in enumerate(f, 1):
         if not raw.strip():
             continue
@@ -266,7 +266,9 @@ def _same(a: Any, b: Any) -> bool:
     return all(getattr(a, k) == getattr(b, k) for k in keys)
 
 
-def import_bundle(store: Store, path: str, *, progress: Progress | None = None) -> BundleImportReport:
+def import_bundle(
+    store: Store, path: str | os.PathLike[str], *, progress: Progress | None = None
+) -> BundleImportReport:
     """Recreate the session in the bundle at ``path`` (ids kept); idempotent."""
     bundle = _read(path, progress)
     sid = bundle.meta["id"]

@@ -17,7 +17,7 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..backends.base import SearchHit
 from ..event import KIND_PATTERN, ROLE_PATTERN, format_timestamp, parse_timestamp
@@ -34,12 +34,27 @@ __all__ = [
     "IndexStats",
     "SearchError",
     "SearchHit",
+    "SearchOptions",
     "SearchWarning",
     "catch_up",
     "index_location",
     "reindex",
     "search",
 ]
+
+
+class SearchOptions(TypedDict, total=False):
+    """The keywords of ``search`` after the query, as ``Store.search`` takes
+    them (``**options``): a type checker then refuses a misspelt one."""
+
+    session: str | None
+    kind: str | None
+    role: str | None
+    since: str | datetime | None
+    cwd: str | None
+    limit: int
+    refresh: bool
+
 
 #: Past this many matches, a query ranks the newest this many (see ``_ranked``).
 CANDIDATES = 1000
