@@ -6,6 +6,7 @@
      +-- InvalidSessionId          an id that could escape the store's home
      +-- InvalidEventId            an event id that is not a canonical UUID
      +-- InvalidEvent              a kind, role or record the store refuses
+     |    `-- StreamedDeltaError   a live streaming delta sent to durable storage
      +-- InvalidName               a sidecar name that is not one safe path component
      +-- InvalidMeta               session metadata that cannot be stored
      +-- InvalidOption             an option out of its range (durability, a size, a limit)
@@ -20,7 +21,6 @@
      |    +-- SourceNotFound
      |    +-- NoSourceFiles
      |    `-- SourceChanged        the part an earlier import consumed was rewritten
-     |    `-- StreamedDeltaError   a live streaming delta sent to durable storage
      +-- SessionNotFound
      +-- NothingToContinue         no session to --continue in a directory
      +-- SessionExists
@@ -33,7 +33,8 @@
      +-- SessionClosed
      +-- ContextMismatch           sync() given messages whose prefix differs
      +-- SummarizerError           a summarizer failed; nothing was written
-     +-- ModelError                a model backend failed
+     +-- ModelError                a model backend failed (``status``: the HTTP status, or None)
+     |    `-- ContextOverflow      the next request would not fit the window even after compacting
      +-- CorruptionError           stored bytes are damaged (file and offset)
      |    `-- BlobIntegrityError   a blob's bytes do not match its digest
      `-- StorageError              the operating system refused an operation
@@ -226,7 +227,12 @@ class SummarizerError(AgentlogError):
 
 
 class ModelError(AgentlogError):
-    """A model backend failed (network, protocol or provider error)."""
+    """A model backend failed (network, protocol or provider error).
+
+    ``status`` is the provider's HTTP status when it answered with one, else
+    None (a network or protocol failure, a model that is not HTTP)."""
+
+    status: int | None = None
 
 
 class ContextOverflow(ModelError):

@@ -20,6 +20,7 @@ from agentlog import (
     CorruptionError,
     Event,
     ExtractiveSummarizer,
+    ModelError,
     NewEvent,
     Problem,
     SearchHit,
@@ -149,3 +150,7 @@ def agent_api(store: Store) -> None:
         assert_type(Agent(session, FrozenModel("mine")).resume(), TurnResult)
         own: Model = FrozenModel("mine")
         assert_type(complete(own, [{"role": "user", "content": "x"}]), Completion)
+        try:
+            agent.run("again")
+        except ModelError as exc:  # a provider's HTTP status, when it gave one
+            assert_type(exc.status, int | None)

@@ -43,8 +43,7 @@ def _error(message: str, status: int | None = None) -> ModelError:
     if len(line) > _MAX_MESSAGE:
         line = line[: _MAX_MESSAGE - 3] + "..."
     err = ModelError(line)
-    # ModelError declares no ``status`` yet (errors.py is the lead's to change).
-    err.status = status  # type: ignore[attr-defined]
+    err.status = status
     return err
 
 
