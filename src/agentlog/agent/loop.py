@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import ContextOverflow, ModelError
 from ..event import Event
@@ -61,10 +61,14 @@ class Limits:
     max_cost_usd: float | None = None  # over the whole session
 
 
+#: Why a run stopped: the model answered, the iteration bound, or the spend or tool-call budget.
+StopReason = Literal["done", "max_iterations", "budget"]
+
+
 @dataclass
 class TurnResult:
     text: str
-    stopped: str  # "done" | "max_iterations" | "budget"
+    stopped: StopReason
     events: list[Event] = field(default_factory=list)
     compactions: int = 0
 
