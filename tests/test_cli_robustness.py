@@ -178,7 +178,7 @@ def test_rm_deletes_a_session_whose_metadata_is_damaged(home, damage):
     result = run(home, "rm", "s", "t", input="y\n")
     assert result.exit_code == 0, (result.stdout, result.stderr)
     assert "s  (unreadable: " in result.stderr
-    assert "t  -  (1 events)" in result.stderr
+    assert "t  -  (1 event)" in result.stderr
     assert existing(home) == set()
 
 

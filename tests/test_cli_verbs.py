@@ -322,7 +322,7 @@ def test_prune_lists_asks_and_deletes_only_old_sessions(home):
     assert only_archived["deleted"] == [archived_old] and store.exists(old)
     refused = run(home, "prune", "--older-than", "90d", input="n\n")
     assert refused.exit_code == 1 and store.exists(old)
-    assert "deleted 1 sessions" in ok(home, "prune", "--older-than", "90d", input="y\n")
+    assert "deleted 1 session updated before" in ok(home, "prune", "--older-than", "90d", input="y\n")
     assert not store.exists(old) and store.exists(new)
     assert "not an age" in error(run(home, "prune", "--older-than", "soon"), 2)
     assert "Missing option" in error(run(home, "prune"), 2)
@@ -340,7 +340,7 @@ def test_du_and_stats(home):
     (row,) = du["sessions"]
     assert row["id"] == sid and row["blob_files"] == 1 and row["blobs"] > 20_000
     assert du["total"] >= row["total"]
-    assert "1 sessions" in ok(home, "du")
+    assert "1 session, search index" in ok(home, "du")
     stats = ok_json(home, "stats", sid)
     assert stats["by_kind"] == {"message": 4, "tool_call": 1, "tool_result": 1, "state": 1}
     assert stats["blobs"] == 1 and stats["bytes_by_kind"]["message"] > 20_000
@@ -372,7 +372,7 @@ def test_gc_on_the_cli(home):
     os.utime(orphan, (time.time() - 7200, time.time() - 7200))
     dry = ok_json(home, "gc", "--dry-run")
     assert [i["what"] for i in dry["collected"]] == ["orphan-blob"] and os.path.exists(orphan)
-    assert "removed 1 items" in ok(home, "gc")
+    assert "removed 1 item, " in ok(home, "gc")
     assert not os.path.exists(orphan)
     assert ok_json(home, "gc")["collected"] == []
 

@@ -12,7 +12,7 @@ from ..backends.base import Problem
 from ..errors import AgentlogError, SessionLocked
 from .common import App, emit_json, json_option, pass_app, resolve_session
 from .progress import progress_bar
-from .render import console
+from .render import console, counted
 
 __all__ = ["COMMANDS"]
 
@@ -125,10 +125,10 @@ def fsck(app: App, session: str | None, repair: bool, as_json: bool) -> None:
 def _summary(checked: int, problems: list[Problem], repaired: bool) -> None:
     errors = len(_errors(problems))
     warnings = len(problems) - errors
-    noun = "session" if checked == 1 else "sessions"
     state = "after repair: " if repaired else ""
     style = "bold red" if errors else ("yellow" if warnings else "green")
-    console().print(Text(f"{state}{checked} {noun} checked: {errors} errors, {warnings} warnings", style=style))
+    said = f"{state}{counted(checked, 'session')} checked: {counted(errors, 'error')}, {counted(warnings, 'warning')}"
+    console().print(Text(said, style=style))
 
 
 COMMANDS = [fsck]

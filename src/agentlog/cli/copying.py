@@ -11,6 +11,7 @@ from ..store import Store
 from .common import App, emit_json, json_option, pass_app
 from .progress import progress_bar
 from .refs import resolve_session
+from .render import counted
 
 __all__ = ["COMMANDS"]
 
@@ -46,7 +47,7 @@ def copy(app: App, source: str | None, target: str, sessions: tuple[str, ...], a
         return
     click.echo(
         f"created {len(report.created)}, extended {len(report.extended)}, "
-        f"unchanged {len(report.unchanged)} sessions; {report.events} events copied"
+        f"unchanged {len(report.unchanged)} sessions; {counted(report.events, 'event')} copied"
     )
 
 

@@ -32,6 +32,7 @@ from .refs import labels_of, no_events
 from .render import (
     abbreviate,
     console,
+    counted,
     event_line,
     event_lines,
     full_text,
@@ -122,7 +123,7 @@ def _title(session: Session) -> Text:
     name = meta.get("title") or meta.get("name")
     if name:
         title.append(f"  {one_line(str(name))}", style="bold")
-    title.append(f"  ({len(session)} events)", style="dim")
+    title.append(f"  ({counted(len(session), 'event')})", style="dim")
     return title
 
 
@@ -276,7 +277,7 @@ def show(app: App, session: Session, event: str, as_json: bool) -> None:
         line.append(value)
         out.print(line, soft_wrap=True)
     out.print(Text("record", style="bold"))
-    out.print(JSON.from_data(found.record, indent=2))
+    out.print(JSON.from_data(found.record, indent=2), soft_wrap=True)  # a pipe gets whole lines: the JSON stays JSON
 
 
 @click.command("checkout")

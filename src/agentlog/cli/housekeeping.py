@@ -26,7 +26,7 @@ from .common import App, emit_json, json_option, needs, pass_app
 from .completion import complete_session
 from .progress import progress_bar
 from .refs import resolve_session
-from .render import columns, console, local_time, one_line, print_lines
+from .render import columns, console, counted, local_time, one_line, print_lines
 from .timespec import Age, ago
 from .verbs import not_done
 
@@ -124,8 +124,9 @@ def gc(app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, 
     for sid, where in report.damaged:
         click.echo(f"kept every blob of {sid}: {where} (see 'agentlog fsck {sid}')", err=True)
     if report.quarantine_kept:
-        click.echo(f"{len(report.quarantine_kept)} quarantine files kept (see 'agentlog gc --quarantine')", err=True)
-    click.echo(f"{verb} {len(report.items)} items, {_human(report.bytes)}")
+        kept = counted(len(report.quarantine_kept), "quarantine file")
+        click.echo(f"{kept} kept (see 'agentlog gc --quarantine')", err=True)
+    click.echo(f"{verb} {counted(len(report.items), 'item')}, {_human(report.bytes)}")
 
 
 @click.command("prune")
@@ -164,7 +165,8 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
     if not dry_run and doomed and not yes:
         for r in rows:
             click.echo(f"{r['id']}  {one_line(r['title'] or '-')}  updated {local_time(r['updated_at'])}", err=True)
-        click.confirm(f"delete these {len(doomed)} sessions?", abort=True, err=True)
+        question = "delete this session?" if len(doomed) == 1 else f"delete these {len(doomed)} sessions?"
+        click.confirm(question, abort=True, err=True)
     deleted: list[str] = []
     busy: list[str] = []
     changed: list[str] = []
@@ -213,13 +215,13 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
             if r["id"] in done:
                 click.echo(
                     f"{verb} {r['id']}  {one_line(r['title'] or '-')}  "
-                    f"(updated {local_time(r['updated_at'])}, {r['events']} events)"
+                    f"(updated {local_time(r['updated_at'])}, {counted(r['events'], 'event')})"
                 )
         for sid in busy:
             click.echo(f"skipped {sid}: a writer holds it", err=True)
         for sid in changed:
             click.echo(f"skipped {sid}: updated since it was listed", err=True)
-        click.echo(f"{verb} {len(done)} sessions updated before {local_time(cutoff)}")
+        click.echo(f"{verb} {counted(len(done), 'session')} updated before {local_time(cutoff)}")
     if failed:
         raise click.exceptions.Exit(1)
 
@@ -295,7 +297,7 @@ def du(app: App, as_json: bool) -> None:
     ]
     if table:
         print_lines(columns(_DU_HEADERS, table))
-    click.echo(f"{len(rows)} sessions, search index {_human(search_bytes)}; total {_human(total)} in {home}")
+    click.echo(f"{counted(len(rows), 'session')}, search index {_human(search_bytes)}; total {_human(total)} in {home}")
 
 
 def _session_stats(session: Session) -> dict[str, Any]:
@@ -380,8 +382,8 @@ def stats(app: App, session: str | None, as_json: bool) -> None:
         emit_json(doc)
         return
     out = console()
-    title = f"session {doc['id']}" if session is not None else f"{doc['sessions']} sessions"
-    out.print(Text(f"{title}: {doc['events']} events, {doc['blobs']} blobs", style="bold"))
+    title = f"session {doc['id']}" if session is not None else counted(doc["sessions"], "session")
+    out.print(Text(f"{title}: {counted(doc['events'], 'event')}, {counted(doc['blobs'], 'blob')}", style="bold"))
     table = [
         [(kind, ""), (str(n), ""), (_human(doc["bytes_by_kind"].get(kind, 0)), "")]
         for kind, n in sorted(doc["by_kind"].items(), key=lambda kv: -kv[1])

@@ -13,7 +13,7 @@ from rich.text import Text
 from ..importers import FORMATS, Follower, Importer, ImportReport, expand_paths, get_importer, run_import
 from .common import App, emit_json, json_option, needs, pass_app
 from .location import shown
-from .render import console
+from .render import console, counted
 from .transfer import IMPORT_FORMATS, import_file
 
 __all__ = ["COMMANDS"]
@@ -45,7 +45,7 @@ def _print_report(report: ImportReport) -> None:
         ]
         out.print(
             Text(
-                f"  {s.session_id}: {s.events} events"
+                f"  {s.session_id}: {counted(s.events, 'event')}"
                 f"{' (new)' if s.created else ''}"
                 f"{'; ' + ', '.join(extra) if extra else ''}"
             ),

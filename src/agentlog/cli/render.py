@@ -27,6 +27,7 @@ __all__ = [
     "abbreviate",
     "columns",
     "console",
+    "counted",
     "event_line",
     "event_lines",
     "full_text",
@@ -53,6 +54,11 @@ KIND_STYLES = {
     "label": "green",
     "tombstone": "bold red",
 }
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is one: "1 event", "2 events"."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def console() -> Console:

@@ -14,7 +14,7 @@ from .common import App, emit_json, json_option, pass_app
 from .completion import complete_session
 from .progress import progress_bar
 from .refs import resolve_session
-from .render import console, local_time, one_line, safe_text
+from .render import console, counted, local_time, one_line, safe_text
 from .timespec import Since
 
 __all__ = ["COMMANDS"]
@@ -80,7 +80,7 @@ def search_command(
             if as_json:
                 emit_json({"reindexed": True, "sessions": stats.sessions, "events": stats.events_added})
             else:
-                click.echo(f"indexed {stats.events_added} events of {stats.sessions} sessions")
+                click.echo(f"indexed {counted(stats.events_added, 'event')} of {counted(stats.sessions, 'session')}")
             return
     if not query:
         raise click.UsageError("give a QUERY to search for (or --reindex alone)")

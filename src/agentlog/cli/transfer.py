@@ -23,6 +23,7 @@ from .common import App, emit_json, json_option, pass_app
 from .completion import complete_session
 from .location import shown
 from .progress import ProgressFn, progress_bar
+from .render import counted
 
 __all__ = ["COMMANDS", "IMPORT_FORMATS", "Importer", "import_file"]
 
@@ -137,7 +138,7 @@ def export(
         emit_json(report.to_dict())
         return
     where = shown(output) if output not in (None, "-") else "stdout"
-    what = f"{report.events} events"
+    what = counted(report.events, "event")
     if report.scope == "active path" and report.events < report.session_events:
         what = f"{report.events} of {report.session_events} events (the active path; --all-branches for every branch)"
     line = f"exported {what} of {report.session_id} as {fmt} to {where} ({report.bytes:,} bytes)"
@@ -165,10 +166,10 @@ def import_file(app: App, source: str, path: str, as_json: bool) -> None:
         emit_json(doc)
         return
     if report.outcome == "unchanged":
-        click.echo(f"{report.session_id}: already imported, nothing changed ({report.events_total} events)")
+        click.echo(f"{report.session_id}: already imported, nothing changed ({counted(report.events_total, 'event')})")
     else:
         click.echo(
-            f"{report.session_id}: {report.outcome}, {report.events_added} events "
+            f"{report.session_id}: {report.outcome}, {counted(report.events_added, 'event')} "
             f"imported ({report.events_total} in total)"
         )
 

@@ -22,7 +22,7 @@ from .common import App, CliError, emit_json, json_option, pass_app
 from .completion import complete_event, complete_session
 from .location import shown
 from .refs import check_text, labels_of, resolve_event, resolve_session
-from .render import one_line
+from .render import counted, one_line
 
 __all__ = ["COMMANDS", "check_label", "not_done"]
 
@@ -310,7 +310,7 @@ def _rm_line(store: Store, sid: str) -> str:
     except (AgentlogError, OSError) as exc:
         reason = " ".join(str(exc).split())
         return f"{sid}  (unreadable: {reason})"
-    return f"{info.id}  {one_line(info.title or '-')}  ({info.event_count} events)"
+    return f"{info.id}  {one_line(info.title or '-')}  ({counted(info.event_count, 'event')})"
 
 
 def not_done(sid: str, what: str, exc: AgentlogError | OSError) -> dict[str, str]:

@@ -87,12 +87,33 @@ def catch_up(store: Store, progress: ProgressFn | None = None) -> IndexStats:
 
 
 def reindex(store: Store, progress: ProgressFn | None = None) -> IndexStats:
-    """Drop the index and build it again from every session."""
-    drop(store)
+    """Drop the index and build it again from every session.
+
+    An index that cannot be written (a read-only home) is a SearchError
+    before anything is dropped: a search then builds one in memory for
+    itself, but a rebuild there would be thrown away while saying it was done."""
+    path = index_location(store.home)
+    if path is not None:
+        _check_writable(path)
+    try:
+        drop(store)
+    except OSError as exc:
+        raise SearchError(f"cannot rebuild the search index {path}: {exc.strerror or exc}") from None
     with open_index(store) as index:
         stats = index.catch_up(progress)
         index.optimize()
     return stats
+
+
+def _check_writable(path: str) -> None:
+    """A SearchError unless the index file at ``path`` and the directory it
+    lives in (SQLite makes its journal files there) may be written."""
+    at = os.path.dirname(path)
+    while not os.path.lexists(at):
+        at = os.path.dirname(at)
+    for where in (path, at) if os.path.lexists(path) else (at,):
+        if not os.access(where, os.W_OK):
+            raise SearchError(f"cannot rebuild the search index {path}: {where} cannot be written (a read-only home?)")
 
 
 #: The largest limit SQLite and PostgreSQL bind (a signed 64-bit integer).

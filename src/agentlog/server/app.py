@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -64,6 +65,38 @@ def _viewer_routes(token: str | None) -> list[BaseRoute]:
     ]
 
 
+def _one_route_per_path(routes: list[BaseRoute]) -> list[BaseRoute]:
+    """Routes that share a path (GET and POST /api/v1/sessions, one from the
+    read routes, one from the write routes) joined into one that dispatches
+    by method: Starlette answers a method none of them takes with the first
+    route's methods alone, so the 405's Allow header would leave POST out."""
+    by_path: dict[str, list[Route]] = {}
+    for route in routes:
+        if isinstance(route, Route):
+            by_path.setdefault(route.path, []).append(route)
+    joined: list[BaseRoute] = []
+    for route in routes:
+        if not isinstance(route, Route) or len(by_path[route.path]) == 1:
+            joined.append(route)
+        elif route is by_path[route.path][0]:
+            joined.append(_dispatching(by_path[route.path]))
+    return joined
+
+
+def _dispatching(group: list[Route]) -> Route:
+    """One route for ``group`` (same path), calling each one's endpoint for its methods."""
+    endpoints: dict[str, Any] = {}
+    for route in group:
+        for method in route.methods or ():
+            endpoints.setdefault(method, route.endpoint)
+
+    async def endpoint(request: Request) -> Response:
+        response: Response = await endpoints[request.method](request)
+        return response
+
+    return Route(group[0].path, endpoint, methods=sorted(endpoints), name=group[0].name)
+
+
 def create_app(
     store: Store,
     *,
@@ -107,7 +140,7 @@ def create_app(
         *_viewer_routes(token),
     ]
     app = Starlette(
-        routes=routes,
+        routes=_one_route_per_path(routes),
         exception_handlers=install_handlers(),
         middleware=[
             Middleware(
