@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from agentlog import Store
+from agentlog.search import SearchError
 from cli_support import error, ok, run
 
 
@@ -72,3 +73,23 @@ def test_counts_are_said_in_the_singular_for_one(tmp_path: Path) -> None:
     assert "1 session checked: 0 errors, 0 warnings" in ok(home, "fsck")
     assert "(1 event)" in ok(home, "tree", sid)
     assert "1 session, search index" in ok(home, "du")
+
+
+def test_since_takes_an_age_in_the_library_and_on_the_server(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _session(home, "recent words")
+    store = Store(home)
+    assert [h.session_id for h in store.search("recent", since="7d")] == ["s"]
+    assert store.search("recent", since="2099-01-01") == []
+    with pytest.raises(SearchError, match="not an age"):
+        store.search("recent", since="soon")
+    pytest.importorskip("starlette", reason="the 'server' extra is not installed")
+    from agentlog.server import create_app
+    from server_support import call
+
+    app = create_app(store)
+    found = call(app, "GET", "/api/v1/search", params={"q": "recent", "since": "12h"})
+    assert found.status_code == 200 and [h["session_id"] for h in found.json()["hits"]] == ["s"]
+    bad = call(app, "GET", "/api/v1/search", params={"q": "recent", "since": "soon"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_parameter"
+    store.close()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from .._ages import ago, parse_age
 from ..backends.base import SearchHit
 from ..event import KIND_PATTERN, ROLE_PATTERN, format_timestamp, parse_timestamp
 from .index import IndexStats, ProgressFn, SearchIndex, drop, index_location, open_index, tag
@@ -63,9 +64,15 @@ _BATCH = 500
 
 
 def _since(value: str | datetime | None) -> str | None:
-    """A canonical timestamp (the stored form, so strings compare as times)."""
+    """A canonical timestamp (the stored form, so strings compare as times)
+    from a time, a date (UTC), or an age (``7d``: that long ago)."""
     if value is None:
         return None
+    if isinstance(value, str):
+        try:
+            return ago(parse_age(value))
+        except ValueError:
+            pass  # not an age: a date or time
     if isinstance(value, datetime):
         aware = value if value.tzinfo else value.replace(tzinfo=UTC)
         return format_timestamp(int(aware.timestamp() * 1_000_000_000))
@@ -76,7 +83,7 @@ def _since(value: str | datetime | None) -> str | None:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise SearchError(f"since {value!r} is not a date or time") from None
+        raise SearchError(f"since {value!r} is not an age (7d, 12h), a date or a time") from None
     return _since(parsed)
 
 
@@ -146,8 +153,10 @@ def search(
 
     ``query`` is words (ANDed), ``"a phrase"``, ``prefix*``, and OR / NOT
     between words. Filters: one session id, an event kind and role, a
-    time (events at or after it) and a working directory (the session's,
-    or one below it). ``refresh=False`` skips the catch-up.
+    time (events at or after it: a datetime, an ISO date or time, UTC
+    unless it says otherwise, or an age such as ``"7d"``) and a working
+    directory (the session's, or one below it). ``refresh=False`` skips
+    the catch-up.
 
     When more than ``CANDIDATES`` events match, the best of the newest
     ``CANDIDATES`` are returned: ranking every match of a word found in

@@ -1,0 +1,35 @@
+"""Ages a person types (``90d``, ``12h``, ``2w``), for every surface that
+takes a "since" or an "older than": the command line, the library's
+search, and the server's search route."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from .event import format_timestamp
+
+__all__ = ["ago", "at", "parse_age"]
+
+_AGE = re.compile(r"\A(\d+(?:\.\d+)?)\s*(s|m|h|d|w|y)\Z")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """Seconds in ``90d`` (s, m, h, d, w, y); ValueError otherwise."""
+    found = _AGE.match(text.strip().lower())
+    if not found:
+        raise ValueError(f"{text!r} is not an age such as 90d, 12h or 2w")
+    return float(found[1]) * _UNIT_S[found[2]]
+
+
+def at(ns: int) -> str:
+    """The stored timestamp form of ``ns``, no earlier than the epoch: no
+    event is older, and a time before it (``1000y`` ago, year 1) is not
+    one ``format_timestamp`` can write, so "since then" is "since ever"."""
+    return format_timestamp(max(0, ns))
+
+
+def ago(age_s: float) -> str:
+    """The canonical UTC timestamp ``age_s`` seconds before now."""
+    return at(int((time.time() - age_s) * 1e9))
