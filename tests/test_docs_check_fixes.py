@@ -93,3 +93,19 @@ def test_since_takes_an_age_in_the_library_and_on_the_server(tmp_path: Path) -> 
     bad = call(app, "GET", "/api/v1/search", params={"q": "recent", "since": "soon"})
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_parameter"
     store.close()
+
+
+def test_the_search_route_says_when_its_session_is_not_one(tmp_path: Path) -> None:
+    pytest.importorskip("starlette", reason="the 'server' extra is not installed")
+    from agentlog.server import create_app
+    from server_support import call
+
+    home = tmp_path / "home"
+    _session(home, "some words")
+    store = Store(home)
+    app = create_app(store)
+    hit = call(app, "GET", "/api/v1/search", params={"q": "words", "session": "s"})
+    assert [h["session_id"] for h in hit.json()["hits"]] == ["s"]
+    missing = call(app, "GET", "/api/v1/search", params={"q": "words", "session": "nosuch"})
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "session_not_found"
+    store.close()
