@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentlog import Store
+from agentlog import SessionNotFound, Store
 from agentlog.search import SearchError
 from cli_support import error, ok, run
 
@@ -108,4 +108,13 @@ def test_the_search_route_says_when_its_session_is_not_one(tmp_path: Path) -> No
     assert [h["session_id"] for h in hit.json()["hits"]] == ["s"]
     missing = call(app, "GET", "/api/v1/search", params={"q": "words", "session": "nosuch"})
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "session_not_found"
+    store.close()
+
+
+def test_the_library_search_says_when_its_session_is_not_one(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _session(home, "some words")
+    store = Store(home)
+    with pytest.raises(SessionNotFound):
+        store.search("words", session="nosuch")
     store.close()

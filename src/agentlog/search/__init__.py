@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._ages import ago, parse_age
 from ..backends.base import SearchHit
+from ..errors import SessionNotFound
 from ..event import KIND_PATTERN, ROLE_PATTERN, format_timestamp, parse_timestamp
 from .index import IndexStats, ProgressFn, SearchIndex, drop, index_location, open_index, tag
 from .query import SearchError, SearchWarning, highlight_words, to_match
@@ -177,6 +178,10 @@ def search(
     if type(limit) is not int or limit < 1:
         raise SearchError(f"limit must be a whole number of at least 1, not {limit!r}")
     limit = min(limit, _MAX_LIMIT)  # more than SQL can bind means "all of them"
+    if session is not None and not store.exists(session):
+        # Not a session here (a short id, a name, a deleted one): it would
+        # find nothing, which reads as "no matches" rather than the mistake.
+        raise SessionNotFound(session)
     # One query language whatever the store: a query this index refuses
     # (``NOT b`` alone, no word at all) is refused before a backend with
     # its own index could read it another way.

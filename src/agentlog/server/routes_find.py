@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .. import SearchError, SearchHit, Session, SessionNotFound
+from .. import SearchError, SearchHit, Session
 from ..backends.base import Backend
 from ..export import EXPORT_FORMATS, export_session
 from ..search import catch_up
@@ -38,10 +38,6 @@ def find_routes(service: Service) -> list[Route]:
 
         def work() -> tuple[list[SearchHit], tuple[tuple[str, str], ...]]:
             failed: tuple[tuple[str, str], ...] = ()
-            if session is not None and not store.exists(session):
-                # A short id or a name is no session here (the API takes
-                # whole ids): say so, rather than answer "no hits".
-                raise SessionNotFound(session)
             if type(store.backend).search is Backend.search:
                 # agentlog's own index: bring it up to date here, so that the
                 # sessions it cannot read are known and reported, not skipped.
