@@ -116,8 +116,8 @@ def reindex(store: Store, progress: ProgressFn | None = None) -> IndexStats:
 def _check_writable(path: str) -> None:
     """A SearchError unless the index file at ``path`` and the directory it
     lives in (SQLite makes its journal files there) may be written."""
-    at = os.path.dirname(path)
-    while not os.path.lexists(at):
+    at = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(at):  # the root exists, so this ends
         at = os.path.dirname(at)
     for where in (path, at) if os.path.lexists(path) else (at,):
         if not os.access(where, os.W_OK):
