@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -41,14 +41,12 @@ from ..base import Backend, Commit, ListingRow, Problem, SearchHit, SessionStats
 from .lease import LEASE_MODES, PostgresLease, held_here
 from .schema import migrate
 from .search import search_sql, to_hits
+from .storage import META as _META
 from .storage import PostgresSessionStorage, channel_of, insert_commit, meta_columns
 
 __all__ = ["PostgresBackend"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
-#: The metadata as written (``meta_text``, since migration 0004), or as
-#: jsonb kept it for a session whose metadata no agentlog since has written.
-_META = "coalesce(meta_text, meta::json)"
 
 
 def _configure_for(schema: str, durability: str) -> Callable[[Conn], None]:
@@ -136,7 +134,11 @@ class PostgresBackend(Backend):
                 raise UnknownBackend(f"{key} is given twice in the store URL")
             seen.add(key)
             options.setdefault(key, _seconds(value) if key == "lease_ttl" else value)
-        dsn = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k not in ours])))
+        # The rest goes to libpq as written: re-encoding it (urlencode) wrote a
+        # space as "+", which libpq does not decode, so ``options=-c%20x%3Dy``
+        # reached the server as "-c+x=y" and every connection was refused.
+        rest = [part for part in parts.query.split("&") if part and unquote_plus(part.partition("=")[0]) not in ours]
+        dsn = urlunsplit(parts._replace(query="&".join(rest)))
         return cls(dsn, durability=durability, **options)
 
     # --- one place where the driver's errors become ours ----------------------------

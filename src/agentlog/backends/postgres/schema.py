@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import sql
 
-__all__ = ["MIGRATIONS", "applied", "migrate", "pending"]
+__all__ = ["MIGRATIONS", "applied", "migrate", "pending", "up_to_date"]
 
 # Advisory-lock key for schema changes ("agentlog" in ASCII, as an int8).
 _MIGRATION_LOCK = 0x6167656E746C6F67
@@ -164,9 +164,35 @@ def pending(conn: psycopg.Connection[tuple[object, ...]]) -> list[str]:
     return [name for name, _ in MIGRATIONS if name not in done]
 
 
+def up_to_date(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> bool:
+    """True if ``schema`` exists with every migration recorded: read only,
+    taking no lock and needing no privilege to create anything, so that a
+    role allowed only to read and write the tables can open the store."""
+    try:
+        with conn.transaction():
+            table = conn.execute(
+                "SELECT to_regclass(format('%%I.schema_migrations', %s::text))::text", (schema,)
+            ).fetchone()
+            if table is None or table[0] is None:
+                return False
+            names = conn.execute(sql.SQL("SELECT name FROM {}.schema_migrations").format(sql.Identifier(schema)))
+            done = {str(row[0]) for row in names}
+    except psycopg.errors.InsufficientPrivilege:
+        return False  # the full path below says what is missing
+    return all(name in done for name, _ in MIGRATIONS)
+
+
 def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> list[str]:
     """Create ``schema`` if needed and apply every pending migration; the
-    names applied now (each in its own transaction, under the lock)."""
+    names applied now (each in its own transaction, under the lock).
+
+    A schema already up to date is only read (``up_to_date``): the usual
+    case, every agent's start, then takes no lock, and works for a role
+    without ``CREATE`` on the database (``CREATE SCHEMA IF NOT EXISTS``
+    checks that privilege even when the schema exists)."""
+    if up_to_date(conn, schema):
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        return []
     done_now: list[str] = []
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

@@ -29,9 +29,12 @@ from .lease import PostgresLease
 if TYPE_CHECKING:  # the backend module imports this one; the name is for annotations only
     from . import PostgresBackend
 
-__all__ = ["PostgresSessionStorage", "channel_of", "insert_commit", "meta_columns"]
+__all__ = ["META", "PostgresSessionStorage", "channel_of", "insert_commit", "meta_columns"]
 
 Conn = psycopg.Connection[tuple[Any, ...]]
+#: The metadata as written (``meta_text``, since migration 0004), or as
+#: jsonb kept it for a session whose metadata no agentlog since has written.
+META = "coalesce(meta_text, meta::json)"
 _COLUMNS = "id::text, parent_id::text, kind, role, ts, record::text, digest, branch_from::text"
 #: The whole path in one recursive query. Every column rides in the walk
 #: itself (as in the SQLite backend): joining the walk back to ``events``
@@ -263,7 +266,13 @@ class PostgresSessionStorage(SessionStorage):
         return data
 
     def read_meta(self) -> dict[str, Any]:
-        return self._db.read_meta(self.session_id)
+        # Through ``_query``: a writer reads on its own connection. The pool
+        # would open a second server connection per agent process (idle for a
+        # minute after), doubling what a fleet of writers holds.
+        meta: dict[str, Any] | None = self._one(f"SELECT {META} FROM sessions WHERE id = %s")
+        if meta is None:
+            raise SessionNotFound(self.session_id)
+        return meta
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         self._write(
@@ -303,7 +312,7 @@ class PostgresSessionStorage(SessionStorage):
             )
 
     def sidecar_names(self) -> list[str]:
-        rows = self._db.query("SELECT name FROM sidecars WHERE session_id = %s ORDER BY name", (self.session_id,))
+        rows = self._query("SELECT name FROM sidecars WHERE session_id = %s ORDER BY name", (self.session_id,))
         return [str(row[0]) for row in rows]
 
     def refresh(self) -> None:
