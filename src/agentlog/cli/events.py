@@ -183,11 +183,15 @@ def log(app: App, session: Session, full: bool, limit: int | None, as_json: bool
         # No path is longer than sys.maxsize, which is all islice takes.
         events = list(itertools.islice(walk, min(limit, sys.maxsize)) if limit else walk)
     events.reverse()
-    if full:
+    previews: dict[str, str] = {}
+    if full and as_json:
         events = [session.resolve(e) for e in events]
+    elif full:
+        # One blob in memory at a time: its line needs only its preview.
+        previews = {e.id: preview(session.resolve(e)) for e in events if e.digest is not None}
     shorts = _emit_or_shorts(session, events, as_json)
     if shorts is not None:
-        print_lines(Text("\n").join(event_lines(events, shorts, session.head)))
+        print_lines(Text("\n").join(event_lines(events, shorts, session.head, previews)))
 
 
 @click.command("tree")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -18,6 +19,7 @@ from rich.text import Text
 from ..backends.files import FileBackend
 from ..backends.files.gc import GcItem, collect, usage
 from ..errors import AgentlogError, SessionLocked, SessionNotFound
+from ..event import Event
 from ..export import totals
 from ..session import Session
 from ..shortid import short_ids
@@ -304,21 +306,26 @@ def _session_stats(session: Session) -> dict[str, Any]:
     kinds: Counter[str] = Counter()
     sizes: Counter[str] = Counter()
     blobs: set[str] = set()
-    events = []
-    for entry in session.entries():
-        event = session.resolve(session.event(entry.id))
-        kinds[event.kind] += 1
-        sizes[event.kind] += len(orjson.dumps(event.record))
-        if event.digest:
-            blobs.add(event.digest)
-        events.append(event)
+
+    def each_event() -> Iterator[Event]:
+        """Every event once, counted as it passes on to ``totals``: one
+        payload in memory at a time, whatever the session's size."""
+        for entry in session.entries():
+            event = session.resolve(session.event(entry.id))
+            kinds[event.kind] += 1
+            sizes[event.kind] += len(orjson.dumps(event.record))
+            if event.digest:
+                blobs.add(event.digest)
+            yield event
+
+    tokens = totals(each_event()).to_dict()
     return {
         "id": session.id,
         "events": sum(kinds.values()),
         "by_kind": dict(kinds),
         "bytes_by_kind": dict(sizes),
         "blobs": len(blobs),
-        "tokens": totals(events).to_dict(),
+        "tokens": tokens,
     }
 
 

@@ -241,14 +241,21 @@ def event_line(
     return line
 
 
-def event_lines(events: Sequence[Event], shorts: dict[str, str], head: str) -> list[Text]:
-    """Aligned one-line views of ``events`` (for log and context)."""
+def event_lines(
+    events: Sequence[Event], shorts: dict[str, str], head: str, previews: dict[str, str] | None = None
+) -> list[Text]:
+    """Aligned one-line views of ``events`` (for log and context); ``previews``
+    gives the words of events whose record is not in hand (a blob's)."""
+    said = previews or {}
     widths = (
         max((len(e.kind) for e in events), default=0),
         max((len(e.role or "-") for e in events), default=0),
         max((len(shorts.get(e.id, e.id)) for e in events), default=0),
     )
-    return [event_line(e, shorts.get(e.id, e.id), preview(e), widths=widths, head=e.id == head) for e in events]
+    return [
+        event_line(e, shorts.get(e.id, e.id), said.get(e.id) or preview(e), widths=widths, head=e.id == head)
+        for e in events
+    ]
 
 
 # --- the branch tree ---------------------------------------------------------------

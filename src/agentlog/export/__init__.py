@@ -10,7 +10,7 @@ and prints the report; everything else is here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -18,8 +18,8 @@ from .._streams import write_all
 from ..errors import UnknownFormat
 from ..session import Session
 from .bundle import BUNDLE_VERSION, BundleError, BundleImportReport, import_bundle, write_bundle
-from .html import render_html
-from .markdown import session_markdown
+from .html import html_chunks
+from .markdown import markdown_chunks
 from .redact import RedactionUnavailable, Redactor
 from .totals import Totals, totals
 from .view import load_view
@@ -91,6 +91,25 @@ class _Counting:
         return len(data)
 
 
+#: Text gathered before one write: large writes, and a bounded buffer.
+_WRITE_AT = 256 << 10
+
+
+def _write_text(sink: _Counting, chunks: Iterable[str]) -> None:
+    """Write ``chunks`` as UTF-8 in writes of about ``_WRITE_AT`` bytes."""
+    pending: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        data = chunk.encode("utf-8")
+        pending.append(data)
+        size += len(data)
+        if size >= _WRITE_AT:
+            sink.write(b"".join(pending))
+            pending, size = [], 0
+    if pending:
+        sink.write(b"".join(pending))
+
+
 def export_session(
     session: Session,
     fmt: str,
@@ -120,8 +139,8 @@ def export_session(
         )
     else:
         view = load_view(session, redactor=redactor, progress=progress)
-        text = render_html(view) if fmt == "html" else session_markdown(view, all_branches=all_branches)
-        sink.write(text.encode("utf-8"))
+        chunks = html_chunks(view) if fmt == "html" else markdown_chunks(view, all_branches=all_branches)
+        _write_text(sink, chunks)
         total = count = len(view.order)
         if fmt == "md" and not all_branches:
             scope, count = "active path", len(view.active)

@@ -11,7 +11,7 @@ escaped, so a record holding ``<script>`` shows as text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from html import escape
 from typing import Any
 
@@ -21,11 +21,11 @@ from ..event import NIL_ID, Event
 from ..recordtext import readable_content, record_text
 from .view import ExportView
 
-__all__ = ["render_html"]
+__all__ = ["html_chunks", "render_html"]
 
 _CSS = """
 body{margin:0;font:14px/1.45 system-ui,sans-serif;color:#1d1d1f;background:#fafafa;display:flex}
-aside{width:320px;flex:none;height:100vh;overflow:auto;position:sticky;top:0;
+aside{order:-1;width:320px;flex:none;height:100vh;overflow:auto;position:sticky;top:0;
 background:#f0f0f3;border-right:1px solid #ddd;padding:12px;box-sizing:border-box;font-size:12px}
 aside ul{list-style:none;margin:0;padding-left:12px;border-left:1px dotted #bbb}
 aside>ul{padding-left:0;border:0}
@@ -144,30 +144,38 @@ _SIDEBAR_HIDDEN = frozenset({"state"})
 def _shown_children(view: ExportView) -> dict[str, list[str]]:
     """Children in the sidebar: a hidden event's children hang from its
     nearest shown ancestor."""
+    entries = view.entries
     shown: dict[str, str] = {}  # event id -> the id it hangs from
 
     def anchor(eid: str) -> str:
-        while eid in view.events and view.events[eid].kind in _SIDEBAR_HIDDEN:
-            eid = view.events[eid].parent_id
+        while eid in entries and entries[eid].kind in _SIDEBAR_HIDDEN:
+            eid = entries[eid].parent_id
         return eid
 
     kids: dict[str, list[str]] = {}
     for eid in view.order:  # log order: a parent comes before its children
-        if view.events[eid].kind in _SIDEBAR_HIDDEN:
+        if entries[eid].kind in _SIDEBAR_HIDDEN:
             continue
-        shown[eid] = anchor(view.events[eid].parent_id)
+        shown[eid] = anchor(entries[eid].parent_id)
         kids.setdefault(shown[eid], []).append(eid)
     return kids
 
 
-def _tree(view: ExportView) -> str:
+def _preview(event: Event) -> str:
+    """The sidebar's words for an event: the first line of its text."""
+    return record_text(event.kind, event.record).strip().split("\n", 1)[0][:60]
+
+
+def _tree(view: ExportView, previews: dict[str, str]) -> str:
     """The branch tree: runs without branching flat, branch points nested
-    (built without recursion, so a deep session is fine)."""
+    (built without recursion, so a deep session is fine). ``previews``
+    holds each event's words, gathered as the page's articles were written."""
+    entries = view.entries
     active = set(view.active)
     children = _shown_children(view)
     head_shown = view.head  # HEAD on a hidden checkpoint is marked on the event before it
-    while head_shown in view.events and view.events[head_shown].kind in _SIDEBAR_HIDDEN:
-        head_shown = view.events[head_shown].parent_id
+    while head_shown in entries and entries[head_shown].kind in _SIDEBAR_HIDDEN:
+        head_shown = entries[head_shown].parent_id
     out: list[str] = ["<ul>"]
     # Each stack item: an event to start a run at, a branch to open
     # (its title), or None to close the list last opened.
@@ -199,12 +207,12 @@ def _tree(view: ExportView) -> str:
             continue
         current: str | None = item
         while current is not None:
-            event = view.events[current]
+            entry = entries[current]
             cls = ' class="active"' if current in active else ""
-            text = record_text(event.kind, event.record).strip().split("\n")[0][:60]
-            label = f"{view.shorts.get(current, current)} {event.kind}"
-            if event.role:
-                label += f"/{event.role}"
+            text = previews.get(current, "")
+            label = f"{view.shorts.get(current, current)} {entry.kind}"
+            if entry.role:
+                label += f"/{entry.role}"
             kids = children.get(current, ())
             line = (
                 f'<li{cls}><a href="#{_anchor(current)}" title="{_e(text)}">{_e(label)} '
@@ -246,6 +254,14 @@ def _totals(view: ExportView) -> str:
 
 
 def render_html(view: ExportView) -> str:
+    """The whole page as one string (``html_chunks`` writes it piece by piece)."""
+    return "".join(html_chunks(view))
+
+
+def html_chunks(view: ExportView) -> Iterator[str]:
+    """The page, one event at a time: nothing holds more than one payload.
+    The sidebar comes last in the file (CSS puts it first on screen), once
+    every article has given its words to the tree."""
     meta = view.meta
     facts = [
         ("session", view.id),
@@ -254,33 +270,43 @@ def render_html(view: ExportView) -> str:
         ("created", meta.get("created_at") or "-"),
         (
             "events",
-            f"{len(view.order)} ({len(view.active)} on the active path, {len(view.branches)} other branches)",
+            f"{len(view.order):,} ({len(view.active):,} on the active path, {len(view.branches):,} other branches)",
         ),
     ]
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(view.title)}</title><style>{_CSS}</style>",
-        f"<script>{_JS}</script></head><body>",
-        f"<aside><b>Branches</b> (HEAD marked){_tree(view)}</aside><main>",
-        f"<h1>{_e(view.title)}</h1><p>",
-        "<br>".join(f"<b>{_e(k)}</b>: {_e(v)}" for k, v in facts),
-        "</p>",
-        "<h2>Tokens and cost (active path)</h2>",
-        _totals(view),
-        '<p><button onclick="openAll(true)">expand all</button> '
-        '<button onclick="openAll(false)">collapse all</button></p>',
-        "<h2>Active path</h2>",
-    ]
-    parts += [_article(view, view.events[eid]) for eid in view.active]
+    yield "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{_e(view.title)}</title><style>{_CSS}</style>",
+            f"<script>{_JS}</script></head><body><main>",
+            f"<h1>{_e(view.title)}</h1><p>",
+            "<br>".join(f"<b>{_e(k)}</b>: {_e(v)}" for k, v in facts),
+            "</p>",
+            "<h2>Tokens and cost (active path)</h2>",
+            _totals(view),
+            '<p><button onclick="openAll(true)">expand all</button> '
+            '<button onclick="openAll(false)">collapse all</button></p>',
+            "<h2>Active path</h2>",
+            "",
+        ]
+    )
+    previews: dict[str, str] = {}
+
+    def article(eid: str) -> str:
+        event = view.load(eid)
+        previews[eid] = _preview(event)
+        return _article(view, event) + "\n"
+
+    for eid in view.active:
+        yield article(eid)
     for n, branch in enumerate(view.branches, 1):
         parent = (
             "a new root"
             if branch.parent == NIL_ID
             else f'<a href="#{_anchor(branch.parent)}">{_e(view.shorts.get(branch.parent, branch.parent))}</a>'
         )
-        parts.append(f'<h2 id="branch-{n}">Branch {n} <small>(from {parent})</small></h2>')
-        parts += [_article(view, view.events[eid]) for eid in branch.events]
-    parts.append("</main></body></html>")
-    return "\n".join(parts) + "\n"
+        yield f'<h2 id="branch-{n}">Branch {n} <small>(from {parent})</small></h2>\n'
+        for eid in branch.events:
+            yield article(eid)
+    yield f"</main>\n<aside><b>Branches</b> (HEAD marked){_tree(view, previews)}</aside></body></html>\n"

@@ -3,6 +3,8 @@ branch after it, each from where it leaves the events already shown."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -11,15 +13,14 @@ from ..event import NIL_ID, Event
 from ..recordtext import readable_content, record_text
 from .view import ExportView
 
-__all__ = ["session_markdown"]
+__all__ = ["markdown_chunks", "session_markdown"]
+
+_BACKTICKS = re.compile(r"`+")
 
 
 def _fence(text: str, lang: str = "") -> str:
     """``text`` in a code fence longer than any backtick run inside it."""
-    run = longest = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
 
@@ -96,6 +97,12 @@ def _totals(view: ExportView) -> str:
 
 
 def session_markdown(view: ExportView, *, all_branches: bool = False) -> str:
+    """The whole document as one string (``markdown_chunks`` writes it piece by piece)."""
+    return "".join(markdown_chunks(view, all_branches=all_branches))
+
+
+def markdown_chunks(view: ExportView, *, all_branches: bool = False) -> Iterator[str]:
+    """The document, one event at a time: nothing holds more than one payload."""
     meta = view.meta
     lines = [
         f"# {view.title}",
@@ -105,22 +112,24 @@ def session_markdown(view: ExportView, *, all_branches: bool = False) -> str:
         f"- model: {meta.get('model') or '-'}",
         f"- created: {meta.get('created_at') or '-'}",
         f"- HEAD: `{view.head}`",
-        f"- events: {len(view.order)} ({len(view.active)} on the active path, {len(view.branches)} other branches)",
-        *([f"- payloads unreadable: {len(view.unreadable)} (marked below)"] if view.unreadable else []),
+        f"- events: {len(view.order):,} ({len(view.active):,} on the active path, "
+        f"{len(view.branches):,} other branches)",
         f"- tokens (active path): {_totals(view)}",
         "",
         "## Active path",
         "",
     ]
+    yield "\n".join(lines) + "\n"
     for eid in view.active:
-        lines += _event(view, view.events[eid])
+        yield "\n".join(_event(view, view.load(eid))) + "\n"
     if all_branches:
         for n, branch in enumerate(view.branches, 1):
             parent = "a new root" if branch.parent == NIL_ID else f"`{view.shorts.get(branch.parent, branch.parent)}`"
-            lines += [
-                f"## Branch {n} (from {parent}, ends at `{view.shorts.get(branch.tip, branch.tip)}`)",
-                "",
-            ]
+            yield f"## Branch {n} (from {parent}, ends at `{view.shorts.get(branch.tip, branch.tip)}`)\n\n"
             for eid in branch.events:
-                lines += _event(view, view.events[eid])
-    return "\n".join(lines).rstrip() + "\n"
+                yield "\n".join(_event(view, view.load(eid))) + "\n"
+    shown = view.order if all_branches else view.active
+    unreadable = [eid for eid in shown if eid in view.unreadable]
+    if unreadable:
+        yield f"## Payloads unreadable: {len(unreadable):,}\n\n"
+        yield "".join(f"- `{view.shorts.get(eid, eid)}`: {view.unreadable[eid]}\n" for eid in unreadable)

@@ -1,16 +1,19 @@
 """A session laid out for a document: the active path, then every other
 branch from where it leaves what was already shown.
 
-Markdown and HTML exports both render this; it loads every payload (with
-the redactor applied, if any) once.
+Markdown and HTML exports both render this. The layout comes from the
+index alone (ids, parents, kinds); payloads are loaded one event at a time
+as the document is written (``ExportView.load``), so exporting a session
+of any size holds one payload at a time, not the session.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..backends.base import IndexEntry
 from ..errors import CorruptionError
 from ..event import NIL_ID, Event
 from ..session import Session
@@ -33,12 +36,14 @@ class Branch:
     tip: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ExportView:
+    session: Session
+    redactor: Redactor | None
     id: str
     meta: dict[str, Any]
     head: str
-    events: dict[str, Event]
+    entries: dict[str, IndexEntry]
     order: tuple[str, ...]
     children: dict[str, tuple[str, ...]]
     active: tuple[str, ...]
@@ -46,42 +51,58 @@ class ExportView:
     labels: dict[str, list[str]]
     totals: Totals
     shorts: dict[str, str]
-    #: Event id -> why its payload (a blob) could not be read. The event is
-    #: still shown, marked, so one damaged payload never hides a session.
-    unreadable: dict[str, str]
+    #: Event id -> why its payload (a blob) could not be read, for the
+    #: events loaded so far. The event is still shown, marked, so one
+    #: damaged payload never hides a session.
+    unreadable: dict[str, str] = field(default_factory=dict)
+    progress: Progress | None = None
+    #: Events written so far (what ``progress`` is told).
+    done: int = 0
 
     @property
     def title(self) -> str:
         value = self.meta.get("title") or self.meta.get("name")
         return str(value) if value else f"session {self.id}"
 
+    def payload(self, eid: str) -> Event:
+        """Event ``eid`` with its payload loaded, as stored (not redacted);
+        an unreadable payload is None, and noted in ``unreadable``."""
+        stored = self.session.event(eid)
+        try:
+            return self.session.resolve(stored)
+        except CorruptionError as exc:  # a blob missing or damaged (BlobIntegrityError too)
+            self.unreadable[eid] = str(exc)
+            return stored.with_record(None)
+
+    def load(self, eid: str) -> Event:
+        """Event ``eid`` as the document shows it: loaded and redacted. Each
+        shown event is loaded once, so the redactor counts each secret once."""
+        event = self.payload(eid)
+        if self.redactor is not None:
+            event = event.with_record(self.redactor.value(event.record))
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, len(self.order))
+        return event
+
+
+def _counted(entry: IndexEntry) -> bool:
+    """Whether ``totals`` reads this event's record (no other is loaded for it)."""
+    return entry.kind == "state" or (entry.kind == "message" and entry.role == "assistant")
+
 
 def load_view(session: Session, *, redactor: Redactor | None = None, progress: Progress | None = None) -> ExportView:
-    entries = session.entries()
-    events: dict[str, Event] = {}
-    unreadable: dict[str, str] = {}
-    for n, entry in enumerate(entries):
-        stored = session.event(entry.id)
-        try:
-            event = session.resolve(stored)
-        except CorruptionError as exc:  # a blob missing or damaged (BlobIntegrityError too)
-            unreadable[stored.id] = str(exc)
-            event = stored.with_record(None)
-        if redactor is not None:
-            event = event.with_record(redactor.value(event.record))
-        events[event.id] = event
-        if progress is not None:
-            progress(n + 1, len(entries))
-    order = tuple(e.id for e in entries)
+    entries = {entry.id: entry for entry in session.entries()}
+    order = tuple(entries)
     kids: dict[str, list[str]] = {}
     for eid in order:
-        kids.setdefault(events[eid].parent_id, []).append(eid)
+        kids.setdefault(entries[eid].parent_id, []).append(eid)
     head = session.head
     active: list[str] = []
     current = head
-    while current in events and current not in active:
+    while current in entries and current not in active:
         active.append(current)
-        current = events[current].parent_id
+        current = entries[current].parent_id
     active.reverse()
     shown = set(active)
     branches: list[Branch] = []
@@ -89,12 +110,12 @@ def load_view(session: Session, *, redactor: Redactor | None = None, progress: P
     for leaf in leaves:
         run: list[str] = []
         current = leaf
-        while current in events and current not in shown:
+        while current in entries and current not in shown:
             run.append(current)
-            current = events[current].parent_id
+            current = entries[current].parent_id
         run.reverse()
         shown.update(run)
-        parent = events[run[0]].parent_id if run else NIL_ID
+        parent = entries[run[0]].parent_id if run else NIL_ID
         branches.append(Branch(parent, tuple(run), leaf))
     labels: dict[str, list[str]] = {}
     raw_labels = session.meta.get("labels")
@@ -103,18 +124,23 @@ def load_view(session: Session, *, redactor: Redactor | None = None, progress: P
             if isinstance(target, str):
                 labels.setdefault(target, []).append(str(name))
     meta = session.meta if redactor is None else redactor.value(session.meta)
-    path_totals = totals(events[eid] for eid in active)
-    return ExportView(
+    view = ExportView(
+        session=session,
+        redactor=redactor,
         id=session.id,
         meta=meta,
         head=head,
-        events=events,
+        entries=entries,
         order=order,
         children={k: tuple(v) for k, v in kids.items()},
         active=tuple(active),
         branches=tuple(branches),
         labels=labels,
-        totals=path_totals,
+        totals=totals(()),
         shorts=short_ids(order),
-        unreadable=unreadable,
+        progress=progress,
     )
+    # The totals head the document, so they are counted first, from the
+    # few records they read (usage numbers: nothing a redactor would hide).
+    view.totals = totals(view.payload(eid) for eid in active if _counted(entries[eid]))
+    return view

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import io
+import tempfile
+from collections.abc import Iterator
+from typing import IO
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import SearchError, SearchHit, Session
@@ -19,6 +21,10 @@ from .service import Service
 
 __all__ = ["find_routes"]
 
+#: An export larger than this goes to a temporary file while it is written.
+_SPOOL = 8 << 20
+#: Bytes a streamed export sends at a time.
+_CHUNK = 1 << 20
 _TYPES = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8", "bundle": "application/x-ndjson"}
 
 
@@ -66,14 +72,31 @@ def find_routes(service: Service) -> list[Route]:
         all_branches = params.flag(request, "all_branches")
         redact = params.flag(request, "redact")
 
-        def work(session: Session) -> bytes:
-            out = io.BytesIO()
-            export_session(session, fmt, out, all_branches=all_branches, redact=redact)
-            return out.getvalue()
+        def work(session: Session) -> IO[bytes]:
+            # Written to a file (in memory while small), then streamed: an
+            # export of a gigabyte session is never held whole in memory.
+            out = tempfile.SpooledTemporaryFile(max_size=_SPOOL)
+            try:
+                export_session(session, fmt, out, all_branches=all_branches, redact=redact)
+            except BaseException:
+                out.close()
+                raise
+            return out
 
         body = await service.read(sid, work)
+        size = body.tell()
+        body.seek(0)
+
+        def chunks() -> Iterator[bytes]:
+            try:
+                while data := body.read(_CHUNK):
+                    yield data
+            finally:
+                body.close()
+
         name = f"{sid}.{'jsonl' if fmt == 'bundle' else fmt}"
-        return Response(body, media_type=_TYPES[fmt], headers={"Content-Disposition": f'attachment; filename="{name}"'})
+        headers = {"Content-Disposition": f'attachment; filename="{name}"', "Content-Length": str(size)}
+        return StreamingResponse(chunks(), media_type=_TYPES[fmt], headers=headers)
 
     prefix = "/api/v1"
     return [
