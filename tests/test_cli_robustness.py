@@ -252,7 +252,7 @@ def test_copy_resolves_names_and_short_ids_once_each(home, tmp_path):
     assert set(Store(target).backend.session_ids()) == {sid}
     result = run(home, "copy", "demo", "--to", str(target))
     assert result.exit_code == 0 and result.stderr == ""  # no stray progress output off a terminal
-    assert "unchanged 1 sessions" in result.stdout
+    assert "1 unchanged" in result.stdout
     assert error(run(home, "copy", "nosuch", "--to", str(target))) == "agentlog: error: no session 'nosuch'"
     assert other not in set(Store(target).backend.session_ids())
 

@@ -46,8 +46,8 @@ def copy(app: App, source: str | None, target: str, sessions: tuple[str, ...], a
         emit_json(dataclasses.asdict(report))
         return
     click.echo(
-        f"created {len(report.created)}, extended {len(report.extended)}, "
-        f"unchanged {len(report.unchanged)} sessions; {counted(report.events, 'event')} copied"
+        f"sessions: {len(report.created):,} created, {len(report.extended):,} extended, "
+        f"{len(report.unchanged):,} unchanged; {counted(report.events, 'event')} copied"
     )
 
 

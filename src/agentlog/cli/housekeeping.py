@@ -260,7 +260,8 @@ def du(app: App, as_json: bool) -> None:
         os.path.getsize(os.path.join(search_dir, f))
         for f in (os.listdir(search_dir) if os.path.isdir(search_dir) else [])
     )
-    total = sum(u.total for u in rows) + search_bytes
+    shared = sum(u.blobs_shared for u in rows)
+    total = sum(u.total for u in rows) - shared + search_bytes
     if as_json:
         emit_json(
             {
@@ -271,6 +272,7 @@ def du(app: App, as_json: bool) -> None:
                         "chunk_files": u.chunk_files,
                         "blobs": u.blobs,
                         "blob_files": u.blob_files,
+                        "blobs_shared": u.blobs_shared,
                         "index": u.index,
                         "quarantine": u.quarantine,
                         "other": u.other,
@@ -299,7 +301,10 @@ def du(app: App, as_json: bool) -> None:
     ]
     if table:
         print_lines(columns(_DU_HEADERS, table))
-    click.echo(f"{counted(len(rows), 'session')}, search index {_human(search_bytes)}; total {_human(total)} in {home}")
+    linked = f" (blobs shared by hard links counted once: {_human(shared)} less)" if shared else ""
+    click.echo(
+        f"{counted(len(rows), 'session')}, search index {_human(search_bytes)}; total {_human(total)} in {home}{linked}"
+    )
 
 
 def _session_stats(session: Session) -> dict[str, Any]:
@@ -392,14 +397,14 @@ def stats(app: App, session: str | None, as_json: bool) -> None:
     title = f"session {doc['id']}" if session is not None else counted(doc["sessions"], "session")
     out.print(Text(f"{title}: {counted(doc['events'], 'event')}, {counted(doc['blobs'], 'blob')}", style="bold"))
     table = [
-        [(kind, ""), (str(n), ""), (_human(doc["bytes_by_kind"].get(kind, 0)), "")]
+        [(kind, ""), (f"{n:,}", ""), (_human(doc["bytes_by_kind"].get(kind, 0)), "")]
         for kind, n in sorted(doc["by_kind"].items(), key=lambda kv: -kv[1])
     ]
     if table:
         print_lines(columns([("KIND", 32, "<"), ("EVENTS", 10, ">"), ("BYTES", 12, ">")], table))
     t = doc["tokens"]
     cost = f", ${t['cost_usd']:.4f}" if t.get("cost_usd") else ""
-    click.echo(f"tokens: {t['input_tokens']:,} in, {t['output_tokens']:,} out ({t['calls']} calls){cost}")
+    click.echo(f"tokens: {t['input_tokens']:,} in, {t['output_tokens']:,} out ({counted(t['calls'], 'call')}){cost}")
 
 
 COMMANDS = [gc, prune, du, stats]

@@ -109,7 +109,9 @@ def resolve_session(store: Store, text: str) -> str:
     if named:
         raise AmbiguousRef(f"several sessions are named {text!r}: {_some(named)}")
     if not as_id:
-        check_session_id(text)  # says why it cannot be an id
+        # Most often a name with a typo ("task 5000"): say that no session
+        # has it, and why it cannot be an id either.
+        raise InvalidSessionId(text, "no session has that name, and an id is 1 to 128 of A-Z a-z 0-9 _ -")
     raise SessionNotFound(text)
 
 

@@ -140,7 +140,8 @@ def export(
     where = shown(output) if output not in (None, "-") else "stdout"
     what = counted(report.events, "event")
     if report.scope == "active path" and report.events < report.session_events:
-        what = f"{report.events} of {report.session_events} events (the active path; --all-branches for every branch)"
+        scope = "the active path; --all-branches for every branch"
+        what = f"{report.events:,} of {report.session_events:,} events ({scope})"
     line = f"exported {what} of {report.session_id} as {fmt} to {where} ({report.bytes:,} bytes)"
     if redact:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(report.redactions.items()))
@@ -170,7 +171,7 @@ def import_file(app: App, source: str, path: str, as_json: bool) -> None:
     else:
         click.echo(
             f"{report.session_id}: {report.outcome}, {counted(report.events_added, 'event')} "
-            f"imported ({report.events_total} in total)"
+            f"imported ({report.events_total:,} in total)"
         )
 
 

@@ -109,8 +109,8 @@ def compact(app: App, session: str, keep_tokens: int | None, as_json: bool) -> N
         click.echo(f"{doc['session']}: nothing to compact")
     else:
         click.echo(
-            f"{doc['session']}: compacted ({doc['tokens_before']} -> "
-            f"{doc['tokens_after']} tokens); compaction event {doc['event']}"
+            f"{doc['session']}: compacted ({doc['tokens_before']:,} -> "
+            f"{doc['tokens_after']:,} tokens); compaction event {doc['event']}"
         )
 
 

@@ -87,6 +87,10 @@ class SessionUsage:
     index: int
     quarantine: int
     other: int
+    #: Of ``blobs``, bytes in files a session listed before this one also
+    #: holds (a fork's or a copy's blobs are hard links): a home's total
+    #: counts them once.
+    blobs_shared: int = 0
 
     @property
     def total(self) -> int:
@@ -330,10 +334,11 @@ def collect(
 def usage(home: str) -> list[SessionUsage]:
     """Bytes on disk of every session under ``home``, by part."""
     out = []
+    linked: set[tuple[int, int]] = set()  # (device, inode) of every blob file with more than one link
     for entry in _scandir(os.path.join(home, "sessions")):
         if entry.name.startswith(".") or not entry.is_dir():
             continue
-        chunks = blobs = quarantine = chunk_files = blob_files = 0
+        chunks = blobs = quarantine = chunk_files = blob_files = shared = 0
         for c in _scandir(os.path.join(entry.path, "chunks")):
             size = _size(c.path)
             if c.name.endswith(".quarantine"):
@@ -342,9 +347,20 @@ def usage(home: str) -> list[SessionUsage]:
                 chunks += size
                 chunk_files += 1
         for b in _scandir(os.path.join(entry.path, "blobs")):
-            blobs += _size(b.path)
+            size = _size(b.path)
+            blobs += size
             blob_files += 1 if _BLOB_NAME.match(b.name) else 0
+            try:
+                st = b.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # gone since the listing
+            if st.st_nlink > 1:
+                if (st.st_dev, st.st_ino) in linked:
+                    shared += size
+                linked.add((st.st_dev, st.st_ino))
         index = sum(_size(os.path.join(entry.path, name)) for name in ("index.bin", "index.jsonl"))
         other = _size(entry.path) - chunks - blobs - quarantine - index
-        out.append(SessionUsage(entry.name, chunks, chunk_files, blobs, blob_files, index, quarantine, max(other, 0)))
+        out.append(
+            SessionUsage(entry.name, chunks, chunk_files, blobs, blob_files, index, quarantine, max(other, 0), shared)
+        )
     return out
