@@ -46,3 +46,12 @@ def test_copy_says_its_counts_plainly(tmp_path: Path) -> None:
     _forked(home)
     said = ok(home, "copy", "--to", f"file://{tmp_path / 'other'}", "orig")
     assert "sessions: 1 created, 0 extended, 0 unchanged; 1 event copied" in said
+
+
+def test_gc_json_on_a_database_store_has_the_documented_keys(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    ok(url, "new", "--id", "s", "--working-dir", str(tmp_path))
+    doc = json.loads(ok(url, "gc", "--json"))
+    assert {"dry_run", "collected", "bytes", "busy", "damaged", "quarantine_kept"} <= set(doc)
+    assert doc["collected"] == [] and doc["busy"] == []
+    assert "sqlite" in ok(url, "du")

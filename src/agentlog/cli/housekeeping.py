@@ -18,6 +18,7 @@ from rich.text import Text
 
 from ..backends.files import FileBackend
 from ..backends.files.gc import GcItem, collect, usage
+from ..backends.registry import scheme_of
 from ..errors import AgentlogError, SessionLocked, SessionNotFound
 from ..event import Event
 from ..export import totals
@@ -86,10 +87,25 @@ def gc(app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, 
     home = on_disk(app.store)
     if home is None:
         if as_json:
-            emit_json({"collected": [], "bytes": 0, "note": "no store there" if app.missing else "not a file store"})
+            # The documented shape, every key there (scripts read ``busy``),
+            # with a note saying why it is empty.
+            emit_json(
+                {
+                    "dry_run": dry_run,
+                    "collected": [],
+                    "bytes": 0,
+                    "busy": [],
+                    "damaged": [],
+                    "quarantine_kept": [],
+                    "note": "no store there" if app.missing else "not a file store",
+                }
+            )
         else:
             # (a store that is not there has nothing either; the warning names it)
-            click.echo("nothing to collect" + ("" if app.missing else ": this store keeps nothing on disk to clean"))
+            click.echo(
+                "nothing to collect"
+                + ("" if app.missing else f": gc cleans file stores; a {_kind(app.store)} store keeps itself")
+            )
         return
     if quarantine and not dry_run and not yes:
         preview = collect(home, dry_run=True, quarantine=True, quarantine_age_s=quarantine_older_than)
@@ -250,9 +266,17 @@ def du(app: App, as_json: bool) -> None:
     home = on_disk(app.store)
     if home is None:
         if as_json:
-            emit_json({"sessions": [], "total": 0, "note": "no store there" if app.missing else "not a file store"})
+            emit_json(
+                {
+                    "sessions": [],
+                    "search_index": 0,
+                    "total": 0,
+                    "note": "no store there" if app.missing else "not a file store",
+                }
+            )
         else:
-            click.echo("nothing on disk" if app.missing else "this store keeps nothing on disk")
+            said = "nothing on disk" if app.missing else f"du measures file stores; this is a {_kind(app.store)} store"
+            click.echo(said)
         return
     rows = sorted(usage(home), key=lambda u: u.total, reverse=True)
     search_dir = os.path.join(home, "search")
@@ -305,6 +329,12 @@ def du(app: App, as_json: bool) -> None:
     click.echo(
         f"{counted(len(rows), 'session')}, search index {_human(search_bytes)}; total {_human(total)} in {home}{linked}"
     )
+
+
+def _kind(store: Store) -> str:
+    """The store's scheme (``sqlite``, ``postgresql``, ``memory``), never its
+    URL, which may carry a password."""
+    return scheme_of(store.url)
 
 
 def _session_stats(session: Session) -> dict[str, Any]:
