@@ -193,12 +193,17 @@ def test_html_sidebar_shows_where_each_branch_and_root_begins(home):
     parser.feed(buf.getvalue().decode())
     texts = [(depth, " ".join(text.split())) for depth, text in parser.items]
     titles = [t for _, t in texts if t.startswith(("root ", "branch "))]
-    assert titles == ["root 1/2", "branch 1/2", "branch 2/2", "root 2/2 (active)"], texts
+    # Side branches are labelled lists; the branch that goes on (toward
+    # HEAD, else the newest) stays at its branch point's level, marked.
+    assert titles == ["root 1/2", "branch 1/2"], texts
     depth = dict((t, d) for d, t in texts)
+    alpha = next(d for d, t in texts if "alpha" in t)
     first = next(d for d, t in texts if "first try" in t)
-    second = next(d for d, t in texts if "second try" in t)
-    # Each try sits in its own branch, one level below the branch's title.
-    assert first == depth["branch 1/2"] + 1 and second == depth["branch 2/2"] + 1
+    (second, second_text) = next((d, t) for d, t in texts if "second try" in t)
+    (other, other_text) = next((d, t) for d, t in texts if "another root" in t)
+    assert first == depth["branch 1/2"] + 1  # the side try, in its own labelled branch
+    assert second == alpha and "↳ branch 2/2" in second_text  # the newest try goes on
+    assert other == depth["2 roots"] and "↳ root 2/2 (active)" in other_text
 
 
 # --- query syntax -------------------------------------------------------------------

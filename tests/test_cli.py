@@ -241,18 +241,17 @@ def test_tree_text_shows_branches_and_head(cli_store):
     assert "ok" in branch_point
     (head_line,) = [ln for ln in lines if "◀ HEAD" in ln]
     assert "try approach B" in head_line
-    assert [ln.strip(" │├└─") for ln in lines if "branch " in ln and "/2" in ln] == [
-        "branch 1/2",
-        "branch 2/2  (active)",
-    ]
+    # The side branch hangs under the branch point, labelled; the branch
+    # toward HEAD goes on at the branch point's depth, marked.
+    assert [ln.strip(" │├└─") for ln in lines if "branch 1/2" in ln] == ["branch 1/2"]
+    assert "↳ branch 2/2  (active)" in head_line
 
-    # The run a -> b stays at one depth; only the branches indent.
     def depth(words):
         (line,) = [ln for ln in lines if words in ln]
         return len(line) - len(line.lstrip(" │├└─"))
 
-    assert depth("try approach A") == depth("2 branches")
-    assert depth("approach A fails") == depth("try approach B") > depth("2 branches")
+    assert depth("try approach A") == depth("2 branches") == depth("try approach B")
+    assert depth("approach A fails") > depth("branch 1/2") > depth("2 branches")
 
 
 def test_show_human_and_json(cli_store):

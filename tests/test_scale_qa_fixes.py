@@ -55,3 +55,26 @@ def test_gc_json_on_a_database_store_has_the_documented_keys(tmp_path: Path) -> 
     assert {"dry_run", "collected", "bytes", "busy", "damaged", "quarantine_kept"} <= set(doc)
     assert doc["collected"] == [] and doc["busy"] == []
     assert "sqlite" in ok(url, "du")
+
+
+def test_tree_of_a_session_retried_many_times_stays_narrow(tmp_path: Path) -> None:
+    """Each retry used to push the rest of the path two levels right: the
+    output grew with the square of the retries and HEAD's line was cut."""
+    home = tmp_path / "home"
+    store = Store(home)
+    with store.create(session_id="r") as session:
+        ask = session.append("message", {"content": "fix it"}, role="user")
+        for i in range(150):
+            session.append("message", {"content": f"attempt {i}"}, role="assistant")
+            ask = session.append("message", {"content": f"attempt {i} fails, again"}, role="user")
+            if i % 2:
+                side = session.append("message", {"content": "a side try"}, role="assistant")
+                session.checkout(ask.id)
+                assert side.parent_id == ask.id
+    store.close()
+    lines = ok(home, "tree", "r").splitlines()
+    assert max(len(line) for line in lines) < 160
+    (head,) = [line for line in lines if "◀ HEAD" in line]
+    assert len(head) - len(head.lstrip(" │├└─")) <= 4  # HEAD stays at the top level
+    # Every side try is still there (the last is its ask's only child: no branch point yet).
+    assert sum("branch 1/2" in line for line in lines) == 74 and sum("a side try" in line for line in lines) == 75

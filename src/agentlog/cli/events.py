@@ -202,9 +202,11 @@ def tree(app: App, session: Session, show_all: bool, as_json: bool) -> None:
     """Draw every branch of a session: HEAD, labels, compactions and
     branch summaries marked.
 
-    A run of events without branching stays at one depth; each branch
-    point lists its branches as labelled subtrees, the one leading to HEAD
-    marked active. The 'state' checkpoints saved after every step are
+    A run of events without branching stays at one depth. At a branch
+    point, the branch leading to HEAD (else the newest) goes on at the same
+    depth, marked "↳ branch i/n", and the others hang under the branch
+    point as labelled subtrees, so retrying a thousand times does not push
+    the path a thousand levels right. The 'state' checkpoints saved after every step are
     hidden unless --all (their children hang from the event before them).
     With --json, every node comes from the index alone, state included."""
     entries = session.entries()

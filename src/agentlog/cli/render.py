@@ -320,10 +320,13 @@ def session_tree(
 ) -> Text:
     """The whole event tree, with linear runs kept flat.
 
-    A chain of single children is drawn as siblings at one depth; only a
-    branch point (an event with several children) indents, with one
-    labelled subtree per branch. Depth therefore grows with the number of
-    branch points, not with the length of the session."""
+    A chain of single children is drawn as siblings at one depth. At a
+    branch point (an event with several children) the branch toward HEAD
+    (else the newest) goes on at the same depth, marked "↳ branch i/n",
+    and every other branch hangs under the branch point as a labelled
+    subtree. Depth therefore grows with how deeply branches nest inside
+    side branches, never with the length of the session or the number of
+    retries along it."""
     by_id = {e.id: e for e in entries}
     kids: dict[str, list[IndexEntry]] = defaultdict(list)
     for e in entries:
@@ -340,10 +343,12 @@ def session_tree(
         max((len(v) for v in shorts.values()), default=0),
     )
 
-    def label(e: IndexEntry) -> Text:
+    def label(e: IndexEntry, went_on: str | None) -> Text:
         line = event_line(
             e, shorts[e.id], texts.get(e.id, ""), widths=widths, head=e.id == head, labels=(labels or {}).get(e.id, ())
         )
+        if went_on:  # the first event of the branch that goes on at its branch point's depth
+            line.append(f"  ↳ {went_on}", style="bold green" if "active" in went_on else "magenta")
         if e.kind in _KIND_MARKS:
             line.append(_KIND_MARKS[e.kind], style=KIND_STYLES[e.kind])
         if len(kids[e.id]) > 1:
@@ -351,43 +356,54 @@ def session_tree(
         return line
 
     tree = _Node(title)
-    todo: list[tuple[_Node, IndexEntry]] = []
+    todo: list[tuple[_Node, IndexEntry, str | None]] = []
 
-    def branch_out(node: _Node, children: list[IndexEntry], why: str = "") -> None:
+    def branch_out(node: _Node, children: list[IndexEntry], what: str = "branch") -> tuple[IndexEntry, str]:
+        """Hang the side branches of a branch point under ``node``, each a
+        labelled subtree; return the child that goes on at the branch
+        point's own depth (the one toward HEAD, else the newest) and its
+        label. So a session rewound and retried a thousand times stays one
+        column wide along its active path, rather than a level deeper at
+        every retry."""
+        went_on = next((c for c in children if c.id in on_head_path), children[-1])
+        mark = ""
         for n, child in enumerate(children, 1):
-            if why:
-                tag = Text(f"orphaned: {why}", style="red")
+            tag = f"{what} {n}/{len(children)}" + ("  (active)" if child.id in on_head_path else "")
+            if child is went_on:
+                mark = tag
             else:
-                tag = Text(f"branch {n}/{len(children)}", style="magenta")
-            if child.id in on_head_path:
-                tag.append("  (active)", style="bold green")
-            todo.append((node.add(tag), child))
+                todo.append((node.add(Text(tag, style="magenta")), child, None))
+        return went_on, mark
 
     drawn: set[str] = set()
 
     def grow() -> None:
         while todo:
-            container, event = todo.pop()
+            container, event, went_on = todo.pop()
             while event.id not in drawn:  # ids increase along parents, but stay safe
                 drawn.add(event.id)
-                node = container.add(label(event))
+                node = container.add(label(event, went_on))
                 children = kids.get(event.id, [])
-                if len(children) == 1:
+                if not children:
+                    break
+                went_on = None
+                if len(children) > 1:
+                    event, went_on = branch_out(node, children)
+                else:
                     event = children[0]
-                    continue
-                branch_out(node, children)
-                break
 
     roots = kids.get(NIL_ID, [])
     if len(roots) == 1:
-        todo.append((tree, roots[0]))
-    else:
-        branch_out(tree, roots)
+        todo.append((tree, roots[0], None))
+    elif roots:
+        first, mark = branch_out(tree, roots, "root")
+        todo.append((tree, first, mark))
     grow()
     # Events whose parent is gone (quarantined by a repair) still show.
     for e in entries:
         if e.parent_id != NIL_ID and e.parent_id not in by_id:
-            branch_out(tree, [e], f"parent {e.parent_id} is missing")
+            orphan = tree.add(Text(f"orphaned: parent {e.parent_id} is missing", style="red"))
+            todo.append((orphan, e, None))
     grow()
     if not entries:
         tree.add(Text("(no events)", style="dim"))

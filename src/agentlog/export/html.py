@@ -177,35 +177,41 @@ def _tree(view: ExportView, previews: dict[str, str]) -> str:
     while head_shown in entries and entries[head_shown].kind in _SIDEBAR_HIDDEN:
         head_shown = entries[head_shown].parent_id
     out: list[str] = ["<ul>"]
-    # Each stack item: an event to start a run at, a branch to open
-    # (its title), or None to close the list last opened.
-    stack: list[str | tuple[str] | None] = []
+    # Each stack item: ("run", event id, mark or "") to draw a run from an
+    # event, ("open", title) to open a labelled branch, ("close",) to close
+    # the list last opened. Popped last pushed first.
+    stack: list[tuple[str, ...]] = []
 
     def fork(kids: Sequence[str], what: str) -> None:
-        """Each of ``kids`` as its own labelled branch, so that where one
-        ends and the next begins shows (in one flat list they would read
-        as one run)."""
-        stack.append(None)  # closes the list of branches
-        for n, kid in reversed(list(enumerate(kids, 1))):
-            stack.append(None)
-            stack.append(kid)
-            stack.append((f"{what} {n}/{len(kids)}" + ("  (active)" if kid in active else ""),))
+        """Side branches as labelled lists under the branch point, then the
+        branch that goes on (toward HEAD, else the newest) at the branch
+        point's own level, marked: as in ``agentlog tree``, a session
+        retried a thousand times does not nest a thousand lists deep."""
+        went_on = next((k for k in kids if k in active), kids[-1])
+        titles = {k: f"{what} {n}/{len(kids)}" + ("  (active)" if k in active else "") for n, k in enumerate(kids, 1)}
+        stack.append(("run", went_on, titles[went_on]))
+        stack.append(("close",))  # the list of side branches
+        for kid in reversed([k for k in kids if k != went_on]):
+            stack.append(("close",))
+            stack.append(("run", kid, ""))
+            stack.append(("open", titles[kid]))
 
     roots = children.get(NIL_ID, ())
     if len(roots) > 1:
         out.append(f"<li><small>{len(roots)} roots</small><ul>")
         fork(roots, "root")
-    else:
-        stack.extend(roots)
+    elif roots:
+        stack.append(("run", roots[0], ""))
     while stack:
         item = stack.pop()
-        if item is None:
+        if item[0] == "close":
             out.append("</ul></li>")
             continue
-        if isinstance(item, tuple):
-            out.append(f'<li class="branch"><small>{_e(item[0])}</small><ul>')
+        if item[0] == "open":
+            out.append(f'<li class="branch"><small>{_e(item[1])}</small><ul>')
             continue
-        current: str | None = item
+        current: str | None = item[1]
+        mark = item[2]
         while current is not None:
             entry = entries[current]
             cls = ' class="active"' if current in active else ""
@@ -220,7 +226,9 @@ def _tree(view: ExportView, previews: dict[str, str]) -> str:
             )
             if current == head_shown != view.head:
                 line += ' <span class="head">HEAD</span>'
-
+            if mark:
+                line += f' <small class="went-on">↳ {_e(mark)}</small>'
+                mark = ""
             if len(kids) == 1:
                 out.append(line + "</li>")
                 current = kids[0]
