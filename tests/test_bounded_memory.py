@@ -83,3 +83,20 @@ def test_summaries_of_a_session_hold_one_payload_at_a_time(big: tuple[Path, str]
     peak = _peak(lambda: said.append(ok(home, *args)))
     assert said[0]  # it answered
     assert peak < BOUND, f"{' '.join(args)} held {peak:,} bytes at once"
+
+
+def test_a_bundle_imports_in_bounded_memory(big: tuple[Path, str], tmp_path: Path) -> None:
+    from agentlog.export import import_bundle
+
+    home, sid = big
+    store = Store(home)
+    bundle = tmp_path / "big.jsonl"
+    with store.open(sid, readonly=True) as session, open(bundle, "wb") as out:
+        export_session(session, "bundle", out)
+    store.close()
+    target = Store(tmp_path / "target")
+    peak = _peak(lambda: import_bundle(target, bundle))
+    with target.open(sid) as copied:
+        assert len(copied.entries()) == 2 * RESULTS + 2
+    target.close()
+    assert peak < 3 * BOUND, f"importing the bundle held {peak:,} bytes at once"

@@ -16,7 +16,10 @@ Importing keeps every id, parent, time and HEAD. The whole bundle is
 checked before anything is written (each event valid, ids increasing,
 each parent an earlier event of the bundle, times RFC 3339 UTC, HEAD one
 of its events): a bundle that is not consistent is refused whole, with
-the line and event, and leaves nothing behind. It is idempotent: a
+the line and event, and leaves nothing behind. A second pass then writes
+it in atomic batches, so memory is bounded by a batch, not the bundle;
+a crash part-way leaves the session's start, and importing the bundle
+again completes it. It is idempotent: a
 session that already holds the bundle's events (and perhaps more,
 appended since) is left as it is, and a session holding the start of
 them gets only the rest.
@@ -137,55 +140,128 @@ def _resolved(session: Session, event_id: str) -> Event:
 
 @dataclass(slots=True)
 class _Bundle:
+    """What the checking pass keeps of a bundle: its header's facts and
+    every event without its record (ids, parents, kinds, times)."""
+
     meta: dict[str, Any]
     head: str
     events: list[Event] = field(default_factory=list)
 
 
-def _read(path: str | os.PathLike[str], progress: Progress | None) -> _Bundle:
+def _open(path: str | os.PathLike[str]) -> tuple[IO[bytes], int]:
     try:
         size = os.path.getsize(path)
-        f = open(path, "rb")
+        return open(path, "rb"), size
     except OSError as exc:
         raise BundleError(f"cannot read bundle {path}: {exc.strerror or exc}") from None
-    with f:
-        lines = _numbered(f, path)
-        header = next(lines, None)
-        if header is None or not isinstance(header[1], dict) or "agentlog_bundle" not in header[1]:
-            raise BundleError(f"{path} is not an agentlog bundle (no bundle header on line 1)")
-        version = header[1]["agentlog_bundle"]
-        if version != BUNDLE_VERSION:
-            raise BundleError(
-                f"{path}: bundle version {version!r} is not supported (this agentlog reads version {BUNDLE_VERSION})"
-            )
-        meta = header[1].get("session")
-        if not isinstance(meta, dict) or not isinstance(meta.get("id"), str):
-            raise BundleError(f"{path}:1: the header has no session metadata with an id")
-        bundle = _Bundle(meta=meta, head=str(header[1].get("head") or NIL_ID))
-        seen = {NIL_ID}  # the ids of the events read so far (a parent must be one)
-        end: dict[str, Any] | None = None
-        for number, doc in lines:
-            if end is not None:
-                raise BundleError(f"{path}:{number}: data after the end line")
-            if isinstance(doc, dict) and isinstance(doc.get("end"), dict):
-                end = doc["end"]
-                continue
-            if not isinstance(doc, dict) or not isinstance(doc.get("event"), dict):
-                raise BundleError(f"{path}:{number}: expected an event line")
-            bundle.events.append(_event(bundle, doc["event"], f"{path}:{number}", seen))
-            if progress is not None:
-                progress(f.tell(), size)
+
+
+def _scan(f: IO[bytes], path: str | os.PathLike[str], bundle: _Bundle | None = None) -> Iterator[Event | _Bundle]:
+    """Every check of a bundle, in one pass: first the ``_Bundle`` of its
+    header, then each event, checked on its own and against those before
+    it, then (after the last) the end line's check. With ``bundle`` (the
+    first pass's), it must be the same bundle: the file was not changed
+    between the two passes."""
+    lines = _numbered(f, path)
+    header = next(lines, None)
+    if header is None or not isinstance(header[1], dict) or "agentlog_bundle" not in header[1]:
+        raise BundleError(f"{path} is not an agentlog bundle (no bundle header on line 1)")
+    version = header[1]["agentlog_bundle"]
+    if version != BUNDLE_VERSION:
+        raise BundleError(
+            f"{path}: bundle version {version!r} is not supported (this agentlog reads version {BUNDLE_VERSION})"
+        )
+    meta = header[1].get("session")
+    if not isinstance(meta, dict) or not isinstance(meta.get("id"), str):
+        raise BundleError(f"{path}:1: the header has no session metadata with an id")
+    this = _Bundle(meta=meta, head=str(header[1].get("head") or NIL_ID))
+    yield this
+    seen = {NIL_ID}  # the ids of the events read so far (a parent must be one)
+    last = ""
+    count = 0
+    end: dict[str, Any] | None = None
+    for number, doc in lines:
+        if end is not None:
+            raise BundleError(f"{path}:{number}: data after the end line")
+        if isinstance(doc, dict) and isinstance(doc.get("end"), dict):
+            end = doc["end"]
+            continue
+        if not isinstance(doc, dict) or not isinstance(doc.get("event"), dict):
+            raise BundleError(f"{path}:{number}: expected an event line")
+        event = _event(last, doc["event"], f"{path}:{number}", seen)
+        if bundle is not None and (count >= len(bundle.events) or not _same(bundle.events[count], event)):
+            raise BundleError(f"{path}:{number}: the bundle changed while it was imported")
+        last = event.id
+        count += 1
+        yield event
     if end is None:
-        raise BundleError(f"{path} is truncated: it has no end line ({len(bundle.events)} events read)")
-    if end.get("events") != len(bundle.events) or end.get("head", bundle.head) != bundle.head:
+        raise BundleError(f"{path} is truncated: it has no end line ({count} events read)")
+    if end.get("events") != count or end.get("head", this.head) != this.head:
         raise BundleError(
             f"{path}: the end line says {end.get('events')} events and head "
-            f"{end.get('head')}, the bundle holds {len(bundle.events)} and "
-            f"{bundle.head}"
+            f"{end.get('head')}, the bundle holds {count} and {this.head}"
         )
-    if bundle.head not in seen:
-        raise BundleError(f"{path}:1: the head {bundle.head} is not an event of the bundle")
+    if this.head not in seen:
+        raise BundleError(f"{path}:1: the head {this.head} is not an event of the bundle")
+
+
+def _check(path: str | os.PathLike[str], progress: Progress | None) -> _Bundle:
+    """The first pass: check the whole bundle, keeping no record. (Progress
+    counts both passes: this one is the first half.)"""
+    f, size = _open(path)
+    with f:
+        scan = _scan(f, path)
+        bundle = next(scan)
+        assert isinstance(bundle, _Bundle)
+        for event in scan:
+            assert isinstance(event, Event)
+            bundle.events.append(event.with_record(None))
+            if progress is not None:
+                progress(f.tell(), 2 * size)
     return bundle
+
+
+def _batches(
+    path: str | os.PathLike[str], bundle: _Bundle, skip: int, progress: Progress | None
+) -> Iterator[list[Event]]:
+    """The second pass: the events after the first ``skip``, records and
+    all, in batches of at most ``_BATCH_EVENTS`` events and about
+    ``_BATCH_BYTES`` of records, each checked again as it is read."""
+    f, total = _open(path)
+    with f:
+        scan = _scan(f, path, bundle)
+        header = next(scan)
+        assert isinstance(header, _Bundle)
+        if header.meta != bundle.meta or header.head != bundle.head:
+            raise BundleError(f"{path}:1: the bundle changed while it was imported")
+        batch: list[Event] = []
+        size = 0
+        for n, event in enumerate(scan):
+            assert isinstance(event, Event)
+            if n < skip:
+                continue
+            batch.append(event)
+            size += _record_size(event)
+            if len(batch) >= _BATCH_EVENTS or size >= _BATCH_BYTES:
+                yield batch
+                batch, size = [], 0
+                if progress is not None:
+                    progress(total + f.tell(), 2 * total)
+        if batch:
+            yield batch
+
+
+def _record_size(event: Event) -> int:
+    record = event.record
+    if isinstance(record, str):
+        return len(record)
+    return len(orjson.dumps(record)) if isinstance(record, (dict, list)) else 8
+
+
+#: A bundle is written in batches of at most this many events, or about
+#: this many bytes of records: memory stays bounded whatever its size.
+_BATCH_EVENTS = 2000
+_BATCH_BYTES = 2 << 20
 
 
 def _numbered(f: IO[bytes], path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
@@ -198,7 +274,7 @@ def _numbered(f: IO[bytes], path: str | os.PathLike[str]) -> Iterator[tuple[int,
             raise BundleError(f"{path}:{number}: not JSON: {exc}") from None
 
 
-def _event(bundle: _Bundle, doc: dict[str, Any], where: str, seen: set[str]) -> Event:
+def _event(last: str, doc: dict[str, Any], where: str, seen: set[str]) -> Event:
     """The event on one line, checked on its own and against the events
     before it (``seen``: their ids, which this adds to); BundleError if not."""
     try:
@@ -228,7 +304,6 @@ def _event(bundle: _Bundle, doc: dict[str, Any], where: str, seen: set[str]) -> 
             f"{where}: event {event.id} has the timestamp {event.timestamp!r}, "
             "not an RFC 3339 UTC time (2026-08-25T17:21:22.454897183Z)"
         )
-    last = bundle.events[-1].id if bundle.events else ""
     if event.id <= last:
         raise BundleError(f"{where}: event {event.id} does not sort after the event before it ({last})")
     if event.parent_id not in seen:
@@ -269,13 +344,20 @@ def _same(a: Any, b: Any) -> bool:
 def import_bundle(
     store: Store, path: str | os.PathLike[str], *, progress: Progress | None = None
 ) -> BundleImportReport:
-    """Recreate the session in the bundle at ``path`` (ids kept); idempotent."""
-    bundle = _read(path, progress)
+    """Recreate the session in the bundle at ``path`` (ids kept); idempotent.
+
+    Two passes over the file: the first checks all of it and keeps no
+    record, so a bundle that does not hold together writes nothing; the
+    second writes the events in batches (each one atomic), reading and
+    checking them again. Memory stays bounded by a batch, whatever the
+    bundle's size. A crash during the second pass leaves the session's
+    start, which importing the bundle again completes."""
+    bundle = _check(path, progress)
     sid = bundle.meta["id"]
     try:
         session = store.open(sid)
     except SessionNotFound:
-        return _create(store, bundle)
+        return _create(store, path, bundle, progress)
     with session:
         entries = session.entries()
         for have, new in zip(entries, bundle.events, strict=False):
@@ -288,24 +370,30 @@ def import_bundle(
             # since it was exported): nothing to add, and HEAD is the
             # session's own now, not moved back to where the bundle left it.
             return BundleImportReport(sid, "unchanged", 0, len(entries), session.head)
-        rest = bundle.events[len(entries) :]
-        session.import_events(rest)  # records are loaded: no blob source needed
+        for batch in _batches(path, bundle, len(entries), progress):
+            session.import_events(batch)  # records are loaded: no blob source needed
         if session.head != bundle.head:
             session.checkout(bundle.head)  # an event of the bundle (checked): cannot be refused
-        return BundleImportReport(sid, "extended", len(rest), len(bundle.events), session.head)
+        added = len(bundle.events) - len(entries)
+        return BundleImportReport(sid, "extended", added, len(bundle.events), session.head)
 
 
-def _create(store: Store, bundle: _Bundle) -> BundleImportReport:
+def _create(
+    store: Store, path: str | os.PathLike[str], bundle: _Bundle, progress: Progress | None
+) -> BundleImportReport:
     meta = {k: v for k, v in bundle.meta.items() if k not in _LOCAL_META}
     name, working_dir, model = meta.pop("name", None), meta.pop("working_dir", None), meta.pop("model", None)
+    batches = _batches(path, bundle, 0, progress)
     with store.create(
         name=name,
         working_dir=working_dir,
         model=model,
         session_id=bundle.meta["id"],
-        events=bundle.events,
+        events=next(batches, []),
         meta=meta,  # not **meta: a field named "lazy" or "events" is metadata, not an option
     ) as session:
+        for batch in batches:
+            session.import_events(batch)
         if bundle.events and session.head != bundle.head:
             session.checkout(bundle.head)  # an event of the bundle (checked): cannot be refused
         return BundleImportReport(session.id, "created", len(bundle.events), len(bundle.events), session.head)
