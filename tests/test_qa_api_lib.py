@@ -156,7 +156,7 @@ def test_a_lazy_session_whose_id_was_taken_elsewhere_keeps_its_events(store: Sto
     with pytest.raises(SessionExists) as caught:
         lazy.append("message", {"content": "reply"}, role="assistant")
     notes = " ".join(getattr(caught.value, "__notes__", []))
-    assert "1 events are still in memory" in notes and "fork()" in notes
+    assert "1 event is still in memory" in notes and "fork()" in notes
     assert not lazy.persisted
     assert [e.record["content"] for e in lazy.path()] == ["user words"]
     with lazy.fork() as saved:  # stored under a new id

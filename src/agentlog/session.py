@@ -336,8 +336,9 @@ class Session:
             except (SessionExists, SessionLocked) as exc:
                 # Another process took the id meanwhile (this one's creates
                 # are refused while the id is reserved): say where the events are.
+                held = "1 event is" if len(events) == 1 else f"{len(events):,} events are"
                 exc.add_note(
-                    f"this lazy session's {len(events)} events are still in memory, in this Session: "
+                    f"this lazy session's {held} still in memory, in this Session: "
                     "session.fork() stores them under a new id"
                 )
                 raise
