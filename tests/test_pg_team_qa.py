@@ -81,3 +81,14 @@ def test_libpq_parameters_with_spaces_reach_libpq(pg_schema: str) -> None:
         with store.create(session_id="s") as session:
             session.append("message", {"content": "x"}, role="user")
             assert session.storage._lease.conn.execute("SHOW statement_timeout").fetchone()[0] == "54321ms"  # type: ignore[attr-defined]
+
+
+def test_a_nul_in_a_record_keeps_the_words_apart_in_postgres_search(pg_schema: str) -> None:
+    """PostgreSQL text holds no NUL: it used to be dropped from the indexed
+    text, gluing "hello" and "nul" into one word no query finds."""
+    store = Store(pg_url(pg_schema))
+    with store.create() as session:
+        session.append("message", {"content": "hello\x00nul"}, role="user")
+    hits = store.search("nul")
+    assert len(hits) == 1 and "\u2400" in hits[0].snippet
+    store.close()

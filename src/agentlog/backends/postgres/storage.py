@@ -57,8 +57,10 @@ _PATH_SCAN = f"SELECT {_COLUMNS} FROM events WHERE session_id = %s AND id <= %s:
 
 def searchable_text(kind: str, payload: bytes) -> str:
     """What search indexes of a record: its text as the SQLite index and the
-    exports read it (``recordtext``), without NULs, which PostgreSQL text refuses."""
-    return record_text(kind, orjson.loads(payload)).replace("\x00", "")
+    exports read it (``recordtext``), a NUL (which PostgreSQL text refuses)
+    shown as the symbol for one, as the CLI shows it: dropping it glued the
+    words on either side into one ("hello\\x00nul" could not be found by "nul")."""
+    return record_text(kind, orjson.loads(payload)).replace("\x00", "\u2400")
 
 
 def _without_nul(value: Any) -> Any:
