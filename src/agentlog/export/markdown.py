@@ -103,6 +103,7 @@ def session_markdown(view: ExportView, *, all_branches: bool = False) -> str:
 
 def markdown_chunks(view: ExportView, *, all_branches: bool = False) -> Iterator[str]:
     """The document, one event at a time: nothing holds more than one payload."""
+    view.showing = len(view.order) if all_branches else len(view.active)
     meta = view.meta
     lines = [
         f"# {view.title}",

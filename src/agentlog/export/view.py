@@ -56,8 +56,10 @@ class ExportView:
     #: damaged payload never hides a session.
     unreadable: dict[str, str] = field(default_factory=dict)
     progress: Progress | None = None
-    #: Events written so far (what ``progress`` is told).
+    #: Events written so far, of how many the document will show (what
+    #: ``progress`` is told; a Markdown export of the active path shows fewer).
     done: int = 0
+    showing: int = 0
 
     @property
     def title(self) -> str:
@@ -82,7 +84,7 @@ class ExportView:
             event = event.with_record(self.redactor.value(event.record))
         self.done += 1
         if self.progress is not None:
-            self.progress(self.done, len(self.order))
+            self.progress(self.done, self.showing or len(self.order))
         return event
 
 
