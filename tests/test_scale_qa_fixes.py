@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from agentlog import Store
 from cli_support import error, ok, run
@@ -78,3 +81,58 @@ def test_tree_of_a_session_retried_many_times_stays_narrow(tmp_path: Path) -> No
     assert len(head) - len(head.lstrip(" │├└─")) <= 4  # HEAD stays at the top level
     # Every side try is still there (the last is its ask's only child: no branch point yet).
     assert sum("branch 1/2" in line for line in lines) == 74 and sum("a side try" in line for line in lines) == 75
+
+
+def _bundle_of_five(tmp_path: Path) -> tuple[Path, list[str], list[str]]:
+    store = Store(tmp_path / "src")
+    with store.create(session_id="b") as session:
+        ids = [session.append("message", {"text": f"m{i}"}, role="user").id for i in range(5)]
+        out = tmp_path / "b.jsonl"
+        with open(out, "wb") as f:
+            from agentlog.export import export_session
+
+            export_session(session, "bundle", f)
+    store.close()
+    return out, ids, out.read_text().splitlines()
+
+
+def test_a_bundle_that_shrinks_between_the_passes_is_refused(tmp_path: Path, monkeypatch: Any) -> None:
+    import agentlog.export.bundle as bundle_module
+    from agentlog.errors import BundleError
+    from agentlog.export import import_bundle
+
+    path, ids, lines = _bundle_of_five(tmp_path)
+    smaller = [*lines[:4], json.dumps({"end": {"events": 3, "head": ids[4]}})]
+    first_pass = bundle_module._check
+
+    def then_shrink(p: Any, progress: Any) -> Any:
+        checked = first_pass(p, progress)
+        path.write_text("\n".join(smaller) + "\n")  # still a bundle that holds together on its own
+        return checked
+
+    monkeypatch.setattr(bundle_module, "_check", then_shrink)
+    target = Store(tmp_path / "target")
+    with pytest.raises(BundleError, match="changed while it was imported"):
+        import_bundle(target, path)
+    target.close()
+
+
+def test_a_bundle_import_reports_progress_to_the_end(tmp_path: Path) -> None:
+    from agentlog.export import import_bundle
+
+    path, _, _ = _bundle_of_five(tmp_path)
+    seen: list[tuple[int, int]] = []
+    import_bundle(Store(tmp_path / "target"), path, progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1][0] == seen[-1][1]
+
+
+def test_an_age_longer_than_time_is_a_typed_error_or_the_epoch(tmp_path: Path) -> None:
+    from agentlog.search import SearchError
+
+    store = Store(tmp_path / "home")
+    with store.create() as session:
+        session.append("message", {"content": "hello"}, role="user")
+    assert len(store.search("hello", since="1000000y")) == 1  # since before any event: every one
+    with pytest.raises(SearchError):
+        store.search("hello", since="9" * 400 + "d")  # not a number of seconds a float holds
+    store.close()

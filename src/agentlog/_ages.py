@@ -4,6 +4,7 @@ search, and the server's search route."""
 
 from __future__ import annotations
 
+import math
 import re
 import time
 
@@ -20,7 +21,10 @@ def parse_age(text: str) -> float:
     found = _AGE.match(text.strip().lower())
     if not found:
         raise ValueError(f"{text!r} is not an age such as 90d, 12h or 2w")
-    return float(found[1]) * _UNIT_S[found[2]]
+    seconds = float(found[1]) * _UNIT_S[found[2]]
+    if not math.isfinite(seconds):
+        raise ValueError(f"{text!r} is too long an age to count")
+    return seconds
 
 
 def at(ns: int) -> str:
@@ -31,5 +35,7 @@ def at(ns: int) -> str:
 
 
 def ago(age_s: float) -> str:
-    """The canonical UTC timestamp ``age_s`` seconds before now."""
-    return at(int((time.time() - age_s) * 1e9))
+    """The canonical UTC timestamp ``age_s`` seconds before now (the epoch
+    for an age longer than time itself: no event is older)."""
+    now = time.time()
+    return at(0) if age_s >= now else at(int((now - age_s) * 1e9))

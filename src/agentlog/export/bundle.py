@@ -189,11 +189,18 @@ def _scan(f: IO[bytes], path: str | os.PathLike[str], bundle: _Bundle | None = N
         if not isinstance(doc, dict) or not isinstance(doc.get("event"), dict):
             raise BundleError(f"{path}:{number}: expected an event line")
         event = _event(last, doc["event"], f"{path}:{number}", seen)
-        if bundle is not None and (count >= len(bundle.events) or not _same(bundle.events[count], event)):
+        if bundle is not None and (
+            count >= len(bundle.events)
+            or not _same(bundle.events[count], event)
+            or bundle.events[count].digest != event.digest
+        ):
             raise BundleError(f"{path}:{number}: the bundle changed while it was imported")
         last = event.id
         count += 1
         yield event
+    if bundle is not None and count != len(bundle.events):
+        was = len(bundle.events)
+        raise BundleError(f"{path}: the bundle changed while it was imported (it held {was} events, now {count})")
     if end is None:
         raise BundleError(f"{path} is truncated: it has no end line ({count} events read)")
     if end.get("events") != count or end.get("head", this.head) != this.head:
@@ -249,6 +256,8 @@ def _batches(
                     progress(total + f.tell(), 2 * total)
         if batch:
             yield batch
+        if progress is not None:
+            progress(2 * total, 2 * total)
 
 
 def _record_size(event: Event) -> int:
