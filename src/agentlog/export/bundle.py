@@ -378,6 +378,8 @@ def import_bundle(
             # Every event of the bundle is here (the session may have grown
             # since it was exported): nothing to add, and HEAD is the
             # session's own now, not moved back to where the bundle left it.
+            if progress is not None:
+                progress(1, 1)  # no second pass to report: the work is done
             return BundleImportReport(sid, "unchanged", 0, len(entries), session.head)
         for batch in _batches(path, bundle, len(entries), progress):
             session.import_events(batch)  # records are loaded: no blob source needed
