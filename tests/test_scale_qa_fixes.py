@@ -124,7 +124,7 @@ def test_a_bundle_import_reports_progress_to_the_end(tmp_path: Path) -> None:
     target = Store(tmp_path / "target")
     for _ in range(2):  # created, then unchanged (no second pass)
         seen: list[tuple[int, int]] = []
-        import_bundle(target, path, progress=lambda done, total: seen.append((done, total)))
+        import_bundle(target, path, progress=lambda done, total, seen=seen: seen.append((done, total)))
         assert seen[-1][0] == seen[-1][1]
     target.close()
 
