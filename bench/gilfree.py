@@ -69,11 +69,15 @@ def _build(out_dir: str) -> Any:
 def _run_threads(threads: int, per_thread: int, step: Any) -> float:
     """Events/s of ``threads`` threads each calling ``step(i)`` ``per_thread`` times."""
     barrier = threading.Barrier(threads + 1)
+    errors: list[BaseException] = []
 
     def run(k: int) -> None:
         barrier.wait()
-        for _ in range(per_thread):
-            step(k)
+        try:
+            for _ in range(per_thread):
+                step(k)
+        except BaseException as exc:  # reported below: a thread that stopped early would inflate the rate
+            errors.append(exc)
 
     workers = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
     for w in workers:
@@ -82,7 +86,10 @@ def _run_threads(threads: int, per_thread: int, step: Any) -> float:
     t0 = time.perf_counter()
     for w in workers:
         w.join()
-    return threads * per_thread / (time.perf_counter() - t0)
+    elapsed = time.perf_counter() - t0
+    if errors:
+        raise RuntimeError(f"an appending thread failed: {errors[0]!r}") from errors[0]
+    return threads * per_thread / elapsed
 
 
 def _agentlog(home: str, threads: int, per_thread: int) -> float:
