@@ -25,7 +25,7 @@ from ...errors import HeadConflict, SessionClosed, SessionPoisoned, StorageError
 from ..base import BlobCopy, Commit, Ticket
 from .blobs import BlobStore
 from .chunklog import ChunkLog
-from .index import Index, entry_of
+from .index import Index, Placed
 from .lines import frame_commit
 
 __all__ = ["GroupCommit"]
@@ -226,15 +226,16 @@ class GroupCommit:
             raise
         end = start + len(data)
         last = None
+        placed: list[Placed]
         if len(lines) == 1:  # an append: one line, one entry
             last = records[0]
-            entries = [] if last is None else [entry_of(last, chunk, start, end - start)]
+            placed = [] if last is None else [(last, chunk, start, end - start)]
         else:
-            entries = []
+            placed = []
             offset = start
             for line, obj in zip(lines, records, strict=True):
                 if obj is not None:
-                    entries.append(entry_of(obj, chunk, offset, len(line)))
+                    placed.append((obj, chunk, offset, len(line)))
                     last = obj
                 offset += len(line)
         with self._state:
@@ -242,7 +243,7 @@ class GroupCommit:
             self._scan_from = (chunk, end)
             if last is not None:
                 self._last_id = last["id"]
-                self.index.add(entries)
+                self.index.add_records(placed)
 
     def _put_blob(self, digest: str, blob: bytes | BlobCopy) -> bool:
         """Store one blob (before any event names it); True if its directory

@@ -37,6 +37,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from ..._cext import speedups
 from ..._fs import OsFs
 from ...errors import StorageError
 from ...event import format_timestamp
@@ -90,6 +91,10 @@ INCOMPLETE = 2  # some field is only in the record (see the module docstring)
 _SCAN_BLOCK = 1 << 20
 _MAX_OFFSET = 1 << 48  # 256 TiB: larger than any chunk file
 _NIL = bytes(16)
+#: An event record with its place in the log: chunk, offset, length.
+Placed = tuple[dict[str, Any], int, int, int]
+#: ``Index._encode`` in C for the write path (None: the Python packer runs).
+_index_slot = None if speedups is None else speedups.index_slot
 
 
 class IndexDamaged(Exception):
@@ -571,7 +576,42 @@ class Index:
             self._to_tail(entries)
             return
         new: list[str] = []
-        data = b"".join([self._encode(e, new) for e in entries])
+        self._put(b"".join([self._encode(e, new) for e in entries]), new, entries)
+
+    def add_records(self, placed: list[Placed]) -> None:
+        """``add`` for the write path: each event record with its chunk,
+        offset and length, packed straight from the record (by the C
+        extension where it can: an append's largest cost after its write)."""
+        if _index_slot is None or not self.writable or self.broken:
+            self.add([entry_of(*p) for p in placed])
+            return
+        codes = self._names.codes
+        new: list[str] = []
+        slots = []
+        for rec, chunk, offset, length in placed:
+            kind, role = codes.get(rec["kind"]), rec.get("role")
+            role_code = _NO_NAME if role is None else codes.get(role)
+            slot = None
+            if kind is not None and role_code is not None:
+                slot = _index_slot(
+                    rec["id"],
+                    rec["parent_id"],
+                    rec["timestamp"],
+                    rec.get("branch_from"),
+                    rec.get("digest"),
+                    offset,
+                    length,
+                    chunk,
+                    kind,
+                    role_code,
+                )
+            # A new name, or a field only the Python packer's rules decide.
+            slots.append(self._encode(entry_of(rec, chunk, offset, length), new) if slot is None else slot)
+        self._put(slots[0] if len(slots) == 1 else b"".join(slots), new, placed)
+
+    def _put(self, data: bytes, new: list[str], entries: list[Entry] | list[Placed]) -> None:
+        """Write packed entries (and first the header, if they named ``new``
+        names) after the last; on failure keep them in memory instead."""
         before = HEADER_SIZE + self.count * ENTRY_SIZE
         try:
             if new:
@@ -586,13 +626,13 @@ class Index:
             # which resumes after the file's last entry. The next open
             # completes the file from the log.
             self.broken = True
-            self._to_tail(entries)
+            self._to_tail([e if isinstance(e, Entry) else entry_of(*e) for e in entries])
             try:
                 self.fs.truncate(self._fd, before, self.path)
             except StorageError:
                 pass  # a partial entry left here is cut off on the next open
             return
-        self.count += len(entries)
+        self.count += len(data) // ENTRY_SIZE
 
     def _to_tail(self, entries: list[Entry]) -> None:
         for e in entries:

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import os
 import re
-import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from zlib import crc32
@@ -35,6 +33,7 @@ from zlib import crc32
 import orjson
 from orjson import loads
 
+from ..._cext import speedups
 from ..._codec import checksum_ok
 from ...errors import CorruptionError, EventNotFound
 from ...event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, Event, is_event_id, make_event, stored_record_problem
@@ -268,35 +267,16 @@ def _follow(
     return pos, want, False
 
 
-#: The interface of ``agentlog._speedups`` this module calls (``ABI`` in _speedups.c).
-_SPEEDUPS_ABI = 2
-
-
 def _load_speedups() -> Any:
-    """The C build of ``_follow`` and ``_follow_block`` (``agentlog._speedups``),
-    or None where it was not built (an install without a C compiler), is of
-    another version, or is turned off with ``AGENTLOG_PURE_PYTHON=1``: then
-    the Python loops run, the same loops, slower. Whatever the C loops
+    """The C build of ``_follow`` and ``_follow_block`` (``agentlog._speedups``,
+    see ``agentlog._cext``), configured with the ``Event`` type, or None:
+    then the Python loops run, the same loops, slower. Whatever the C loops
     accept, the Python loops accept too and build the same ``Event`` from
     (tests/test_speedups.py)."""
-    if os.environ.get("AGENTLOG_PURE_PYTHON"):
+    if speedups is None:
         return None
-    try:
-        from ... import _speedups  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    if getattr(_speedups, "ABI", None) != _SPEEDUPS_ABI:
-        # an in-place build older or newer than this file (a `git pull`
-        # that did not rebuild it): called wrongly it would fail, or worse
-        warnings.warn(
-            "agentlog._speedups was built from another version of agentlog; the Python loop runs "
-            "(reinstall agentlog to rebuild it)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
-    _speedups.configure(Event, tuple(f.name for f in dataclasses.fields(Event)), loads)
-    return _speedups
+    speedups.configure(Event, tuple(f.name for f in dataclasses.fields(Event)), loads)
+    return speedups
 
 
 def _event_of(rec: dict[str, Any]) -> Event:

@@ -40,7 +40,7 @@ from ..base import IndexEntry, SessionStorage
 from .blobs import BlobStore
 from .chunklog import ChunkLog, Line, set_aside
 from .groupcommit import GroupCommit
-from .index import Entry, Index, IndexDamaged, entry_of
+from .index import Entry, Index, IndexDamaged, Placed, entry_of
 from .layout import Layout
 from .legacy_index import LegacyIndex
 from .lines import entry_to_index, is_event
@@ -353,7 +353,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             for number in range(group[0][1].chunk, len(self.log.numbers)):
                 self.log.sync_chunk(number)
             self._tail_synced = True
-        entries = []
+        entries: list[Placed] = []
         for rec, line in group:
             if is_event(rec):
                 problem = stored_record_problem(rec)
@@ -362,7 +362,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
                 if problem:
                     raise CorruptionError(self.log.path(line.chunk), line.offset, problem)
                 self._last_id = rec["id"]
-                entries.append(entry_of(rec, line.chunk, line.offset, line.length))
+                entries.append((rec, line.chunk, line.offset, line.length))
                 self._head = rec["id"]
             elif rec.get("op") == "checkout" and is_event_id(rec.get("head")):
                 self._head = rec["head"]
@@ -371,7 +371,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         last = group[-1][1]
         self._scan_from = (last.chunk, last.offset + last.length)
         if entries:
-            self.index.add(entries)
+            self.index.add_records(entries)
 
     def _sync_head_file(self) -> None:
         """Bring the HEAD file in line with the log (a cache; no sync needed)."""
