@@ -267,3 +267,11 @@ def test_a_session_reads_back_what_the_c_packer_indexed(tmp_path) -> None:
         assert [(e.id, e.parent_id, e.kind, e.role, e.timestamp) for e in r.entries()] == [
             (e.id, e.parent_id, e.kind, e.role, e.timestamp) for e in made
         ]
+
+
+def test_adding_no_records_writes_nothing(tmp_path) -> None:
+    path = str(tmp_path / "index.bin")
+    index = Index(OsFs(), path, writable=True)
+    index.add_records([])
+    index.close()
+    assert os.path.getsize(path) == HEADER_SIZE

@@ -582,6 +582,8 @@ class Index:
         """``add`` for the write path: each event record with its chunk,
         offset and length, packed straight from the record (by the C
         extension where it can: an append's largest cost after its write)."""
+        if not placed:
+            return
         if _index_slot is None or not self.writable or self.broken:
             self.add([entry_of(*p) for p in placed])
             return
