@@ -53,19 +53,7 @@ def _record(eid: str, parent: str, stamp: str, **more: Any) -> dict[str, Any]:
 
 
 def _c_slot(rec: dict[str, Any], chunk: int, offset: int, length: int, codes: dict[str, int]) -> bytes | None:
-    role = rec["role"]
-    return speedups.index_slot(
-        rec["id"],
-        rec["parent_id"],
-        rec["timestamp"],
-        rec["branch_from"],
-        rec["digest"],
-        offset,
-        length,
-        chunk,
-        codes[rec["kind"]],
-        0 if role is None else codes[role],
-    )
+    return speedups.index_slot(rec, chunk, offset, length, codes)
 
 
 _uuids = st.builds(lambda n: str(uuid.UUID(int=n)), st.integers(0, (1 << 128) - 1))
@@ -175,8 +163,32 @@ def test_values_past_the_slot_are_left_to_python() -> None:
     assert _c_slot(rec, -1, 0, 1, _names) is None
     assert _c_slot(rec, 0, 1 << 64, 1, _names) is None
     assert _c_slot(rec, 0, 0, 1 << 32, _names) is None
+    assert _c_slot(rec, 0, 0, 1, {"message": 256}) is None  # not a one-byte code
+    assert _c_slot(rec, 0, 0, 1, {"message": 1 << 80}) is None
+    assert _c_slot(rec, 0, 0, 1, {"message": "1"}) is None
     with pytest.raises(TypeError):
-        speedups.index_slot(rec["id"])
+        speedups.index_slot(rec)
+    with pytest.raises(TypeError):
+        speedups.index_slot(list(rec.items()), 0, 0, 1, _names)
+
+
+@needs_c
+def test_names_not_in_the_table_and_missing_members_are_left_to_python() -> None:
+    """A new kind or role gets its code from the Python packer (which adds
+    it to the table); a record without a required member is ``entry_of``'s
+    KeyError, as it always was; absent optional members read as None."""
+    rec = _record(str(uuid.uuid4()), NIL_ID, format_timestamp(10**18), kind="custom.new", role="assistant")
+    assert _c_slot(rec, 0, 0, 1, _names) is None
+    rec = _record(str(uuid.uuid4()), NIL_ID, format_timestamp(10**18), role="critic")
+    assert _c_slot(rec, 0, 0, 1, _names) is None
+    for key in ("id", "parent_id", "timestamp", "kind"):
+        partial = _record(str(uuid.uuid4()), NIL_ID, format_timestamp(10**18))
+        del partial[key]
+        assert _c_slot(partial, 0, 0, 1, _names) is None
+    bare = _record(str(uuid.uuid4()), NIL_ID, format_timestamp(10**18))
+    for key in ("role", "branch_from", "digest"):
+        del bare[key]
+    assert _c_slot(bare, 0, 0, 1, _names) == _python_slot(bare, 0, 0, 1, _names)
 
 
 def _write(tmp_path, name: str, placed: list, *, fast: bool, monkeypatch) -> bytes:

@@ -51,8 +51,14 @@ class OsFs:
 
     def pwrite(self, fd: int, data: bytes, offset: int, path: str = "?") -> None:
         """Write all of ``data`` at ``offset`` (the file position is unchanged)."""
-        view = memoryview(data)
         try:
+            n = os.pwrite(fd, data, offset)
+            if n == len(data):
+                return  # the common case, an index entry on every append: one call, no view
+            if n <= 0:  # pragma: no cover - a zero-length write means no progress
+                raise OSError(_errno.EIO, "write made no progress")
+            view = memoryview(data)[n:]
+            offset += n
             while view:
                 n = os.pwrite(fd, view, offset)
                 if n <= 0:  # pragma: no cover - a zero-length write means no progress

@@ -591,42 +591,71 @@ static void put_le(unsigned char *p, uint64_t v, int n) {
 #define BRANCH_IS_PARENT 1
 #define INCOMPLETE 2
 
+static PyObject *k_id, *k_parent, *k_stamp, *k_kind, *k_role, *k_branch, *k_digest;
+
+/* rec[key] (borrowed), Py_None when absent and ``optional``, else NULL
+ * (absent and required, or an error set). */
+static PyObject *member(PyObject *rec, PyObject *key, int optional) {
+    PyObject *v = PyDict_GetItemWithError(rec, key);
+    if (v == NULL && !PyErr_Occurred() && optional) return Py_None;
+    return v;
+}
+
+/* codes[name] as a one-byte code, or -1 (not in the table: a new name). */
+static long code_of(PyObject *codes, PyObject *name) {
+    PyObject *v = PyDict_GetItemWithError(codes, name);
+    if (v == NULL || !PyLong_Check(v)) return -1;
+    long c = PyLong_AsLong(v);
+    if (c == -1 && PyErr_Occurred()) PyErr_Clear(); /* past a long: not a code */
+    return (c < 0 || c > 0xff) ? -1 : c;
+}
+
 static PyObject *index_slot(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    /* id, parent_id, timestamp, branch_from, digest, offset, length, chunk, kind code, role code */
-    if (nargs != 10) {
-        PyErr_SetString(PyExc_TypeError, "index_slot takes 10 arguments");
+    /* rec, chunk, offset, length, codes: ``Index._encode(entry_of(rec, chunk,
+     * offset, length))`` for an index whose name table is ``codes``. */
+    if (nargs != 5 || !PyDict_Check(args[0]) || !PyDict_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "index_slot(rec: dict, chunk, offset, length, codes: dict)");
         return NULL;
     }
+    PyObject *rec = args[0], *codes = args[4];
+    PyObject *id = member(rec, k_id, 0), *parent = member(rec, k_parent, 0), *stamp = member(rec, k_stamp, 0);
+    PyObject *kind = member(rec, k_kind, 0), *role = member(rec, k_role, 1);
+    PyObject *branch = member(rec, k_branch, 1), *digest = member(rec, k_digest, 1);
+    if (PyErr_Occurred()) return NULL;
+    if (id == NULL || parent == NULL || stamp == NULL || kind == NULL || role == NULL || branch == NULL ||
+        digest == NULL)
+        Py_RETURN_NONE; /* a required member missing: entry_of says so */
     unsigned char slot[SLOT_SIZE];
     memset(slot, 0, sizeof(slot));
-    if (!uuid_bytes(args[0], slot) || !uuid_bytes(args[1], slot + 16)) Py_RETURN_NONE;
-    int64_t ns = canonical_ns(args[2]);
+    if (!uuid_bytes(id, slot) || !uuid_bytes(parent, slot + 16)) Py_RETURN_NONE;
+    int64_t ns = canonical_ns(stamp);
     if (ns < 0) Py_RETURN_NONE;
+    long kind_code = code_of(codes, kind);
+    long role_code = role == Py_None ? 0 : code_of(codes, role);
+    if (PyErr_Occurred()) return NULL;
+    if (kind_code < 0 || role_code < 0) Py_RETURN_NONE;
     int flags = 0;
-    PyObject *branch = args[3], *digest = args[4];
     if (branch != Py_None) {
-        int same = PyObject_RichCompareBool(branch, args[1], Py_EQ);
+        int same = PyObject_RichCompareBool(branch, parent, Py_EQ);
         if (same < 0) return NULL;
         flags |= same ? BRANCH_IS_PARENT : INCOMPLETE;
     }
     if (digest != Py_None) flags |= INCOMPLETE;
-    unsigned long long offset = PyLong_AsUnsignedLongLong(args[5]);
-    unsigned long length = PyLong_AsUnsignedLong(args[6]);
-    unsigned long chunk = PyLong_AsUnsignedLong(args[7]);
-    unsigned long kind = PyLong_AsUnsignedLong(args[8]);
-    unsigned long role = PyLong_AsUnsignedLong(args[9]);
+    unsigned long chunk = PyLong_AsUnsignedLong(args[1]);
+    unsigned long long offset = PyLong_AsUnsignedLongLong(args[2]);
+    unsigned long length = PyLong_AsUnsignedLong(args[3]);
     if (PyErr_Occurred()) {
         /* out of range for the slot (or not an int): the Python packer says so by its own rules */
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    if (length > 0xffffffffUL || chunk > 0xffffffffUL || kind > 0xff || role > 0xff) Py_RETURN_NONE;
+    if (length > 0xffffffffUL || chunk > 0xffffffffUL) Py_RETURN_NONE;
     put_le(slot + 32, (uint64_t)ns, 8);
     put_le(slot + 40, offset, 8);
     put_le(slot + 48, length, 4);
     put_le(slot + 52, chunk, 4);
-    slot[56] = (unsigned char)kind;
-    slot[57] = (unsigned char)role;
+    slot[56] = (unsigned char)kind_code;
+    slot[57] = (unsigned char)role_code;
     slot[58] = (unsigned char)flags;
     put_le(slot + 60, (uint32_t)crc32(0, slot, 60), 4);
     return PyBytes_FromStringAndSize((const char *)slot, SLOT_SIZE);
@@ -674,8 +703,8 @@ static PyMethodDef methods[] = {
     {"follow", (PyCFunction)(void (*)(void))follow, METH_FASTCALL,
      "follow(lines, pos, want, out, budget, until_kind, until_id) -> (pos, want, done): pathread._follow in C."},
     {"index_slot", (PyCFunction)(void (*)(void))index_slot, METH_FASTCALL,
-     "index_slot(id, parent_id, timestamp, branch_from, digest, offset, length, chunk, kind_code, role_code) -> "
-     "the 64 bytes of the index entry, or None where Index._encode must pack it."},
+     "index_slot(rec, chunk, offset, length, codes) -> the 64 bytes of the record's index entry, "
+     "or None where Index._encode must pack it."},
     {"crc32", crc32_py, METH_VARARGS,
      "crc32(data, value=0): zlib.crc32's value, computed as follow() computes it (for the tests)."},
     {"configure", configure, METH_VARARGS,
@@ -693,6 +722,12 @@ PyMODINIT_FUNC PyInit__speedups(void) {
 #endif
     record_key = PyUnicode_InternFromString("record");
     if (record_key == NULL) return NULL;
+    PyObject **keys[] = {&k_id, &k_parent, &k_stamp, &k_kind, &k_role, &k_branch, &k_digest};
+    const char *names[] = {"id", "parent_id", "timestamp", "kind", "role", "branch_from", "digest"};
+    for (int i = 0; i < 7; i++) {
+        *keys[i] = PyUnicode_InternFromString(names[i]);
+        if (*keys[i] == NULL) return NULL;
+    }
     PyObject *m = PyModule_Create(&module);
     /* ABI: the interface pathread calls; a build older or newer than the
      * Python beside it (an in-place build a `git pull` did not redo) is

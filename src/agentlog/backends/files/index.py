@@ -587,27 +587,12 @@ class Index:
         if _index_slot is None or not self.writable or self.broken:
             self.add([entry_of(*p) for p in placed])
             return
-        codes = self._names.codes
+        codes = self._names.codes  # a name a slot adds goes in here too (``_code``)
         new: list[str] = []
         slots = []
         for rec, chunk, offset, length in placed:
-            kind, role = codes.get(rec["kind"]), rec.get("role")
-            role_code = _NO_NAME if role is None else codes.get(role)
-            slot = None
-            if kind is not None and role_code is not None:
-                slot = _index_slot(
-                    rec["id"],
-                    rec["parent_id"],
-                    rec["timestamp"],
-                    rec.get("branch_from"),
-                    rec.get("digest"),
-                    offset,
-                    length,
-                    chunk,
-                    kind,
-                    role_code,
-                )
-            # A new name, or a field only the Python packer's rules decide.
+            slot = _index_slot(rec, chunk, offset, length, codes)
+            # None: a new name, or a field only the Python packer's rules decide.
             slots.append(self._encode(entry_of(rec, chunk, offset, length), new) if slot is None else slot)
         self._put(slots[0] if len(slots) == 1 else b"".join(slots), new, placed)
 
