@@ -661,6 +661,146 @@ static PyObject *index_slot(PyObject *self, PyObject *const *args, Py_ssize_t na
     return PyBytes_FromStringAndSize((const char *)slot, SLOT_SIZE);
 }
 
+/* --- frame_line: a log line (_codec.encode_line) ---------------------------
+ *
+ * ``encode_line(obj)`` for the lines the writer frames (lines.frame_commit):
+ * ``obj``'s members in order, as orjson writes them, the member "record"
+ * being ``payload`` verbatim (the caller's ``orjson.Fragment(payload)``, or
+ * null), then the checksum member.  It answers only for members it writes
+ * exactly as orjson does: keys and strings of printable ASCII without a
+ * quote or a backslash (nothing to escape), None, and lists of ints; for
+ * anything else it returns None and orjson frames the line
+ * (tests/test_frame_line.py holds the two byte-identical). */
+
+/* The length of s if it is printable ASCII with nothing orjson escapes, else -1. */
+static Py_ssize_t plain_len(PyObject *s) {
+    if (!PyUnicode_CheckExact(s) || !PyUnicode_IS_ASCII(s)) return -1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    const unsigned char *p = PyUnicode_1BYTE_DATA(s);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] < 0x20 || p[i] > 0x7e || p[i] == '"' || p[i] == '\\') return -1;
+    }
+    return n;
+}
+
+/* One member's value: its JSON text written at out (when out is not NULL);
+ * its length, or -1 if it is not one this function writes. */
+static Py_ssize_t value_text(PyObject *v, char *out) {
+    if (v == Py_None) {
+        if (out) memcpy(out, "null", 4);
+        return 4;
+    }
+    if (PyUnicode_Check(v)) {
+        Py_ssize_t n = plain_len(v);
+        if (n < 0) return -1;
+        if (out) {
+            out[0] = '"';
+            memcpy(out + 1, PyUnicode_1BYTE_DATA(v), (size_t)n);
+            out[n + 1] = '"';
+        }
+        return n + 2;
+    }
+    if (PyList_CheckExact(v)) {
+        Py_ssize_t count = PyList_GET_SIZE(v), len = 1;
+        if (out) out[0] = '[';
+        for (Py_ssize_t i = 0; i < count; i++) {
+            PyObject *item = PyList_GET_ITEM(v, i);
+            if (!PyLong_CheckExact(item)) return -1; /* bool is not exact: orjson writes true */
+            int overflow = 0;
+            long long x = PyLong_AsLongLongAndOverflow(item, &overflow);
+            if (overflow || (x == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                return -1;
+            }
+            char digits[24];
+            int k = snprintf(digits, sizeof(digits), "%lld", x);
+            if (i) {
+                if (out) out[len] = ',';
+                len++;
+            }
+            if (out) memcpy(out + len, digits, (size_t)k);
+            len += k;
+        }
+        if (out) out[len] = ']';
+        return len + 1;
+    }
+    return -1;
+}
+
+static int is_record_key(PyObject *key) { return key == record_key || PyUnicode_Compare(key, record_key) == 0; }
+
+static PyObject *frame_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyDict_CheckExact(args[0]) || (args[1] != Py_None && !PyBytes_CheckExact(args[1]))) {
+        PyErr_SetString(PyExc_TypeError, "frame_line(obj: dict, payload: bytes | None)");
+        return NULL;
+    }
+    PyObject *obj = args[0], *payload = args[1], *key, *value;
+    /* First pass: check every member and size the line. */
+    Py_ssize_t pos = 0, size = 1; /* { */
+    int first = 1;
+    while (PyDict_Next(obj, &pos, &key, &value)) {
+        Py_ssize_t k = plain_len(key);
+        if (k < 0) Py_RETURN_NONE;
+        Py_ssize_t v;
+        if (is_record_key(key)) {
+            /* the caller's Fragment(payload), or None with no payload */
+            if ((value == Py_None) != (payload == Py_None)) Py_RETURN_NONE;
+            v = payload == Py_None ? 4 : PyBytes_GET_SIZE(payload);
+        } else {
+            v = value_text(value, NULL);
+        }
+        if (v < 0) Py_RETURN_NONE;
+        size += (first ? 0 : 1) + k + 3 + v; /* ,"key":value */
+        first = 0;
+    }
+    if (first) Py_RETURN_NONE; /* {} : not a record */
+    static const char tail_head[] = ",\"crc\":\"";
+    Py_ssize_t total = size + (Py_ssize_t)LIT(tail_head) + 8 + 3; /* 8 hex, "}\n */
+    PyObject *line = PyBytes_FromStringAndSize(NULL, total);
+    if (line == NULL) return NULL;
+    char *out = PyBytes_AS_STRING(line), *at = out;
+    *at++ = '{';
+    pos = 0;
+    first = 1;
+    while (PyDict_Next(obj, &pos, &key, &value)) {
+        Py_ssize_t k = PyUnicode_GET_LENGTH(key);
+        if (!first) *at++ = ',';
+        first = 0;
+        *at++ = '"';
+        memcpy(at, PyUnicode_1BYTE_DATA(key), (size_t)k);
+        at += k;
+        *at++ = '"';
+        *at++ = ':';
+        if (is_record_key(key)) {
+            if (payload == Py_None) {
+                memcpy(at, "null", 4);
+                at += 4;
+            } else {
+                memcpy(at, PyBytes_AS_STRING(payload), (size_t)PyBytes_GET_SIZE(payload));
+                at += PyBytes_GET_SIZE(payload);
+            }
+        } else {
+            at += value_text(value, at);
+        }
+    }
+    /* the checksum of the object as if its crc member were absent: the bytes so far, then "}" */
+    uint32_t c = crc32_any(0, (const unsigned char *)out, (size_t)(at - out));
+    c = (uint32_t)crc32(c, (const Bytef *)"}", 1);
+    memcpy(at, tail_head, LIT(tail_head));
+    at += LIT(tail_head);
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 8; i++) *at++ = hex[(c >> (28 - 4 * i)) & 0xf];
+    *at++ = '"';
+    *at++ = '}';
+    *at++ = '\n';
+    if (at - out != total) { /* the two passes disagree: a bug, never a wrong line */
+        Py_DECREF(line);
+        PyErr_SetString(PyExc_SystemError, "frame_line: the line's size changed while it was framed");
+        return NULL;
+    }
+    return line;
+}
+
 static PyObject *configure(PyObject *self, PyObject *args) {
     PyObject *type, *names, *loads_fn;
     if (!PyArg_ParseTuple(args, "O!O!O", &PyType_Type, &type, &PyTuple_Type, &names, &loads_fn)) return NULL;
@@ -705,6 +845,9 @@ static PyMethodDef methods[] = {
     {"index_slot", (PyCFunction)(void (*)(void))index_slot, METH_FASTCALL,
      "index_slot(rec, chunk, offset, length, codes) -> the 64 bytes of the record's index entry, "
      "or None where Index._encode must pack it."},
+    {"frame_line", (PyCFunction)(void (*)(void))frame_line, METH_FASTCALL,
+     "frame_line(obj, payload) -> _codec.encode_line(obj) where obj['record'] is orjson.Fragment(payload), "
+     "or None where orjson must frame it."},
     {"crc32", crc32_py, METH_VARARGS,
      "crc32(data, value=0): zlib.crc32's value, computed as follow() computes it (for the tests)."},
     {"configure", configure, METH_VARARGS,

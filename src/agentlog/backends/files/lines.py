@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from ..._cext import speedups
 from ..._codec import encode_line
 from ...event import format_timestamp
 from ..base import Commit, IndexEntry, StagedEvent
@@ -36,6 +37,22 @@ def _event_object(e: StagedEvent) -> dict[str, Any]:
     }
 
 
+#: ``encode_line`` in C for the writer's own lines (None: orjson frames them).
+_frame_line = None if speedups is None else speedups.frame_line
+
+
+def _framed(obj: dict[str, Any], payload: bytes | None) -> bytes:
+    """``encode_line(obj)``, where ``obj["record"]``, if present, is
+    ``orjson.Fragment(payload)`` (or None with no payload): framed in C
+    where the C code writes every member exactly as orjson does, which is
+    every line of an append (tests/test_frame_line.py)."""
+    if _frame_line is not None:
+        line: bytes | None = _frame_line(obj, payload)
+        if line is not None:
+            return line
+    return encode_line(obj)
+
+
 def frame_commit(commit: Commit) -> tuple[list[bytes], list[dict[str, Any] | None]]:
     """The log lines of one commit, and beside each the event record it
     holds (None for a checkout record): its events, then a checkout record
@@ -43,11 +60,12 @@ def frame_commit(commit: Commit) -> tuple[list[bytes], list[dict[str, Any] | Non
     than one line carry ``txn`` markers so a crash keeps all or none.
 
     The payload is the core's JSON, spliced in as a fragment (never parsed
-    again); orjson encodes the dict faster than formatting the fields by hand."""
+    again); the C extension frames the line where it writes it exactly as
+    orjson would (``_framed``), orjson otherwise."""
     events = commit.events
     if len(events) == 1 and events[0].id == commit.head:  # an append: one line, no marker
         obj = _event_object(events[0])
-        return [encode_line(obj)], [obj]
+        return [_framed(obj, events[0].payload)], [obj]
     objs = [_event_object(e) for e in events]
     records: list[dict[str, Any] | None] = list(objs)
     if not events or events[-1].id != commit.head:
@@ -58,4 +76,7 @@ def frame_commit(commit: Commit) -> tuple[list[bytes], list[dict[str, Any] | Non
     if n > 1:
         for i, obj in enumerate(objs):
             obj["txn"] = [i, n]
-    return [encode_line(obj) for obj in objs], records
+    payloads = [e.payload for e in events]
+    if len(objs) > len(events):
+        payloads.append(None)  # the checkout record
+    return [_framed(obj, payload) for obj, payload in zip(objs, payloads, strict=True)], records
