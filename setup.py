@@ -1,6 +1,6 @@
 """The one thing pyproject.toml cannot declare: the optional C extension.
 
-``agentlog._speedups`` is the whole-path read's inner loop and the index slot packer in C (see
+``agentlog._speedups`` is the whole-path read's inner loop, and an append's log line and index entry, in C (see
 src/agentlog/_speedups.c). It is optional: where it cannot be built (no C
 compiler, no zlib headers) the install still succeeds and the same loop
 runs in Python, only slower (docs/performance.md).

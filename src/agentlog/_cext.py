@@ -1,7 +1,8 @@
 """The optional C extension, ``agentlog._speedups``, loaded once.
 
-It holds the whole-path read's inner loop (``backends/files/pathread.py``)
-and the index slot packer (``backends/files/index.py``). Each has a Python
+It holds the whole-path read's inner loop (``backends/files/pathread.py``),
+the index slot packer (``backends/files/index.py``) and the log line
+framer (``backends/files/lines.py``). Each has a Python
 twin that stays the reference and runs where the extension is None: not
 built (an install without a C compiler), built from another version of
 agentlog, or turned off with ``AGENTLOG_PURE_PYTHON=1``.

@@ -1,5 +1,5 @@
-/* agentlog._speedups: the inner loop of a whole-path read, and the index
- * slot of an append (``index_slot``, below), in C.
+/* agentlog._speedups: the inner loop of a whole-path read, and an append's
+ * index slot and log line (``index_slot``, ``frame_line``, below), in C.
  *
  * ``follow`` is ``agentlog.backends.files.pathread._follow`` (the pure
  * Python loop, which stays, and which is used when this module is not
@@ -855,8 +855,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "agentlog._speedups",
-                                    "The whole-path read's inner loop and the index slot in C (see pathread, index).", -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "agentlog._speedups",
+    "The whole-path read's inner loop, an append's index slot and log line, in C (see pathread, index, lines).", -1,
+    methods};
 
 PyMODINIT_FUNC PyInit__speedups(void) {
 #ifdef HAVE_CLMUL
