@@ -35,6 +35,7 @@ from agentlog import Store
 from agentlog._codec import encode_line
 from agentlog.backends.base import SessionStorage
 from agentlog.backends.files import pathread
+from agentlog.backends.files.lines import event_object
 from agentlog.event import NIL_ID, Event
 from speedups_support import frame as _frame
 from speedups_support import reframe as _reframe
@@ -47,17 +48,15 @@ A = "0190a000-0000-7000-8000-000000000001"
 B = "0190a000-0000-7000-8000-000000000002"
 
 
-def _writer_line(eid: str, parent: str, record: Any, **more: Any) -> bytes:
-    obj: dict[str, Any] = {
-        "id": eid,
-        "parent_id": parent,
-        "branch_from": None,
-        "kind": more.pop("kind", "message"),
-        "role": more.pop("role", "user"),
-        "timestamp": "2026-12-01T01:00:00.000000001Z",
-        "record": record,
-        "digest": None,
-    }
+def _writer_line(eid: str, parent: str, record: Any, v2: bool = True, **more: Any) -> bytes:
+    """A line as format 2 wrote it (``branch_from`` and ``digest`` null), or
+    as format 3 writes it (both left out)."""
+    kind, role = more.pop("kind", "message"), more.pop("role", "user")
+    stamp = "2026-12-01T01:00:00.000000001Z"
+    obj = event_object(eid, parent, None, kind, role, stamp, record, None)
+    if v2:
+        obj = {"id": eid, "parent_id": parent, "branch_from": None, "kind": kind, "role": role}
+        obj |= {"timestamp": stamp, "record": record, "digest": None}
     obj.update(more)
     return encode_line(obj)[:-1]
 
@@ -209,16 +208,25 @@ _TAILS = [
     (b',"digest": null', False),
     (b',"digest":null,"digest":null', False),
     (b',"txn":[0,2],"digest":null', False),
+    # format 3: a null digest left out
+    (b"", True),
+    (b',"txn":[0,2]', True),
+    (b',"txn":[01,2]', False),
+    (b',"txn":[0,2],"txn":[0,2]', False),
+    (b',"digest":"sha256:' + b"0" * 64 + b'"', False),
 ]
 
 
 @needs_c
 @pytest.mark.parametrize("payload,payload_ok", _TRICKY)
 @pytest.mark.parametrize("tail,tail_ok", _TAILS)
-def test_odd_json_is_read_alike(payload: bytes, payload_ok: bool | None, tail: bytes, tail_ok: bool) -> None:
+@pytest.mark.parametrize("branch", [b'"branch_from":null,', b""], ids=["format-2", "format-3"])
+def test_odd_json_is_read_alike(
+    payload: bytes, payload_ok: bool | None, tail: bytes, tail_ok: bool, branch: bytes
+) -> None:
     body = (
-        b'{"id":"%s","parent_id":"%s","branch_from":null,"kind":"message","role":"user",'
-        b'"timestamp":"2026-12-01T01:00:00.000000001Z",' % (B.encode(), A.encode())
+        b'{"id":"%s","parent_id":"%s",%s"kind":"message","role":"user",'
+        b'"timestamp":"2026-12-01T01:00:00.000000001Z",' % (B.encode(), A.encode(), branch)
     )
     line = _frame(body + payload + tail)
     for trailing in (b"", b" ", b"\r"):
@@ -251,6 +259,8 @@ _EDITS: list[tuple[bytes, bytes]] = [
     (b'"role":"user"', b'"role":null'),
     (b'"timestamp":"', b'"timestamp":"\\n'),
     (b'"id":"', b'"id":"0'),
+    (b'","kind":"', b'","branch_from":null,"kind":"'),
+    (b',"crc":"', b',"digest":null,"crc":"'),
 ]
 _TOKENS = [b" ", b"\r", b"\\", b'"', b",", b"[", b"]", b"{", b"}", b"0", b"\xff", b',"record":1', b"null"]
 
@@ -276,7 +286,9 @@ def test_damaged_lines_in_both_forms(
     rng = random.Random(seed)
     ids = sorted(str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in rows)
     lines = [
-        _writer_line(ids[i], ids[i - 1] if i else NIL_ID, {"i": i, "s": "é" * (i % 3)}, kind=k, role=r)
+        _writer_line(
+            ids[i], ids[i - 1] if i else NIL_ID, {"i": i, "s": "é" * (i % 3)}, rng.random() < 0.5, kind=k, role=r
+        )
         for i, (k, r) in enumerate(rows)
     ]
     for how, where, what in edits:

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from agentlog import Store
 from agentlog._codec import encode_line
 from agentlog.backends.files import pathread
+from agentlog.backends.files.lines import event_object
 from agentlog.event import NIL_ID, Event
 from speedups_support import reframe as _reframe
 from speedups_support import same_event as _same
@@ -47,17 +48,25 @@ def _ids(n: int, rng: random.Random) -> list[str]:
     return sorted(str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(n))
 
 
-def _line(eid: str, parent: str, kind: str, role: str | None, stamp: str, record: Any, **more: Any) -> bytes:
-    obj: dict[str, Any] = {
-        "id": eid,
-        "parent_id": parent,
-        "branch_from": more.pop("branch_from", None),
-        "kind": kind,
-        "role": role,
-        "timestamp": stamp,
-        "record": record,
-        "digest": more.pop("digest", None),
-    }
+def _line(
+    eid: str, parent: str, kind: str, role: str | None, stamp: str, record: Any, v2: bool = False, **more: Any
+) -> bytes:
+    """A line as the writer frames it: format 3 (null ``branch_from`` and
+    ``digest`` left out), or with ``v2`` as format 2 wrote it (both null)."""
+    branch, digest = more.pop("branch_from", None), more.pop("digest", None)
+    if v2:
+        obj: dict[str, Any] = {
+            "id": eid,
+            "parent_id": parent,
+            "branch_from": branch,
+            "kind": kind,
+            "role": role,
+            "timestamp": stamp,
+            "record": record,
+            "digest": digest,
+        }
+    else:
+        obj = event_object(eid, parent, branch, kind, role, stamp, record, digest)
     obj.update(more)
     return encode_line(obj)[:-1]  # the reader's lines carry no newline
 
@@ -74,6 +83,7 @@ _fields = st.tuples(
     st.from_regex(r"[0-9A-Za-z:.+-]{1,40}", fullmatch=True),
     _json,
     st.none() | st.tuples(st.integers(0, 10**9), st.integers(2, 10**9)),
+    st.booleans(),  # the line as format 2 wrote it: sessions hold both
 )
 
 
@@ -81,9 +91,9 @@ def _chain(rows: list[tuple[Any, ...]], seed: int) -> tuple[list[bytes], list[st
     """Lines in log order, each the parent of the next, as the writer frames them."""
     ids = _ids(len(rows), random.Random(seed))
     lines = []
-    for i, (kind, role, stamp, record, txn) in enumerate(rows):
+    for i, (kind, role, stamp, record, txn, v2) in enumerate(rows):
         more = {} if txn is None else {"txn": list(txn)}
-        lines.append(_line(ids[i], ids[i - 1] if i else NIL_ID, kind, role, stamp, record, **more))
+        lines.append(_line(ids[i], ids[i - 1] if i else NIL_ID, kind, role, stamp, record, v2, **more))
     return lines, ids
 
 
@@ -110,6 +120,11 @@ _EDITS = [
     lambda b, r: b[: r.randrange(len(b))] + bytes([r.randrange(256)]) + b[r.randrange(len(b)) :],
     lambda b, r: b.replace(b'"branch_from":null', b'"branch_from":"' + _ids(1, r)[0].encode() + b'"'),
     lambda b, r: b.replace(b'"digest":null', b'"digest":"sha256:' + b"0" * 64 + b'"'),
+    # format 3 leaves both out when null: the same marks, added
+    lambda b, r: b.replace(b'","kind":"', b'","branch_from":"' + _ids(1, r)[0].encode() + b'","kind":"', 1),
+    lambda b, r: b.replace(b',"crc":"', b',"digest":"sha256:' + b"0" * 64 + b'","crc":"'),
+    lambda b, r: b.replace(b',"crc":"', b',"digest":null,"digest":null,"crc":"'),
+    lambda b, r: b.replace(b'","kind":"', b'","branch_from":null,"branch_from":null,"kind":"', 1),
     lambda b, r: b.replace(b'"kind":"', b'"kind":"\\u0061'),
     lambda b, r: b.replace(b'"kind":"', b'"kind":"A'),
     lambda b, r: b.replace(b'"role":', b'"role": '),
@@ -146,8 +161,8 @@ def test_damage_never_lets_the_c_loop_accept_more(
 
 
 def test_budget_and_until_stop_where_the_python_loop_stops() -> None:
-    rows = [("message", "user", "2026-12-01T01:00:00.000000001Z", {"i": i}, None) for i in range(6)]
-    rows[2] = ("compaction", None, "2026-12-01T01:00:00.000000001Z", {"summary": "s"}, None)
+    rows = [("message", "user", "2026-12-01T01:00:00.000000001Z", {"i": i}, None, i % 2 == 0) for i in range(6)]
+    rows[2] = ("compaction", None, "2026-12-01T01:00:00.000000001Z", {"summary": "s"}, None, False)
     lines, ids = _chain(rows, 5)
     for kw in ({"budget": 3}, {"kind": "compaction"}, {"id": ids[3]}, {"budget": 0}, {"kind": "nothing"}):
         budget = kw.pop("budget", 10**6)
@@ -160,7 +175,7 @@ def test_budget_and_until_stop_where_the_python_loop_stops() -> None:
 
 
 def test_a_want_that_is_not_an_id_stops_at_once() -> None:
-    lines, ids = _chain([("message", "user", "t", {}, None)], 1)
+    lines, ids = _chain([("message", "user", "t", {}, None, False)], 1)
     for want in ("", "x" * 36, ids[0].upper(), ids[0] + "0"):
         assert _run(_speedups.follow, lines, want)[:3] == (0, want, False)
 
@@ -212,7 +227,7 @@ def test_nesting_limit_falls_where_it_falls_for_the_whole_line(depth: int) -> No
     """The payload is parsed apart from its envelope, but at the depth it
     has in the line: a payload one level short of orjson's limit on its own
     is still refused when the line as a whole exceeds it."""
-    lines, ids = _chain([("message", "user", "t", 0, None)], 2)
+    lines, ids = _chain([("message", "user", "t", 0, None, False)], 2)
     body = lines[0].replace(b'"record":0', b'"record":' + b"[" * depth + b"]" * depth)
     lines[0] = _reframe(body)
     py, c = _run(pathread._follow, lines, ids[0]), _run(_speedups.follow, lines, ids[0])

@@ -14,8 +14,9 @@
  * costs its checksum, its payload's parse and a few allocations.
  *
  * The contract that keeps this safe: this loop accepts a line only in the
- * exact layout agentlog's writer produces (members in order, no spaces,
- * branch_from and digest null, an optional numeric txn marker), with its
+ * exact layouts agentlog's writers produce (members in order, no spaces,
+ * branch_from and digest absent, as format 3 writes them, or null, as
+ * format 2 did; an optional numeric txn marker), with its
  * checksum intact and every envelope field matching the fast check's
  * patterns.  Anything else stops the loop, and the caller's general path,
  * which holds every rule, takes over.  So whatever it accepts, the Python
@@ -40,7 +41,8 @@ static PyObject *record_key = NULL;  /* "record" */
 
 static const char ID_PREFIX[] = "{\"id\":\"";
 static const char AFTER_ID[] = "\",\"parent_id\":\"";
-static const char AFTER_PARENT[] = "\",\"branch_from\":null,\"kind\":\"";
+static const char AFTER_PARENT[] = "\",\"kind\":\"";
+static const char AFTER_PARENT_V2[] = "\",\"branch_from\":null,\"kind\":\""; /* format 2 */
 static const char AFTER_KIND[] = "\",\"role\":";
 static const char STAMP_KEY[] = ",\"timestamp\":\"";
 static const char RECORD_KEY[] = "\",\"record\":";
@@ -137,23 +139,36 @@ static PyObject *name_str(const unsigned char *p, Py_ssize_t n) {
     return str;
 }
 
-/* Where the payload ends (the comma of ,"digest":null), or -1 if the line's
- * tail is not exactly ,"digest":null [,"txn":[<digits>,<digits>]] ,"crc":"...". */
+/* Where a well-formed ,"txn":[<digits>,<digits>] that ends at e starts,
+ * or -1. */
+static Py_ssize_t txn_start(const unsigned char *s, Py_ssize_t e, Py_ssize_t floor) {
+    if (e <= floor || s[e - 1] != ']') return -1;
+    Py_ssize_t i = e - 2, digits = 0;
+    while (i > floor && s[i] >= '0' && s[i] <= '9' && digits < 10) i--, digits++;
+    if (digits == 0 || s[i] != ',' || (digits > 1 && s[i + 1] == '0')) return -1; /* JSON: no leading zero */
+    i--, digits = 0;
+    while (i > floor && s[i] >= '0' && s[i] <= '9' && digits < 10) i--, digits++;
+    if (digits == 0 || s[i] != '[' || (digits > 1 && s[i + 1] == '0')) return -1;
+    Py_ssize_t t = i + 1 - (Py_ssize_t)LIT(TXN_KEY);
+    return t > floor && memcmp(s + t, TXN_KEY, LIT(TXN_KEY)) == 0 ? t : -1;
+}
+
+/* Where the payload ends (-1: nowhere), for a line whose tail is
+ * [,"digest":null] [,"txn":[<digits>,<digits>]] ,"crc":"...".  A format 2
+ * line has the ,"digest":null; a format 3 line leaves a null digest out,
+ * so its payload may end where the marker or the crc begins (an array
+ * payload ends in ']' as a marker does).  No JSON value ends in
+ * ,"txn":[i,n] or ,"digest":null, so a tail that reads as either is one.
+ * Whatever else sits between the payload and the crc (a digest that is
+ * set, a marker out of bounds) is left in the payload, where the
+ * one-member parse below refuses it: the loop stops, never misreads. */
 static Py_ssize_t payload_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t floor) {
     Py_ssize_t e = n - (Py_ssize_t)SUFFIX_LEN;
-    if (e > floor && s[e - 1] == ']') {
-        Py_ssize_t i = e - 2, digits = 0;
-        while (i > floor && s[i] >= '0' && s[i] <= '9' && digits < 10) i--, digits++;
-        if (digits == 0 || s[i] != ',' || (digits > 1 && s[i + 1] == '0')) return -1; /* JSON: no leading zero */
-        i--, digits = 0;
-        while (i > floor && s[i] >= '0' && s[i] <= '9' && digits < 10) i--, digits++;
-        if (digits == 0 || s[i] != '[' || (digits > 1 && s[i + 1] == '0')) return -1;
-        e = i + 1 - (Py_ssize_t)LIT(TXN_KEY);
-        if (e <= floor || memcmp(s + e, TXN_KEY, LIT(TXN_KEY)) != 0) return -1;
-    }
-    e -= (Py_ssize_t)LIT(DIGEST_NULL);
-    if (e <= floor || memcmp(s + e, DIGEST_NULL, LIT(DIGEST_NULL)) != 0) return -1;
-    return e;
+    Py_ssize_t t = txn_start(s, e, floor);
+    if (t >= 0) e = t;
+    Py_ssize_t d = e - (Py_ssize_t)LIT(DIGEST_NULL);
+    if (d > floor && memcmp(s + d, DIGEST_NULL, LIT(DIGEST_NULL)) == 0) e = d;
+    return e > floor ? e : -1;
 }
 
 /* CRC-32 (zlib's polynomial) with carry-less multiplication, where the CPU
@@ -300,8 +315,13 @@ static PyObject *event_of(const unsigned char *s, Py_ssize_t n, const unsigned c
     const unsigned char *parent = p + LIT(AFTER_ID);
     if (!is_uuid(parent)) return NULL;
     p = parent + ID_LEN;
-    if (memcmp(p, AFTER_PARENT, LIT(AFTER_PARENT)) != 0) return NULL;
-    const unsigned char *kind = p + LIT(AFTER_PARENT);
+    if (memcmp(p, AFTER_PARENT, LIT(AFTER_PARENT)) == 0)
+        p += LIT(AFTER_PARENT);
+    else if (end - p > (Py_ssize_t)LIT(AFTER_PARENT_V2) && memcmp(p, AFTER_PARENT_V2, LIT(AFTER_PARENT_V2)) == 0)
+        p += LIT(AFTER_PARENT_V2);
+    else
+        return NULL;
+    const unsigned char *kind = p;
     Py_ssize_t kind_n = name_len(kind, end);
     if (kind_n == 0) return NULL;
     p = kind + kind_n;

@@ -13,7 +13,7 @@ from ...event import format_timestamp
 from ..base import Commit, IndexEntry, StagedEvent
 from .index import Entry
 
-__all__ = ["entry_to_index", "frame_commit", "is_event"]
+__all__ = ["entry_to_index", "event_object", "frame_commit", "is_event"]
 
 
 def entry_to_index(e: Entry) -> IndexEntry:
@@ -24,17 +24,38 @@ def is_event(rec: dict[str, Any]) -> bool:
     return "op" not in rec
 
 
+def event_object(
+    id: str,
+    parent_id: str,
+    branch_from: str | None,
+    kind: str,
+    role: str | None,
+    timestamp: str,
+    record: Any,
+    digest: str | None,
+) -> dict[str, Any]:
+    """An event line's members, in the order docs/format.md gives them.
+
+    ``branch_from`` and ``digest`` are written only when set (format
+    version 3): they are null on nearly every line, and the 33 bytes of
+    ``"branch_from":null`` and ``"digest":null`` were 5% of a typical
+    line. Every reader takes an absent member as null, as version 2's
+    readers already did, so either build reads the other's lines."""
+    obj: dict[str, Any] = {"id": id, "parent_id": parent_id}
+    if branch_from is not None:
+        obj["branch_from"] = branch_from
+    obj["kind"] = kind
+    obj["role"] = role
+    obj["timestamp"] = timestamp
+    obj["record"] = record
+    if digest is not None:
+        obj["digest"] = digest
+    return obj
+
+
 def _event_object(e: StagedEvent) -> dict[str, Any]:
-    return {
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "branch_from": e.branch_from,
-        "kind": e.kind,
-        "role": e.role,
-        "timestamp": e.timestamp,
-        "record": None if e.payload is None else orjson.Fragment(e.payload),
-        "digest": e.digest,
-    }
+    record = None if e.payload is None else orjson.Fragment(e.payload)
+    return event_object(e.id, e.parent_id, e.branch_from, e.kind, e.role, e.timestamp, record, e.digest)
 
 
 #: ``encode_line`` in C for the writer's own lines (None: orjson frames them).

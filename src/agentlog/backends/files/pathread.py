@@ -246,8 +246,8 @@ def _follow(
             # could borrow the stamp's first byte).
             if not (
                 rec["id"] == want
-                and rec["digest"] is None
-                and rec["branch_from"] is None
+                and rec.get("digest") is None  # absent since format 3, null before
+                and rec.get("branch_from") is None
                 and line[-2:] == b'"}'
                 and "op" not in rec
                 and ((kind, role) in good or _learn(kind, role))

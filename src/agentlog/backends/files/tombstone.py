@@ -27,6 +27,7 @@ from ..._codec import encode_line
 from ..._fs import OsFs
 from ...event import NIL_ID, is_event_id
 from .index import read_intact_entries
+from .lines import event_object
 
 __all__ = [
     "TOMBSTONE_KIND",
@@ -114,7 +115,7 @@ def recover(damaged: bytes, entry: dict[str, Any] | None) -> Recovered | None:
     if h is None:
         return None
     stamp = _STAMP.search(damaged)
-    b = _BRANCH.match(damaged, h.end() + 1)
+    b = _BRANCH.match(damaged, h.end() + 1)  # absent (format 3) or damaged: no branch mark
     branch_raw = b.group(1) if b else b"null"
     return Recovered(
         h.group(1).decode(),
@@ -139,16 +140,7 @@ def tombstone_line(r: Recovered, timestamp: str, where: dict[str, Any]) -> bytes
     }
     if r.digest is not None:
         record["digest"] = r.digest  # the blob stays in blobs/; only the record was lost
-    obj: dict[str, Any] = {
-        "id": r.id,
-        "parent_id": r.parent_id,
-        "branch_from": r.branch_from,
-        "kind": TOMBSTONE_KIND,
-        "role": None,
-        "timestamp": timestamp,
-        "record": record,
-        "digest": None,
-    }
+    obj = event_object(r.id, r.parent_id, r.branch_from, TOMBSTONE_KIND, None, timestamp, record, None)
     if r.txn is not None:
         obj["txn"] = r.txn
     return encode_line(obj)
