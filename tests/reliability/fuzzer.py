@@ -121,6 +121,7 @@ class Base:
                     s.append("message", {"content": f"tail {i} " + "cd" * 40}, "assistant")
                 s.append_many([("message", {"content": f"end {k}"}, "assistant") for k in range(2)])
                 s.update_meta(title="fuzzed")
+            _in_both_forms(store, layout)
         self.layout = layout
         self.files: dict[str, bytes] = {}
         for dirpath, _, names in os.walk(layout.session_dir(SID)):
@@ -169,6 +170,37 @@ class Base:
             i: (rec["record"] if rec.get("digest") is None else blobs[rec["digest"]], rec.get("digest"))
             for i, (_, _, _, rec, _) in self.lines.items()
         }
+
+
+def _in_both_forms(store: Any, layout: Any) -> None:
+    """Rewrite every other event line as a version-2 build wrote it (a null
+    ``branch_from`` and ``digest`` written out, docs/format.md "Versions"),
+    as a session appended to by builds of both versions holds it; then
+    let a writer derive the index again. So every target meets both forms,
+    and the log target's two loops (C and Python) must agree on both."""
+    from agentlog._codec import decode_line, encode_line
+
+    order = ("id", "parent_id", "branch_from", "kind", "role", "timestamp", "record", "digest", "txn")
+    n = 0
+    for name in sorted(os.listdir(layout.chunks(SID))):
+        path = os.path.join(layout.chunks(SID), name)
+        with open(path, "rb") as f:
+            lines = _split(f.read())
+        out = []
+        for line in lines:
+            rec = decode_line(line)
+            if "op" not in rec:
+                n += 1
+                if n % 2:
+                    rec = {"branch_from": None, "digest": None, **rec}
+                    line = encode_line({k: rec[k] for k in order if k in rec})
+            out.append(line)
+        with open(path, "wb") as f:
+            f.write(b"".join(out))
+    os.unlink(layout.index(SID))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "index rebuilt": what this asks for
+        store.open(SID).close()
 
 
 class Harness:
