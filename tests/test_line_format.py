@@ -17,11 +17,10 @@ import pytest
 from agentlog import FileBackend, Store
 from agentlog._codec import decode_line, encode_line
 from helpers import errors_of
+from reliability.lineforms import as_format_2
 
 SID = "s"
 V1 = Path(__file__).parent / "fixtures" / "format-v1" / "v1"
-
-_V2_ORDER = ("id", "parent_id", "branch_from", "kind", "role", "timestamp", "record", "digest", "txn")
 
 
 def _chunk(home: Path) -> Path:
@@ -31,11 +30,7 @@ def _chunk(home: Path) -> Path:
 def _as_format_2(line: bytes) -> bytes:
     """The line as a version-2 build wrote it: both members, null or not."""
     rec = decode_line(line)
-    if "op" in rec:
-        return line
-    rec.setdefault("branch_from", None)
-    rec.setdefault("digest", None)
-    return encode_line({k: rec[k] for k in _V2_ORDER if k in rec}).rstrip(b"\n")
+    return line if "op" in rec else encode_line(as_format_2(rec)).rstrip(b"\n")
 
 
 def _view(store: Store) -> tuple[list[tuple], list[object], str]:

@@ -37,6 +37,7 @@ from agentlog.backends.base import SessionStorage
 from agentlog.backends.files import pathread
 from agentlog.backends.files.lines import event_object
 from agentlog.event import NIL_ID, Event
+from reliability.lineforms import as_format_2
 from speedups_support import frame as _frame
 from speedups_support import reframe as _reframe
 from speedups_support import same_event as _same
@@ -55,8 +56,7 @@ def _writer_line(eid: str, parent: str, record: Any, v2: bool = True, **more: An
     stamp = "2026-12-01T01:00:00.000000001Z"
     obj = event_object(eid, parent, None, kind, role, stamp, record, None)
     if v2:
-        obj = {"id": eid, "parent_id": parent, "branch_from": None, "kind": kind, "role": role}
-        obj |= {"timestamp": stamp, "record": record, "digest": None}
+        obj = as_format_2(obj)
     obj.update(more)
     return encode_line(obj)[:-1]
 

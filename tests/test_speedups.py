@@ -27,6 +27,7 @@ from agentlog._codec import encode_line
 from agentlog.backends.files import pathread
 from agentlog.backends.files.lines import event_object
 from agentlog.event import NIL_ID, Event
+from reliability.lineforms import as_format_2
 from speedups_support import reframe as _reframe
 from speedups_support import same_event as _same
 from speedups_support import speedups as _speedups
@@ -54,19 +55,9 @@ def _line(
     """A line as the writer frames it: format 3 (null ``branch_from`` and
     ``digest`` left out), or with ``v2`` as format 2 wrote it (both null)."""
     branch, digest = more.pop("branch_from", None), more.pop("digest", None)
+    obj = event_object(eid, parent, branch, kind, role, stamp, record, digest)
     if v2:
-        obj: dict[str, Any] = {
-            "id": eid,
-            "parent_id": parent,
-            "branch_from": branch,
-            "kind": kind,
-            "role": role,
-            "timestamp": stamp,
-            "record": record,
-            "digest": digest,
-        }
-    else:
-        obj = event_object(eid, parent, branch, kind, role, stamp, record, digest)
+        obj = as_format_2(obj)
     obj.update(more)
     return encode_line(obj)[:-1]  # the reader's lines carry no newline
 

@@ -53,6 +53,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from .lineforms import as_format_2
+
 SID = "fz"
 NIL = "00000000-0000-0000-0000-000000000000"
 CHUNK_SIZE, BLOB_THRESHOLD = 1024, 300
@@ -180,7 +182,6 @@ def _in_both_forms(store: Any, layout: Any) -> None:
     and the log target's two loops (C and Python) must agree on both."""
     from agentlog._codec import decode_line, encode_line
 
-    order = ("id", "parent_id", "branch_from", "kind", "role", "timestamp", "record", "digest", "txn")
     n = 0
     for name in sorted(os.listdir(layout.chunks(SID))):
         path = os.path.join(layout.chunks(SID), name)
@@ -192,8 +193,7 @@ def _in_both_forms(store: Any, layout: Any) -> None:
             if "op" not in rec:
                 n += 1
                 if n % 2:
-                    rec = {"branch_from": None, "digest": None, **rec}
-                    line = encode_line({k: rec[k] for k in order if k in rec})
+                    line = encode_line(as_format_2(rec))
             out.append(line)
         with open(path, "wb") as f:
             f.write(b"".join(out))
