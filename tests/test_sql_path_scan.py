@@ -13,7 +13,15 @@ import orjson
 import pytest
 
 from agentlog import NIL_ID, Store
-from agentlog.backends.base import SCAN_SKIP_BOUND, WALK_FIRST, SessionStorage, path_by_scan, read_path
+from agentlog.backends.base import (
+    SCAN_PAGE_FIRST,
+    SCAN_SKIP_BOUND,
+    WALK_FIRST,
+    SessionStorage,
+    paged_scan,
+    path_by_scan,
+    read_path,
+)
 
 
 def _id(n: int) -> str:
@@ -172,6 +180,41 @@ def test_bounds_and_stops_match_the_recursive_query(opts: dict[str, Any]) -> Non
         assert ids == _expected(rows, _id(start), **opts), (start, opts)
 
 
+def _pages(rows: Sequence[tuple[Any, ...]]) -> tuple[Any, list[tuple[str, bool, int]]]:
+    """A ``fetch`` over ``rows`` as the SQL page queries answer, and its calls."""
+    calls: list[tuple[str, bool, int]] = []
+
+    def fetch(upto: str, inclusive: bool, size: int) -> list[tuple[Any, ...]]:
+        calls.append((upto, inclusive, size))
+        return [r for r in _desc(rows, upto) if inclusive or r[0] != upto][:size]
+
+    return fetch, calls
+
+
+def test_the_scan_reads_every_row_once_in_pages_that_double() -> None:
+    rows = [_row(i, i - 1 if i else None) for i in range(5000)]
+    fetch, calls = _pages(rows)
+    got = [r[0] for r in paged_scan(fetch, _id(4321))]
+    assert got == [_id(i) for i in range(4321, -1, -1)]
+    sizes = [size for _, _, size in calls]
+    assert sizes == [SCAN_PAGE_FIRST * 2**n for n in range(len(sizes))]
+    assert calls[0] == (_id(4321), True, SCAN_PAGE_FIRST)
+    # each later page goes on below the last row of the page before
+    assert all(upto == got[sum(sizes[:n]) - 1] and not inclusive for n, (upto, inclusive, _) in enumerate(calls) if n)
+
+
+def test_a_path_that_ends_early_fetches_little_more_than_itself() -> None:
+    """``context()`` of a long session whose compaction is a few thousand
+    events back: the scan stops fetching where the path stops, instead of
+    reading every row down to the root (80 MB of a 1 GB session's records)."""
+    rows = [_row(i, i - 1 if i else None, "compaction" if i == 97_000 else "message") for i in range(100_000)]
+    fetch, calls = _pages(rows)
+    events, rest = path_by_scan(paged_scan(fetch, _id(99_999)), _id(99_999), None, "compaction", None)
+    assert rest is None and len(events) == 3000 and events[-1].kind == "compaction"
+    fetched = sum(min(size, 100_000) for _, _, size in calls)
+    assert fetched < 2 * 3000 + SCAN_PAGE_FIRST
+
+
 SQL_BACKENDS = ["sqlite", "postgresql"]
 
 
@@ -201,4 +244,38 @@ def test_a_branched_session_reads_the_same_as_a_walk_of_get(sql_store: Store) ->
             want = SessionStorage.ancestors(storage, start, **opts)
             assert got == want, (start, opts)
             assert [e.record for e in got] == [e.record for e in want]
+    sess.close()
+
+
+def test_context_of_a_long_sql_session_reads_only_back_to_its_compaction(
+    sql_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a real database: the rows the path scan fetches for ``context()``
+    are about what the context holds, not the session below it."""
+    import agentlog.backends.postgres.storage as pg_storage
+    import agentlog.backends.sqlite as sqlite_backend
+
+    fetched: list[int] = []
+
+    def counting(fetch: Any, start: str) -> Any:
+        def page(upto: str, inclusive: bool, size: int) -> Any:
+            rows = fetch(upto, inclusive, size)
+            fetched.append(len(rows))
+            return rows
+
+        return paged_scan(page, start)
+
+    monkeypatch.setattr(sqlite_backend, "paged_scan", counting)
+    monkeypatch.setattr(pg_storage, "paged_scan", counting)
+    sess = sql_store.create()
+    sess.append_many([("message", {"role": "user", "content": f"old {i}"}, "user") for i in range(3000)])
+    kept = sess.append("message", {"role": "user", "content": "kept"}, role="user").id
+    sess.append_many([("message", {"role": "user", "content": f"k {i}"}, "user") for i in range(400)])
+    sess.append("compaction", {"summary": "so far", "first_kept_event_id": kept})
+    sess.append_many([("message", {"role": "user", "content": f"new {i}"}, "user") for i in range(600)])
+    context = sess.context()
+    assert [e.kind for e in context[:2]] == ["compaction", "message"] and context[1].id == kept
+    assert len(context) == 1 + 401 + 600
+    # 600 + 1 + 401 events on the path past the first recursive part, out of 4,000
+    assert sum(fetched) < 2 * (len(context) - WALK_FIRST) + SCAN_PAGE_FIRST, fetched
     sess.close()

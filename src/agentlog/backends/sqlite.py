@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
@@ -46,6 +46,7 @@ from .base import (
     Ticket,
     check_links,
     event_from_row,
+    paged_scan,
     read_path,
 )
 from .registry import local_path
@@ -81,7 +82,8 @@ WITH RECURSIVE walk (depth, {_COLUMNS}) AS (
 SELECT {_COLUMNS} FROM walk ORDER BY depth"""
 #: A session's events from one id down, newest id first: one range scan of
 #: the primary key (``read_path`` follows the rest of a long path through it).
-_PATH_SCAN = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id <= ? ORDER BY id DESC"
+_PATH_SCAN = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT ?"
+_PATH_SCAN_BELOW = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?"
 
 
 class SqliteSessionStorage(SessionStorage):
@@ -131,9 +133,14 @@ class SqliteSessionStorage(SessionStorage):
         until_kind: str | None = None,
         until_id: str | None = None,
     ) -> list[Event]:
-        def scan(start: str) -> list[tuple[Any, ...]]:
-            rows: list[tuple[Any, ...]] = self._db.query(_PATH_SCAN, (self.session_id, start))
+        def page(upto: str, inclusive: bool, size: int) -> list[tuple[Any, ...]]:
+            rows: list[tuple[Any, ...]] = self._db.query(
+                _PATH_SCAN if inclusive else _PATH_SCAN_BELOW, (self.session_id, upto, size)
+            )
             return rows
+
+        def scan(start: str) -> Iterator[Sequence[Any]]:
+            return paged_scan(page, start)
 
         def walk(start: str, bound: int) -> list[tuple[Any, ...]]:
             args = {"s": self.session_id, "start": start, "kind": until_kind, "stop": until_id, "limit": bound}

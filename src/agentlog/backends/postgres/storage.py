@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -23,7 +23,7 @@ from ...errors import (
 )
 from ...event import NIL_ID, Event, digest_of
 from ...recordtext import record_text
-from ..base import Commit, IndexEntry, SessionStorage, Ticket, event_from_row, read_path
+from ..base import Commit, IndexEntry, SessionStorage, Ticket, event_from_row, paged_scan, read_path
 from .lease import PostgresLease
 
 if TYPE_CHECKING:  # the backend module imports this one; the name is for annotations only
@@ -49,10 +49,13 @@ WITH RECURSIVE walk (depth, uid, puid, k, id, parent_id, kind, role, ts, record,
   WHERE walk.depth < %(limit)s AND walk.k IS DISTINCT FROM %(kind)s
     AND walk.uid IS DISTINCT FROM %(stop)s::uuid)
 SELECT id, parent_id, kind, role, ts, record, digest, branch_from FROM walk ORDER BY depth"""
-#: A session's events from one id down, newest id first: one backward scan
-#: of the primary key (``read_path`` follows the rest of a long path through
-#: it; a uuid orders as its canonical text does).
-_PATH_SCAN = f"SELECT {_COLUMNS} FROM events WHERE session_id = %s AND id <= %s::uuid ORDER BY id DESC"
+#: A session's events from one id down, newest id first, a page at a time:
+#: a backward scan of the primary key (``read_path`` follows the rest of a
+#: long path through it; a uuid orders as its canonical text does). The
+#: order names ``events.id``: a bare ``id`` is the SELECT's ``id::text``,
+#: which made PostgreSQL sort every row below the start as text.
+_PATH_SCAN = "SELECT {} FROM events WHERE session_id = %s AND id {} %s::uuid ORDER BY events.id DESC LIMIT %s"
+_PATH_SCAN_FROM, _PATH_SCAN_BELOW = _PATH_SCAN.format(_COLUMNS, "<="), _PATH_SCAN.format(_COLUMNS, "<")
 
 
 def searchable_text(kind: str, payload: bytes) -> str:
@@ -231,9 +234,14 @@ class PostgresSessionStorage(SessionStorage):
         until_kind: str | None = None,
         until_id: str | None = None,
     ) -> list[Event]:
-        def scan(start: str) -> list[tuple[Any, ...]]:
-            rows: list[tuple[Any, ...]] = self._query(_PATH_SCAN, (self.session_id, start))
+        def page(upto: str, inclusive: bool, size: int) -> list[tuple[Any, ...]]:
+            rows: list[tuple[Any, ...]] = self._query(
+                _PATH_SCAN_FROM if inclusive else _PATH_SCAN_BELOW, (self.session_id, upto, size)
+            )
             return rows
+
+        def scan(start: str) -> Iterator[Sequence[Any]]:
+            return paged_scan(page, start)
 
         def walk(start: str, bound: int) -> list[tuple[Any, ...]]:
             args = {"s": self.session_id, "start": start, "kind": until_kind, "stop": until_id, "limit": bound}
