@@ -173,6 +173,13 @@ class Importer(ABC):
             return plain
         return with_source_hash(plain, source_id)
 
+    def restates(self, obj: dict[str, Any]) -> bool:
+        """True for a line the tool writes again, unchanged, as a matter of
+        course (Claude Code repeats its title and permission mode): its exact
+        repeat is kept like any line, and not reported as a possible
+        duplicate write."""
+        return False
+
     def prompt_text(self, obj: dict[str, Any]) -> str | None:
         """The text the user typed, if ``obj`` is a user's prompt (not a
         tool result, a command's output or a note the tool injected): the

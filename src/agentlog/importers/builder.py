@@ -92,6 +92,15 @@ class Pending:
         )
 
 
+def _line_of(source: dict[str, Any]) -> tuple[str, int] | None:
+    """The source line an imported event was made from (None: a copy from
+    another session, whose line is that session's)."""
+    file, line = source.get("file"), source.get("line")
+    if "copied_from" in source or not isinstance(file, str) or type(line) is not int:
+        return None
+    return (file, line)
+
+
 @dataclass
 class SessionBuilder:
     """One agentlog session being imported into (new or existing)."""
@@ -103,6 +112,13 @@ class SessionBuilder:
     session: Session | None = None
     existing: bool = False
     keys: dict[str, str] = field(default_factory=dict)
+    # The first event made from each source key's line, where ``keys`` has
+    # the last (the one the line's keys are written on): a child goes after
+    # the last event of a line (a message's tool calls), but a pointer into
+    # the source (pi's firstKeptEntryId, a label's target) means the line's
+    # start, its message.
+    first_keys: dict[str, str] = field(default_factory=dict)
+    first_of_line: dict[tuple[str, int], str] = field(default_factory=dict)
     alias: dict[str, str] = field(default_factory=dict)
     kind_of: dict[str, str] = field(default_factory=dict)
     tool_names: dict[str, Any] = field(default_factory=dict)
@@ -197,9 +213,13 @@ class SessionBuilder:
             elif isinstance(start, str):
                 self.turn_starts.append(start)
         if isinstance(source, dict):
+            at = _line_of(source)
+            if at is not None:
+                self.first_of_line.setdefault(at, event_id)
             for key in source.get("keys") or ():
                 if isinstance(key, str):
                     self.keys[key] = event_id
+                    self.first_keys.setdefault(key, self.first_of_line.get(at, event_id) if at else event_id)
             if "copied_from" not in source and isinstance(source.get("file"), str):
                 lines = [source.get("line"), *(m.get("line") for m in source.get("merged") or ())]
                 if isinstance(source.get("summary_line"), dict):
@@ -273,6 +293,11 @@ class SessionBuilder:
             self.missed.append(key)
         return found
 
+    def lookup_first(self, key: str | None) -> str | None:
+        """The first event a source key's line made here, else as ``lookup``."""
+        found = self.first_keys.get(key) if key else None
+        return found if found is not None else self.lookup(key)
+
     def time_of(self, line: SourceLine, ts_ns: int | None) -> int:
         """The line's time, else the last time seen (lines without one sit
         where they are in the file)."""
@@ -336,9 +361,14 @@ class SessionBuilder:
         self.put(self.parent_of, p.id, p.parent_id)
         if p.kind == "tool_call":
             self.remember_tool(p.record.get("id"), p.record.get("name"))
+        source = p.record.get("source")
+        at = _line_of(source) if isinstance(source, dict) else None
+        if at is not None and at not in self.first_of_line:
+            self.put(self.first_of_line, at, p.id)
         for key in keys:
             self.put(self.keys, key, p.id)
-        source = p.record.get("source")
+            if key not in self.first_keys:
+                self.put(self.first_keys, key, self.first_of_line.get(at, p.id) if at else p.id)
         if isinstance(source, dict) and "copied_from" not in source:
             self._journal.add(self.seen_lines, (str(source.get("file")), int(source.get("line", 0))))
         if side:
@@ -413,7 +443,13 @@ class SessionBuilder:
             if events:
                 self.session.import_events(events)
             if final:
-                self.session.update_meta(**{META_KEY: meta}, **self.meta_changes)
+                # What the source says of the session (model, directory,
+                # version) fills only what is still unset: a live file's
+                # first pass may not have had it, and a value set since,
+                # by an earlier pass or by hand, stays.
+                stored = self.session.meta
+                unset = {k: v for k, v in self.create_meta.items() if v is not None and stored.get(k) is None}
+                self.session.update_meta(**{META_KEY: meta}, **{**unset, **self.meta_changes})
                 self.meta_changes.clear()
         self.rows.extend([p.id, p.parent_id, p.kind, slim_record(p.kind, p.record)] for p in self.pending)
         if final and self.session is not None:

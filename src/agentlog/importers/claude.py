@@ -18,6 +18,8 @@ summary, progress, file-history-snapshot...), usually ``uuid``,
   event is in the session, else a ``custom`` event.
 - ``custom-title`` lines (``/rename``) are kept as ``custom`` events and
   set the session's title, which is shown before the summary's name.
+- ``ai-title`` lines (Claude Code 2.1's generated title) are kept as
+  ``custom`` events and name the session, as a summary does.
 - everything else (hook progress, file-history snapshots, other system
   lines, unknown types) is kept whole as a ``custom`` event.
 
@@ -27,6 +29,7 @@ session, ``claude-<sessionId>-agent-<agentId>``."""
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import orjson
@@ -38,6 +41,11 @@ from .model import SourceLine
 from .reader import FileData
 
 __all__ = ["ClaudeImporter"]
+
+_SESSION_FILE = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl")
+#: Line types Claude Code writes again, unchanged, through a session (its
+#: state as of each prompt): an exact repeat is expected, not a doubled write.
+_RESTATED = frozenset({"permission-mode", "ai-title", "last-prompt", "custom-title"})
 
 _LINE_MAPPED = ("type", "uuid", "parentUuid", "timestamp", "message")
 _TOOL_BLOCKS = ("tool_use", "server_tool_use")
@@ -72,7 +80,13 @@ class ClaudeImporter(Importer):
     def assign(self, fd: FileData) -> list[str] | None:
         first = next((s for s in (self._source_id(ln.obj) for ln in fd.lines) if s), None)
         if first is None:
-            return None
+            # No line names its session: Claude Code 1.0 left files holding
+            # only ``summary`` lines (of conversations in other files). The
+            # file's name is its session id, as for every transcript.
+            named = _SESSION_FILE.fullmatch(os.path.basename(fd.path))
+            if named is None:
+                return None
+            first = named.group(1)
         out = []
         current = first
         for line in fd.lines:
@@ -115,8 +129,9 @@ class ClaudeImporter(Importer):
             b.state["groups"] = {}
             compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
             b.state["last_compaction"] = max(compactions) if compactions else None
-        if b.session is not None:
-            return
+        # Read on every pass, not only the one that creates the session: a
+        # live file's first lines (a permission mode, a snapshot) may carry
+        # none of these, and a later pass fills what is still unset.
         objs = [ln.obj for ln in lines if ln.obj is not None]
         cwd = next((o["cwd"] for o in objs if isinstance(o.get("cwd"), str)), None)
         model = next(
@@ -130,7 +145,9 @@ class ClaudeImporter(Importer):
             None,
         )
         version = next((o["version"] for o in objs if isinstance(o.get("version"), str)), None)
-        b.create_meta.update(model=model, source_cwd=cwd, source_version=version)
+        for key, value in (("model", model), ("source_cwd", cwd), ("source_version", version)):
+            if value is not None:
+                b.create_meta.setdefault(key, value)
         if "/" in b.source_id:
             b.create_meta["parent_session"] = self.session_id(b.source_id.split("/", 1)[0])
 
@@ -167,6 +184,14 @@ class ClaudeImporter(Importer):
                 # /rename: the user's own title, which Claude Code lists
                 # before any summary (the last rename wins).
                 b.put(b.meta_changes, "title", title)
+            ai_title = obj.get("aiTitle")
+            if kind == "ai-title" and isinstance(ai_title, str) and ai_title.strip():
+                # Claude Code 2.1's generated title, which took the place of
+                # the summary line: a name as the summary's is (the newest wins).
+                b.put(b.meta_changes, "name", ai_title)
+
+    def restates(self, obj: dict[str, Any]) -> bool:
+        return obj.get("type") in _RESTATED
 
     @staticmethod
     def _keys(obj: dict[str, Any]) -> tuple[str, ...]:

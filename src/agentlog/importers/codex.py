@@ -4,7 +4,11 @@ Each line is ``{"timestamp", "type", "payload"}`` with ``type`` one of
 ``session_meta``, ``turn_context``, ``response_item``, ``event_msg`` and
 ``compacted`` (codex-rs ``protocol``: RolloutItem). Lines carry no ids: the
 events form one chain in file order, and a file is one session
-(``codex-<session_meta.payload.id>``). Mapping:
+(``codex-<session_meta.payload.id>``). Rollouts from before that envelope
+(up to mid-2025) start with ``{"id", "timestamp", "instructions", "git"}``
+and hold the response items bare, one a line, between ``{"record_type":
+"state"}`` lines: the header names the session, the items map as below,
+the rest is ``custom``. Mapping:
 
 - ``response_item`` ``message`` -> ``message`` (its role); ``reasoning`` ->
   an assistant ``message`` holding it under ``reasoning`` (a following
@@ -30,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from .base import Importer, count, custom_record, split_fields, usage_record
+from .base import Importer, count, custom_record, parse_source_time, split_fields, usage_record
 from .builder import SessionBuilder
 from .model import SourceLine
 from .reader import FileData
@@ -40,6 +44,30 @@ __all__ = ["CodexImporter"]
 _ROLLOUT_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
+#: Response items as Codex wrote them before the ``{"timestamp", "type",
+#: "payload"}`` envelope (rollouts up to mid-2025): each line an item itself.
+_BARE_ITEMS = frozenset(("message", "reasoning", "web_search_call", *_CALLS, *_OUTPUTS))
+
+
+def _legacy_header(obj: dict[str, Any] | None) -> bool:
+    """The first line of a rollout from before ``session_meta``: ``{"id",
+    "timestamp", "instructions", "git"}``, no ``type``."""
+    return obj is not None and "type" not in obj and "payload" not in obj and isinstance(obj.get("id"), str)
+
+
+def _bare_item(obj: dict[str, Any]) -> bool:
+    return "payload" not in obj and obj.get("type") in _BARE_ITEMS
+
+
+def _input_text(content: Any) -> str:
+    """The typed text of a user's message item (its ``input_text`` parts)."""
+    if not isinstance(content, list):
+        return content if isinstance(content, str) else ""
+    return "\n".join(
+        p["text"]
+        for p in content
+        if isinstance(p, dict) and p.get("type") == "input_text" and isinstance(p.get("text"), str)
+    )
 
 
 class CodexImporter(Importer):
@@ -64,17 +92,32 @@ class CodexImporter(Importer):
                 sid = obj["payload"]["id"]
                 break
         if sid is None:
+            header = next((ln.obj for ln in fd.lines if ln.obj is not None), None)
+            sid = header["id"] if header is not None and _legacy_header(header) and header["id"] else None
+        if sid is None:
             m = _ROLLOUT_ID.search(os.path.basename(fd.path))
             sid = m.group(1) if m else None
         return None if sid is None else [sid] * len(fd.lines)
 
     def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return obj if obj.get("type") == "session_meta" else {"type": obj.get("type")}
+        return obj if obj.get("type") == "session_meta" or _legacy_header(obj) else {"type": obj.get("type")}
+
+    def line_time(self, obj: dict[str, Any]) -> int | None:
+        # Some writers put the time only in the payload.
+        payload = obj.get("payload")
+        if "timestamp" not in obj and isinstance(payload, dict):
+            return parse_source_time(payload.get("timestamp"))
+        return parse_source_time(obj.get("timestamp"))
 
     def prompt_text(self, obj: dict[str, Any]) -> str | None:
         # The user_message event holds what was typed; the user's message
         # items also carry the instructions and context Codex adds.
         payload = obj.get("payload")
+        if _bare_item(obj) and obj.get("type") == "message" and obj.get("role") == "user":
+            # A rollout from before event_msg: the user's items are all there
+            # is; the context Codex added comes in <tagged> blocks.
+            text = _input_text(obj.get("content")).strip()
+            return None if text.startswith("<") else text or None
         if obj.get("type") != "event_msg" or not isinstance(payload, dict) or payload.get("type") != "user_message":
             return None
         message = payload.get("message")
@@ -92,15 +135,17 @@ class CodexImporter(Importer):
             # cumulative count seen (Codex repeats it after each turn_context).
             b.state["awaiting_usage"] = None
             b.state["last_total"] = None
-        if b.session is not None:
-            return
+        # Read on every pass (a live file's model may come after the pass
+        # that created the session): a later pass fills what is still unset.
         for line in lines:
             obj = line.obj or {}
             payload = obj.get("payload")
             if not isinstance(payload, dict):
                 continue
             if obj.get("type") == "session_meta":
-                b.create_meta.update(source_cwd=payload.get("cwd"), source_version=payload.get("cli_version"))
+                for key, field in (("source_cwd", "cwd"), ("source_version", "cli_version")):
+                    if isinstance(payload.get(field), str):
+                        b.create_meta.setdefault(key, payload[field])
             elif obj.get("type") == "turn_context" and isinstance(payload.get("model"), str) and payload["model"]:
                 b.create_meta.setdefault("model", payload.get("model"))
 
@@ -120,6 +165,9 @@ class CodexImporter(Importer):
         kind = obj.get("type")
         payload = obj.get("payload")
         ts = self.line_time(obj)
+        if _bare_item(obj):
+            self._response_item(b, line, obj, kind, {}, ts)
+            return
         if not isinstance(payload, dict):
             b.emit("custom", None, custom_record(obj), line, ts_ns=ts)
             return

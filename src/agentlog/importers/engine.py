@@ -275,7 +275,7 @@ class _Run:
             return
         if line.repaired:
             fr.warnings.append((line.lineno, line.repaired))
-        if key is None and (repeated := repeats.check(line)) is not None:
+        if key is None and not self.importer.restates(line.obj) and (repeated := repeats.check(line)) is not None:
             fr.warnings.append((line.lineno, repeated))
         b.begin_line()
         try:

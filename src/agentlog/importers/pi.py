@@ -131,9 +131,15 @@ class PiImporter(Importer):
         return self.line_key(b.source_id, obj)
 
     @staticmethod
-    def _entry(b: SessionBuilder, entry_id: Any) -> str | None:
-        """The event of the entry ``entry_id`` names (None: no id, or not found)."""
-        return b.lookup(f"{b.source_id}:{entry_id}") if isinstance(entry_id, str) else None
+    def _entry(b: SessionBuilder, entry_id: Any, *, first: bool = False) -> str | None:
+        """The event of the entry ``entry_id`` names (None: no id, or not
+        found): the last one made from it (where the branch it ends goes
+        on), or with ``first`` its first (the message a label names, not
+        the tool call made from the same entry)."""
+        if not isinstance(entry_id, str):
+            return None
+        key = f"{b.source_id}:{entry_id}"
+        return b.lookup_first(key) if first else b.lookup(key)
 
     def _parent(self, b: SessionBuilder, obj: dict[str, Any]) -> str | None:
         """The parent event: pi's parentId (v2+), else the chain (v1)."""
@@ -176,11 +182,11 @@ class PiImporter(Importer):
                 "source": {**source, "fields": split_fields(obj, _ENTRY + ("summary", "details"))},
             }
             b.emit("branch_summary", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
-        elif kind == "label" and isinstance(obj.get("label"), str) and self._entry(b, obj.get("targetId")):
+        elif kind == "label" and isinstance(obj.get("label"), str) and self._entry(b, obj.get("targetId"), first=True):
             # A label entry without a label clears one in pi; that, or one whose
             # target is not in the session, has no label record (name and
             # target are required), so it falls through to ``custom``.
-            target = self._entry(b, obj.get("targetId"))
+            target = self._entry(b, obj.get("targetId"), first=True)
             record = {
                 "name": obj.get("label"),
                 "target": target,
@@ -307,12 +313,12 @@ class PiImporter(Importer):
     ) -> None:
         first = None
         if isinstance(obj.get("firstKeptEntryId"), str):
-            first = b.lookup(f"{b.source_id}:{obj['firstKeptEntryId']}")
+            first = b.lookup_first(f"{b.source_id}:{obj['firstKeptEntryId']}")
         elif isinstance(obj.get("firstKeptEntryIndex"), int):
             entries: list[int] = b.state["entries"]
             index = obj["firstKeptEntryIndex"]
             if 0 < index < len(entries):  # index 0 is the header, which pi never keeps
-                first = b.lookup(f"{b.source_id}:line:{entries[index]}")
+                first = b.lookup_first(f"{b.source_id}:line:{entries[index]}")
         record = {
             "summary": obj.get("summary") or "",
             "structured": obj.get("details") or {},

@@ -1,0 +1,255 @@
+"""Shapes found in real session files of other tools (2026-12-03: 33 files
+from public repositories' fixtures and recorded sessions), each reduced
+here to the lines that showed it:
+
+- pi: a compaction's ``firstKeptEntryId`` (or v1 ``firstKeptEntryIndex``)
+  and a label's ``targetId`` name an assistant entry that also made tool
+  calls: they mean the entry's message, not its last tool call;
+- a live file imported before its model, directory or version appeared
+  (Claude Code writes its permission mode and a snapshot before the first
+  prompt; Codex's model comes with the first ``turn_context``) gets them
+  on a later pass;
+- Claude Code 1.0 files holding only ``summary`` lines, and 2.1's
+  ``ai-title`` lines and the state lines it restates unchanged;
+- Codex rollouts from before the ``session_meta`` envelope."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentlog import Store
+from importers_support import do_import, load, write_lines
+
+pytest_plugins = ["importers_store"]  # its `store` fixture: file and memory stores
+
+CLAUDE_SID = "8a283a61-0000-4000-8000-00000000c1a0"
+CODEX_SID = "0199a001-0000-7000-8000-00000000c0de"
+USER_Q = {"role": "user", "content": "q"}
+OK_TEXT = [{"type": "text", "text": "ok"}]
+
+
+def _ts(i: int) -> str:
+    return f"2026-01-01T00:00:{i:02d}.000Z"
+
+
+# --- pi: what a pointer to an entry names -----------------------------------------
+
+
+def _pi_session(compaction: dict) -> list[dict]:
+    call = {"type": "toolCall", "id": "call-1", "name": "read", "arguments": {"path": "a.md"}}
+    return [
+        {"type": "session", "version": 3, "id": "pi-real", "timestamp": _ts(0), "cwd": "/p"},
+        {"type": "message", "id": "e1", "parentId": None, "timestamp": _ts(1), "message": USER_Q},
+        {
+            "type": "message",
+            "id": "e2",
+            "parentId": "e1",
+            "timestamp": _ts(2),
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "reading a.md"}, call]},
+        },
+        {
+            "type": "message",
+            "id": "e3",
+            "parentId": "e2",
+            "timestamp": _ts(3),
+            "message": {"role": "toolResult", "toolCallId": "call-1", "toolName": "read", "content": "text of a"},
+        },
+        {"id": "e4", "parentId": "e3", "timestamp": _ts(4), "type": "compaction", "summary": "s", **compaction},
+        {"type": "label", "id": "e5", "parentId": "e4", "timestamp": _ts(5), "targetId": "e2", "label": "read"},
+        {
+            "type": "message",
+            "id": "e6",
+            "parentId": "e5",
+            "timestamp": _ts(6),
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+        },
+    ]
+
+
+def _kept_and_labelled(store: Store, session_id: str) -> tuple[list[str], str]:
+    loaded = load(store, session_id)
+    (compaction,) = [e for e in loaded.events if e.kind == "compaction"]
+    (label,) = [e for e in loaded.events if e.kind == "label"]
+    kept = loaded.by_id[compaction.record["first_kept_event_id"]]
+    target = loaded.by_id[label.record["target"]]
+    with store.open(session_id, readonly=True) as s:
+        context = [e.kind for e in s.context()]
+    assert (kept.kind, kept.role, target.kind) == ("message", "assistant", "message")
+    assert kept.record["content"] == [{"type": "text", "text": "reading a.md"}]
+    return context, target.id
+
+
+def test_pi_compaction_and_label_name_the_entrys_message(store: Store, tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "s.jsonl", _pi_session({"firstKeptEntryId": "e2"}))
+    do_import(store, "pi", path)
+    context, _ = _kept_and_labelled(store, "pi-pi-real")
+    # the summary, the kept message with its call and result, the label, the reply
+    assert context == ["compaction", "message", "tool_call", "tool_result", "label", "message"]
+
+
+def test_pi_the_same_when_the_entry_came_in_an_earlier_import(store: Store, tmp_path: Path) -> None:
+    lines = _pi_session({"firstKeptEntryId": "e2"})
+    path = write_lines(tmp_path / "s.jsonl", lines[:4])
+    do_import(store, "pi", path)
+    write_lines(path, lines)
+    report = do_import(store, "pi", path)
+    assert report.errors == []
+    context, _ = _kept_and_labelled(store, "pi-pi-real")
+    assert context == ["compaction", "message", "tool_call", "tool_result", "label", "message"]
+
+
+def test_pi_v1_compaction_index_names_the_message(store: Store, tmp_path: Path) -> None:
+    lines = _pi_session({"firstKeptEntryIndex": 2})
+    v1 = [{k: v for k, v in o.items() if k not in ("id", "parentId", "version")} for o in lines[:5]]
+    v1[0]["id"] = "pi-real-v1"
+    path = write_lines(tmp_path / "s.jsonl", v1)
+    do_import(store, "pi", path)
+    loaded = load(store, "pi-pi-real-v1")
+    (compaction,) = [e for e in loaded.events if e.kind == "compaction"]
+    kept = loaded.by_id[compaction.record["first_kept_event_id"]]
+    assert (kept.kind, kept.record["content"]) == ("message", [{"type": "text", "text": "reading a.md"}])
+
+
+# --- metadata a live file gives later ---------------------------------------------
+
+
+def _claude(i: int, kind: str, **body: object) -> dict:
+    return {"type": kind, "sessionId": CLAUDE_SID, "timestamp": _ts(i), **body}
+
+
+def _claude_live() -> list[dict]:
+    return [
+        {"type": "permission-mode", "permissionMode": "default", "sessionId": CLAUDE_SID},
+        {"type": "file-history-snapshot", "messageId": "m0", "snapshot": {"trackedFileBackups": {}}},
+        _claude(
+            2,
+            "user",
+            uuid="u1",
+            parentUuid=None,
+            cwd="/work/proj",
+            version="2.1.145",
+            message={"role": "user", "content": "make the readme shorter"},
+        ),
+        _claude(
+            3,
+            "assistant",
+            uuid="a1",
+            parentUuid="u1",
+            cwd="/work/proj",
+            version="2.1.145",
+            message={"id": "msg1", "role": "assistant", "model": "claude-x", "content": OK_TEXT},
+        ),
+    ]
+
+
+def test_claude_live_file_gets_its_model_directory_and_version_on_a_later_pass(store: Store, tmp_path: Path) -> None:
+    lines = _claude_live()
+    path = write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines[:2])
+    do_import(store, "claude", path)
+    meta = load(store, f"claude-{CLAUDE_SID}").meta
+    assert (meta["model"], meta.get("source_cwd"), meta.get("source_version")) == (None, None, None)
+    write_lines(path, lines)
+    assert do_import(store, "claude", path).errors == []
+    meta = load(store, f"claude-{CLAUDE_SID}").meta
+    assert (meta["model"], meta["source_cwd"], meta["source_version"]) == ("claude-x", "/work/proj", "2.1.145")
+
+
+def test_a_later_pass_leaves_a_model_already_set(store: Store, tmp_path: Path) -> None:
+    lines = _claude_live()
+    path = write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines[:2])
+    do_import(store, "claude", path)
+    with store.open(f"claude-{CLAUDE_SID}") as s:
+        s.update_meta(model="chosen-by-hand")
+    write_lines(path, lines)
+    do_import(store, "claude", path)
+    meta = load(store, f"claude-{CLAUDE_SID}").meta
+    assert (meta["model"], meta["source_cwd"]) == ("chosen-by-hand", "/work/proj")
+
+
+def test_codex_live_file_gets_its_model_on_a_later_pass(store: Store, tmp_path: Path) -> None:
+    lines = [
+        {"timestamp": _ts(0), "type": "session_meta", "payload": {"id": CODEX_SID, "cwd": "/w", "cli_version": "0.9"}},
+        {"timestamp": _ts(1), "type": "event_msg", "payload": {"type": "user_message", "message": "hi"}},
+        {"timestamp": _ts(2), "type": "turn_context", "payload": {"cwd": "/w", "model": "gpt-x"}},
+    ]
+    path = write_lines(tmp_path / f"rollout-2026-01-01T00-00-00-{CODEX_SID}.jsonl", lines[:2])
+    do_import(store, "codex", path)
+    assert load(store, f"codex-{CODEX_SID}").meta["model"] is None
+    write_lines(path, lines)
+    do_import(store, "codex", path)
+    meta = load(store, f"codex-{CODEX_SID}").meta
+    assert (meta["model"], meta["source_cwd"], meta["source_version"]) == ("gpt-x", "/w", "0.9")
+
+
+# --- Claude Code's title lines and summary-only files --------------------------------
+
+
+def test_claude_ai_title_names_the_session_and_its_restatements_warn_nothing(store: Store, tmp_path: Path) -> None:
+    title = {"type": "ai-title", "aiTitle": "Shorten the readme", "sessionId": CLAUDE_SID}
+    lines = _claude_live()
+    lines = [*lines[:3], title, lines[0], lines[3], title]
+    path = write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines)
+    report = do_import(store, "claude", path)
+    (fr,) = report.files
+    assert fr.warnings == [] and report.errors == []
+    loaded = load(store, f"claude-{CLAUDE_SID}")
+    assert loaded.meta["name"] == "Shorten the readme"
+    assert loaded.lines() == set(range(1, len(lines) + 1))  # every line kept
+
+
+def test_claude_file_of_summary_lines_only_is_its_named_session(store: Store, tmp_path: Path) -> None:
+    """Claude Code 1.0 left such files in a project; the file's name is the
+    session id, and the summaries are kept rather than refused."""
+    summary = {"type": "summary", "summary": "TUI cache fix", "leafUuid": "2369a617-0000-4000-8000-000000000001"}
+    path = write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", [summary])
+    report = do_import(store, "claude", path)
+    assert report.errors == []
+    loaded = load(store, f"claude-{CLAUDE_SID}")
+    assert [e.record["original"] for e in loaded.events] == [summary]
+
+
+def test_a_file_with_no_session_id_and_no_such_name_is_still_an_error(store: Store, tmp_path: Path) -> None:
+    summary = {"type": "summary", "summary": "s", "leafUuid": "2369a617-0000-4000-8000-000000000001"}
+    path = write_lines(tmp_path / "notes.jsonl", [summary])
+    report = do_import(store, "claude", path)
+    assert report.errors == [f"{path}: no claude session id in any line"]
+
+
+# --- Codex rollouts from before session_meta -------------------------------------------
+
+
+def test_codex_rollout_before_the_envelope(store: Store, tmp_path: Path) -> None:
+    sid = "c27a914d-0000-4000-8000-000000000000"
+    lines = [
+        {"id": sid, "timestamp": "2025-08-20T13:20:47.060Z", "instructions": None, "git": {"branch": "main"}},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>x"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list the files"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "opaque"},
+        {"type": "function_call", "id": "fc_1", "name": "shell", "arguments": '{"command":["ls"]}', "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": "README.md"},
+        {"record_type": "state"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "one file"}]},
+    ]
+    # a name without the id: the header names the session
+    path = write_lines(tmp_path / "rollout-2025-08-20T13-20-47.jsonl", lines)
+    report = do_import(store, "codex", path)
+    assert report.errors == []
+    loaded = load(store, f"codex-{sid}")
+    assert [(e.kind, e.role) for e in loaded.events] == [
+        ("custom", None),
+        ("custom", None),
+        ("message", "user"),
+        ("message", "user"),
+        ("message", "assistant"),
+        ("tool_call", "assistant"),
+        ("tool_result", "tool"),
+        ("custom", None),
+        ("message", "assistant"),
+    ]
+    call, result = [e for e in loaded.events if e.kind in ("tool_call", "tool_result")]
+    assert (call.record["name"], call.record["id"], result.record["name"]) == ("shell", "c1", "shell")
+    assert loaded.meta["name"] == "list the files"
+    assert loaded.events[2].timestamp.startswith("2025-08-20T13:20:47")  # the header's time
+    with store.open(f"codex-{sid}", readonly=True) as s:
+        assert [m["role"] for m in s.to_chat_messages()][-4:] == ["user", "assistant", "tool", "assistant"]
