@@ -253,3 +253,34 @@ def test_codex_rollout_before_the_envelope(store: Store, tmp_path: Path) -> None
     assert loaded.events[2].timestamp.startswith("2025-08-20T13:20:47")  # the header's time
     with store.open(f"codex-{sid}", readonly=True) as s:
         assert [m["role"] for m in s.to_chat_messages()][-4:] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_a_summary_only_file_leaves_the_summary_to_its_conversation(store: Store, tmp_path: Path) -> None:
+    """Imported together, the conversation whose leaf a summary names keeps
+    it (its label and its name); the file of summaries only, with no time to
+    order it by, claims nothing (found in review: it came first and took it)."""
+    other = "bbbbbbbb-0000-4000-8000-000000000001"
+    summary = {"type": "summary", "summary": "Fix the cache", "leafUuid": "a1"}
+    conversation = [
+        *_claude_live()[2:],
+        summary,
+    ]
+    conversation[1] = {**conversation[1], "uuid": "a1"}
+    first = write_lines(tmp_path / "proj" / f"{CLAUDE_SID}.jsonl", conversation)
+    second = write_lines(tmp_path / "proj" / f"{other}.jsonl", [summary])
+    report = do_import(store, "claude", first, second)
+    assert report.errors == []
+    loaded = load(store, f"claude-{CLAUDE_SID}")
+    assert loaded.meta["name"] == "Fix the cache"
+    assert [e.kind for e in loaded.events] == ["message", "message", "label"]
+    again = do_import(store, "claude", first, second)
+    assert [(s.events, s.duplicates) for s in again.sessions] == [(0, 0), (0, 0)]
+
+
+def test_summary_only_files_alone_each_keep_their_lines_and_import_once(store: Store, tmp_path: Path) -> None:
+    summary = {"type": "summary", "summary": "Fix the cache", "leafUuid": "elsewhere"}
+    sids = ["bbbbbbbb-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"]
+    paths = [write_lines(tmp_path / "proj" / f"{sid}.jsonl", [summary]) for sid in sids]
+    assert [s.events for s in do_import(store, "claude", *paths).sessions] == [1, 1]
+    assert [s.events for s in do_import(store, "claude", *paths).sessions] == [0, 0]
+    assert [len(load(store, f"claude-{sid}").events) for sid in sids] == [1, 1]

@@ -137,8 +137,16 @@ class _Run:
                 if t is not None
             ]
             group.first = min(times) if times else 0
-        order = sorted(self.groups.values(), key=lambda g: (g.first, g.session_id))
+        # Earliest first: a source key two sessions' lines carry (a Claude
+        # summary written into several files) belongs to the session that
+        # had it first. A group with no time at all (a Claude file of
+        # summaries only) claims nothing and comes last: it never takes a
+        # line from the conversation the line belongs to, and it keeps what
+        # no conversation of the run holds.
+        order = sorted(self.groups.values(), key=lambda g: (g.first == 0, g.first, g.session_id))
         for group in order:
+            if group.first == 0:
+                continue
             b = self.builders[group.session_id]
             for line in group.lines:
                 if line.new and line.obj is not None:
