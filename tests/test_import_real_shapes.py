@@ -284,3 +284,21 @@ def test_summary_only_files_alone_each_keep_their_lines_and_import_once(store: S
     assert [s.events for s in do_import(store, "claude", *paths).sessions] == [1, 1]
     assert [s.events for s in do_import(store, "claude", *paths).sessions] == [0, 0]
     assert [len(load(store, f"claude-{sid}").events) for sid in sids] == [1, 1]
+
+
+def test_pi_tool_call_written_without_arguments_took_none(store: Store, tmp_path: Path) -> None:
+    call = {"type": "toolCall", "id": "call-a", "name": "read"}
+    lines = [
+        {"type": "session", "version": 3, "id": "pi-noargs", "timestamp": _ts(0), "cwd": "/p"},
+        {"type": "message", "id": "e1", "parentId": None, "timestamp": _ts(1), "message": USER_Q},
+        {
+            "type": "message",
+            "id": "e2",
+            "parentId": "e1",
+            "timestamp": _ts(2),
+            "message": {"role": "assistant", "content": [call], "stopReason": "toolUse"},
+        },
+    ]
+    do_import(store, "pi", write_lines(tmp_path / "s.jsonl", lines))
+    (event,) = [e for e in load(store, "pi-pi-noargs").events if e.kind == "tool_call"]
+    assert event.record["arguments"] == "{}"

@@ -408,3 +408,29 @@ def test_tool_names_carry_across_piecewise_conversion():
     assert drafts[0][1]["name"] == "grep"
     alone, _ = chat_messages_to_drafts([{"role": "tool", "tool_call_id": "c1", "content": "r"}])
     assert alone[0][1]["name"] == ""  # nothing says which tool it was
+
+
+def test_an_assistant_message_that_says_nothing_is_left_out_of_provider_views():
+    """A reply that failed before its first token (pi's stopReason "error"
+    with no content) or a reasoning item kept alone: some APIs refuse an
+    empty assistant message, and it tells the model nothing."""
+    events = [user("hi"), assistant([]), user("again"), assistant(None), assistant(""), assistant("ok")]
+    assert to_chat_messages(events) == [
+        {"role": "user", "content": "hi"},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": ""},  # an empty text, as a caller may give one, is sent
+        {"role": "assistant", "content": "ok"},
+    ]
+    assert [i.get("content") for i in to_responses_input(events)] == ["hi", "again", "", "ok"]
+    # the faithful view, which sync() compares with, keeps every message
+    assert len(events_to_chat_messages(events)) == 6
+    # a refusal is something to say
+    refused = to_chat_messages([user("hi"), assistant(None, refusal="no")])
+    assert refused[-1] == {"role": "assistant", "content": "", "refusal": "no"}
+
+
+def test_an_empty_list_of_parts_beside_tool_calls_is_sent_as_no_content():
+    events = [user("hi"), assistant([]), call("c1"), result("c1", "text")]
+    chat = to_chat_messages(events)
+    assert chat[1]["content"] is None and [c["id"] for c in chat[1]["tool_calls"]] == ["c1"]
+    assert [i["type"] for i in to_responses_input(events)] == ["message", "function_call", "function_call_output"]

@@ -267,7 +267,9 @@ class PiImporter(Importer):
                     {
                         "id": call.get("id"),
                         "name": call.get("name"),
-                        "arguments": orjson.dumps(call.get("arguments")).decode(),
+                        # A call written without arguments took none: "{}", as
+                        # a model's own call without arguments reads.
+                        "arguments": orjson.dumps(call.get("arguments", {})).decode(),
                         **({"extra": e} if (e := split_fields(call, ("type", "id", "name", "arguments"))) else {}),
                     },
                     line,
