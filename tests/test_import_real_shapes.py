@@ -302,3 +302,30 @@ def test_pi_tool_call_written_without_arguments_took_none(store: Store, tmp_path
     do_import(store, "pi", write_lines(tmp_path / "s.jsonl", lines))
     (event,) = [e for e in load(store, "pi-pi-noargs").events if e.kind == "tool_call"]
     assert event.record["arguments"] == "{}"
+
+
+# --- dates ------------------------------------------------------------------------------
+
+
+def test_an_imported_session_is_dated_by_its_source(store: Store, tmp_path: Path) -> None:
+    """``ls`` lists imported sessions by when they were active in their tool,
+    not by when they were imported (found importing real files: every
+    session was dated the minute of the import, in import order)."""
+    lines = _claude_live()
+    path = write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines[:3])
+    do_import(store, "claude", path)
+    (info,) = store.list()
+    assert (info.created_at, info.updated_at) == ("2026-01-01T00:00:02.000000000Z", "2026-01-01T00:00:02.000000000Z")
+    write_lines(path, lines)  # a later line, a later date
+    do_import(store, "claude", path)
+    (info,) = store.list()
+    assert (info.created_at, info.updated_at) == ("2026-01-01T00:00:02.000000000Z", "2026-01-01T00:00:03.000000000Z")
+    with store.open(f"claude-{CLAUDE_SID}") as s:  # a change in agentlog dates it again
+        s.append("message", {"content": "continued here"}, role="user")
+    (continued,) = store.list()
+    assert continued.updated_at > "2026-06"
+    more = [*lines, _claude(4, "user", uuid="u2", parentUuid="a1", message={"role": "user", "content": "and?"})]
+    write_lines(path, more)  # an older source line does not date it back
+    do_import(store, "claude", path)
+    (info,) = store.list()
+    assert info.updated_at == continued.updated_at

@@ -147,6 +147,10 @@ class SessionBuilder:
     _per_line: dict[tuple[str, int], int] = field(default_factory=dict)
     _journal: Journal = field(default_factory=Journal)
     _mark: tuple[Any, ...] = ()
+    # The session's date (what listing shows as updated) before this
+    # builder's writes, which date it anew: the source's newest line, or a
+    # later change made in agentlog (0: not read yet).
+    dated_ns: int = 0
 
     # --- loading what an earlier import wrote -----------------------------------
     def read_state(self) -> None:
@@ -164,6 +168,9 @@ class SessionBuilder:
             return
         self.session = self.store.open(self.session_id)
         self.files = self._file_states(self.session.meta)
+        updated = self.session.meta.get("updated_at")
+        stored = _stamp_ns(updated, 0) if isinstance(updated, str) else 0
+        self.dated_ns = max(stored, self.store.backend.stats(self.session_id).updated_ns)
         cached = load_rows(self.session)
         latest = 0
         for entry in self.session.entries():
@@ -427,8 +434,16 @@ class SessionBuilder:
         self.ensure_loaded()
         events = [p.to_event() for p in self.pending]
         meta: dict[str, Any] = {"format": self.format, "source_id": self.source_id, "files": self.files}
+        # An imported session is dated by its source, as a copy keeps its
+        # source's dates: created when its first line was written, updated
+        # when its newest was (or when agentlog last changed it, if later).
+        newest = max((p.ts_ns for p in self.pending), default=0)
         if self.session is None:
+            first = min((p.ts_ns for p in self.pending), default=0)
             extra: dict[str, Any] = {**self.create_meta, **self.meta_changes, META_KEY: meta}
+            if first:
+                extra.setdefault("created_at", format_timestamp(first))
+                extra["updated_at"] = format_timestamp(newest)
             # No working_dir: creating with one leaves a --continue breadcrumb,
             # and an imported session should not become what `continue` opens.
             self.session = self.store.create(
@@ -439,6 +454,7 @@ class SessionBuilder:
                 **extra,
             )
             self.meta_changes.clear()
+            self.dated_ns = newest
         else:
             if events:
                 self.session.import_events(events)
@@ -451,6 +467,14 @@ class SessionBuilder:
                 unset = {k: v for k, v in self.create_meta.items() if v is not None and stored.get(k) is None}
                 self.session.update_meta(**{META_KEY: meta}, **{**unset, **self.meta_changes})
                 self.meta_changes.clear()
+            self.dated_ns = max(self.dated_ns, newest)
+        if final and self.session is not None and self.dated_ns:
+            # Last, as a copy does: every write above dated the session now.
+            dated = self.session.storage.read_meta()
+            if dated.get("updated_at") != format_timestamp(self.dated_ns):
+                dated["updated_at"] = format_timestamp(self.dated_ns)
+                self.session.storage.write_meta(dated)
+            self.session.storage.set_updated_ns(self.dated_ns)
         self.rows.extend([p.id, p.parent_id, p.kind, slim_record(p.kind, p.record)] for p in self.pending)
         if final and self.session is not None:
             save_rows(self.session, self.rows)
