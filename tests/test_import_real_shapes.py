@@ -329,3 +329,17 @@ def test_an_imported_session_is_dated_by_its_source(store: Store, tmp_path: Path
     do_import(store, "claude", path)
     (info,) = store.list()
     assert info.updated_at == continued.updated_at
+
+
+def test_a_claude_snapshot_update_does_not_take_its_first_snapshots_time(store: Store, tmp_path: Path) -> None:
+    lines = _claude_live()[2:]
+    update = {
+        "type": "file-history-snapshot",
+        "messageId": "m0",
+        "isSnapshotUpdate": True,
+        "snapshot": {"messageId": "m0", "timestamp": _ts(2), "trackedFileBackups": {}},
+    }
+    path = write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", [*lines, update])
+    do_import(store, "claude", path)
+    events = load(store, f"claude-{CLAUDE_SID}").events
+    assert [e.timestamp[17:19] for e in events] == ["02", "03", "03"]  # after the reply, not before it

@@ -120,7 +120,10 @@ class ClaudeImporter(Importer):
 
     def line_time(self, obj: dict[str, Any]) -> int | None:
         ts = parse_source_time(obj.get("timestamp"))
-        if ts is None and isinstance(obj.get("snapshot"), dict):
+        if ts is None and isinstance(obj.get("snapshot"), dict) and not obj.get("isSnapshotUpdate"):
+            # A snapshot is taken as its message is sent; an update of one,
+            # written later, still carries the first snapshot's time, and
+            # sits where it is in the file instead (the last time seen).
             ts = parse_source_time(obj["snapshot"].get("timestamp"))
         return ts
 
