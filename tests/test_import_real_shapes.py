@@ -343,3 +343,18 @@ def test_a_claude_snapshot_update_does_not_take_its_first_snapshots_time(store: 
     do_import(store, "claude", path)
     events = load(store, f"claude-{CLAUDE_SID}").events
     assert [e.timestamp[17:19] for e in events] == ["02", "03", "03"]  # after the reply, not before it
+
+
+def test_pi_session_without_a_model_change_takes_its_first_replys_model(store: Store, tmp_path: Path) -> None:
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "model": "gpt-5.5", "provider": "x"}
+    lines = [
+        {"type": "session", "version": 3, "id": "pi-model", "timestamp": _ts(0), "cwd": "/p"},
+        {"type": "message", "id": "e1", "parentId": None, "timestamp": _ts(1), "message": USER_Q},
+        {"type": "message", "id": "e2", "parentId": "e1", "timestamp": _ts(2), "message": reply},
+    ]
+    path = write_lines(tmp_path / "s.jsonl", lines[:2])
+    do_import(store, "pi", path)
+    assert load(store, "pi-pi-model").meta["model"] is None
+    write_lines(path, lines)  # the reply comes in a later pass
+    do_import(store, "pi", path)
+    assert load(store, "pi-pi-model").meta["model"] == "gpt-5.5"

@@ -117,13 +117,24 @@ class PiImporter(Importer):
             title = line.obj.get("title") if line.obj is not None and line.obj.get("type") == "title" else None
             if isinstance(title, str) and title:
                 b.meta_changes["name"] = title
-        if b.session is None:
-            model = header.get("modelId")
-            b.create_meta.update(
-                source_cwd=header.get("cwd"),
-                model=model if isinstance(model, str) else None,
-                parent_session=header.get("parentSession") or header.get("branchedFrom"),
+        # Read on every pass: what a later pass finds fills what is still
+        # unset (builder.flush); a model_change sets the model outright.
+        model = header.get("modelId")
+        if not isinstance(model, str):
+            # No model in the header (pi writes none) and none chosen yet: the
+            # model of the first reply, which each assistant message names.
+            model = next(
+                (
+                    m["model"]
+                    for m in (ln.obj.get("message") for ln in lines if ln.obj is not None)
+                    if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("model"), str)
+                ),
+                None,
             )
+        parent = header.get("parentSession") or header.get("branchedFrom")
+        for key, value in (("source_cwd", header.get("cwd")), ("model", model), ("parent_session", parent)):
+            if value is not None:
+                b.create_meta.setdefault(key, value)
 
     def event_key(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> str | None:
         if b.state["version"] < 2 and obj.get("type") != "session":
