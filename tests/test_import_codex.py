@@ -55,7 +55,7 @@ def test_real_rollout(store, tmp_path):
         if e.kind == "tool_result"
     ] == [(o["call_id"], o["output"], next(c["name"] for c in calls if c["call_id"] == o["call_id"])) for o in outputs]
     # each reasoning item starts an assistant message; the reply after it is merged in
-    reasoning = [e for e in loaded.events if e.kind == "message" and "reasoning" in e.record]
+    reasoning = [e for e in loaded.events if e.kind == "message" and "reasoning" in e.record["source"]]
     assert len(reasoning) == sum(1 for p in items if p["type"] == "reasoning")
     assert s.merged == 6 and all(e.record["content"] for e in reasoning)
     messages = [p for p in items if p["type"] == "message"]

@@ -358,3 +358,26 @@ def test_pi_session_without_a_model_change_takes_its_first_replys_model(store: S
     write_lines(path, lines)  # the reply comes in a later pass
     do_import(store, "pi", path)
     assert load(store, "pi-pi-model").meta["model"] == "gpt-5.5"
+
+
+# --- records as docs/records.md types them ----------------------------------------------
+
+
+def test_imported_records_keep_the_record_types(store: Store, tmp_path: Path) -> None:
+    """``reasoning`` is text and ``provider`` an object (docs/records.md,
+    ``MessageRecord``): a Codex reasoning item and a source's provider name
+    went there as an object and a string."""
+    summary = [{"type": "summary_text", "text": "Looking at the files"}]
+    codex = [
+        {"timestamp": _ts(0), "type": "session_meta", "payload": {"id": CODEX_SID, "cwd": "/w"}},
+        {"timestamp": _ts(1), "type": "response_item", "payload": {"type": "reasoning", "summary": summary}},
+        {"timestamp": _ts(2), "type": "response_item", "payload": {"type": "reasoning", "encrypted_content": "x"}},
+    ]
+    do_import(store, "codex", write_lines(tmp_path / f"rollout-{CODEX_SID}.jsonl", codex))
+    first, second = [e for e in load(store, f"codex-{CODEX_SID}").events if e.kind == "message"]
+    assert first.record["reasoning"] == "Looking at the files"
+    assert first.record["source"]["reasoning"] == {"summary": summary}
+    assert "reasoning" not in second.record and second.record["source"]["reasoning"] == {"encrypted_content": "x"}
+    do_import(store, "claude", write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", _claude_live()))
+    (reply,) = [e for e in load(store, f"claude-{CLAUDE_SID}").events if e.role == "assistant"]
+    assert reply.record["provider_name"] == "anthropic" and "provider" not in reply.record

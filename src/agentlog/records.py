@@ -69,6 +69,7 @@ class MessageRecord(TypedDict):
     model: NotRequired[str]
     finish_reason: NotRequired[str | None]
     provider: NotRequired[dict[str, Any]]
+    provider_name: NotRequired[str]  # the provider's name, where a source gives only that (imports)
     # Chat Completions message fields the provider views send back as they are:
     name: NotRequired[str]
     refusal: NotRequired[str]

@@ -403,7 +403,7 @@ class ClaudeImporter(Importer):
                 "content": parts,
                 **usage,
                 "finish_reason": message.get("stop_reason"),
-                "provider": "anthropic",
+                "provider_name": "anthropic",
                 "source": source,
             }
             made = b.emit(

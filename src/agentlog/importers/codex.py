@@ -11,8 +11,9 @@ and hold the response items bare, one a line, between ``{"record_type":
 the rest is ``custom``. Mapping:
 
 - ``response_item`` ``message`` -> ``message`` (its role); ``reasoning`` ->
-  an assistant ``message`` holding it under ``reasoning`` (a following
-  assistant message in the same import is merged into it);
+  an assistant ``message`` whose ``reasoning`` is the item's summary text
+  (the item itself in ``source.reasoning``; a following assistant message
+  in the same import is merged into it);
   ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` ->
   ``tool_call``; ``*_call_output`` -> ``tool_result``.
 - ``compacted`` -> ``compaction`` (summary = its message; the
@@ -57,6 +58,18 @@ def _legacy_header(obj: dict[str, Any] | None) -> bool:
 
 def _bare_item(obj: dict[str, Any]) -> bool:
     return "payload" not in obj and obj.get("type") in _BARE_ITEMS
+
+
+def _reasoning_text(item: dict[str, Any]) -> str:
+    """The readable part of a reasoning item: its summary texts, else its
+    reasoning texts (empty when Codex kept it encrypted only)."""
+    for field in ("summary", "content"):
+        parts = item.get(field)
+        if isinstance(parts, list):
+            texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"]]
+            if texts:
+                return "\n\n".join(texts)
+    return ""
 
 
 def _input_text(content: Any) -> str:
@@ -282,7 +295,13 @@ class CodexImporter(Importer):
             # A reply awaits its call's token_count; anyone else's message ends the wait.
             b.put(b.state, "awaiting_usage", p.id if role == "assistant" else None)
         elif ptype == "reasoning":
-            record = {"content": [], "reasoning": split_fields(payload, ("type",)), "source": source}
+            # The record's reasoning is text (docs/records.md): the item's
+            # summary (or its reasoning text, where Codex kept it); the item
+            # itself, encrypted content and all, stays in the source.
+            record = {"content": [], "source": {**source, "reasoning": split_fields(payload, ("type",))}}
+            text = _reasoning_text(payload)
+            if text:
+                record["reasoning"] = text
             p = b.emit("message", "assistant", record, line, ts_ns=ts)
             b.put(b.state, "reasoning", p.id)
             b.put(b.state, "awaiting_usage", p.id)

@@ -264,7 +264,7 @@ class PiImporter(Importer):
                 "content": [p for p in parts if p not in calls],
                 "model": message.get("model"),
                 "finish_reason": message.get("stopReason"),
-                "provider": message.get("provider"),
+                "provider_name": message.get("provider"),
                 "source": source,
             }
             usage = _usage(message.get("usage"))
