@@ -410,23 +410,20 @@ def test_tool_names_carry_across_piecewise_conversion():
     assert alone[0][1]["name"] == ""  # nothing says which tool it was
 
 
-def test_an_assistant_message_that_says_nothing_is_left_out_of_provider_views():
+def test_an_assistant_message_with_an_empty_list_of_parts_is_sent_with_no_content():
     """A reply that failed before its first token (pi's stopReason "error"
-    with no content) or a reasoning item kept alone: some APIs refuse an
-    empty assistant message, and it tells the model nothing."""
-    events = [user("hi"), assistant([]), user("again"), assistant(None), assistant(""), assistant("ok")]
+    with no content) or a reasoning item kept alone: the APIs refuse an
+    empty list of parts, and accept an empty text."""
+    events = [user("hi"), assistant([]), user("again"), assistant("ok")]
     assert to_chat_messages(events) == [
         {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": ""},
         {"role": "user", "content": "again"},
-        {"role": "assistant", "content": ""},  # an empty text, as a caller may give one, is sent
         {"role": "assistant", "content": "ok"},
     ]
-    assert [i.get("content") for i in to_responses_input(events)] == ["hi", "again", "", "ok"]
-    # the faithful view, which sync() compares with, keeps every message
-    assert len(events_to_chat_messages(events)) == 6
-    # a refusal is something to say
-    refused = to_chat_messages([user("hi"), assistant(None, refusal="no")])
-    assert refused[-1] == {"role": "assistant", "content": "", "refusal": "no"}
+    assert [i.get("content") for i in to_responses_input(events)] == ["hi", "", "again", "ok"]
+    # the faithful view, which sync() compares with, keeps the record as it is
+    assert events_to_chat_messages(events)[1] == {"role": "assistant", "content": []}
 
 
 def test_an_empty_list_of_parts_beside_tool_calls_is_sent_as_no_content():

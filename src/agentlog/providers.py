@@ -27,10 +27,10 @@ list with what is stored: chat -> drafts -> events -> chat is the identity
 for ordinary messages (``normalize_chat_messages`` gives the canonical form
 of any list: dicts, known fields only, empty optional fields dropped).
 
-An assistant message that says nothing (no content or an empty list of
-parts, and no tool calls, refusal or audio: a reply that failed before its
-first token) is left out of both provider views; an empty list of parts
-beside tool calls is sent as no content.
+An assistant message whose content is an empty list of parts (a reply
+that failed before its first token, as pi records one; a Codex reasoning
+item kept alone) is sent as one with no content, which the APIs accept
+where they refuse an empty list: null beside tool calls, else "".
 
 Only fields the APIs accept are sent; records keep everything else
 (usage, reasoning, provider ids), per docs/records.md. Content parts are
@@ -178,22 +178,6 @@ def _chat_content(content: Any) -> Any:
     return parts
 
 
-def _says_nothing(item: _Msg) -> bool:
-    """An assistant message with no content at all (None or no parts), no
-    tool calls and nothing else an API takes (a reply that failed before
-    its first token, a Codex reasoning item kept alone): a provider view
-    leaves it out, since the APIs refuse an empty list of parts and it
-    tells the model nothing. The record keeps it. An empty text, as a
-    caller may give one, is sent as given."""
-    record = item.record
-    return (
-        item.role == "assistant"
-        and not item.calls
-        and record.get("content") in (None, [])
-        and not any(record.get(key) is not None for key in _CHAT_FIELDS["assistant"])
-    )
-
-
 def _render_chat(items: list[_Msg | _Result], system: Any, repair: bool = False) -> list[dict[str, Any]]:
     """The chat messages for ``items``. ``repair`` marks the view sent to a
     provider: it also turns Responses parts (as the Agents SDK adapter
@@ -209,11 +193,9 @@ def _render_chat(items: list[_Msg | _Result], system: Any, repair: bool = False)
             continue
         content = item.record.get("content")
         if repair:
-            if _says_nothing(item):
-                continue
             content = _chat_content(content)
-            if content == [] and item.calls:
-                content = None  # beside tool calls: no content, not an empty list of parts
+            if content == [] and item.role == "assistant":
+                content = None  # the APIs refuse an empty list of parts: no content (or "", below)
         if content is None and (item.role != "assistant" or (repair and not item.calls)):
             # Null content is valid only beside tool calls. An assistant
             # message whose calls are not on the path (HEAD checked out
@@ -298,8 +280,8 @@ def to_responses_input(events: Iterable[Event], system: Any = None) -> list[dict
             items.append({"type": "function_call_output", "call_id": item.call_id, "output": _text_of(item.content)})
             continue
         content = item.record.get("content")
-        if _says_nothing(item):
-            continue
+        if item.role == "assistant" and content == []:
+            content = None  # an empty list of parts, which the API refuses, says what None says
         if not (item.calls and content in (None, "", [])):
             items.append({"type": "message", "role": item.role, "content": _responses_content(item.role, content)})
         for call in item.calls:
