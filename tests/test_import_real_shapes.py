@@ -381,3 +381,67 @@ def test_imported_records_keep_the_record_types(store: Store, tmp_path: Path) ->
     do_import(store, "claude", write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", _claude_live()))
     (reply,) = [e for e in load(store, f"claude-{CLAUDE_SID}").events if e.role == "assistant"]
     assert reply.record["provider_name"] == "anthropic" and "provider" not in reply.record
+
+
+# --- Claude Code's parallel tool calls ----------------------------------------------------
+
+
+REPLY = {"id": "m2", "role": "assistant", "content": OK_TEXT}
+
+
+def _tool_use(i: int, uuid: str, parent: str, call: str) -> dict:
+    block = {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": f"echo {call}"}}
+    message = {"id": "msg-par", "role": "assistant", "model": "claude-x", "content": [block]}
+    return _claude(i, "assistant", uuid=uuid, parentUuid=parent, message=message)
+
+
+def _tool_result(i: int, uuid: str, parent: str, call: str) -> dict:
+    block = {"type": "tool_result", "tool_use_id": call, "content": f"out {call}"}
+    return _claude(i, "user", uuid=uuid, parentUuid=parent, message={"role": "user", "content": [block]})
+
+
+def test_claude_parallel_tool_results_follow_the_calls_without_a_branch(store: Store, tmp_path: Path) -> None:
+    """Claude Code 2.1 writes each parallel call as a line, then each result
+    as a child of its own call's line (a real 2.1.258 capture): the first
+    result and the second call are both children of the first call. The
+    first result went on a side branch, and the provider view told the model
+    that call never ran."""
+    lines = [
+        _claude(1, "user", uuid="u1", parentUuid=None, message={"role": "user", "content": "run both"}),
+        _tool_use(2, "c1", "u1", "toolu_1"),
+        _tool_use(3, "c2", "c1", "toolu_2"),
+        _tool_result(4, "r1", "c1", "toolu_1"),
+        _tool_result(5, "r2", "c2", "toolu_2"),
+        _claude(6, "assistant", uuid="a2", parentUuid="r2", message=REPLY),
+    ]
+    do_import(store, "claude", write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines))
+    loaded = load(store, f"claude-{CLAUDE_SID}")
+    assert [e.kind for e in loaded.path()] == [
+        "message",
+        "message",
+        "tool_call",
+        "tool_call",
+        "tool_result",
+        "tool_result",
+        "message",
+    ]
+    assert len(loaded.path()) == len(loaded.events)  # no branch
+    with store.open(f"claude-{CLAUDE_SID}", readonly=True) as s:
+        tools = [m for m in s.to_chat_messages() if m["role"] == "tool"]
+    assert [(m["tool_call_id"], m["content"]) for m in tools] == [(c, f"out {c}") for c in ("toolu_1", "toolu_2")]
+
+
+def test_a_result_under_an_earlier_message_still_branches(store: Store, tmp_path: Path) -> None:
+    """A rewind is kept as the source has it: a line whose parent is a call
+    behind a later message starts a branch there."""
+    lines = [
+        _claude(1, "user", uuid="u1", parentUuid=None, message={"role": "user", "content": "run"}),
+        _tool_use(2, "c1", "u1", "toolu_1"),
+        _tool_result(3, "r1", "c1", "toolu_1"),
+        _claude(4, "assistant", uuid="a2", parentUuid="r1", message=REPLY),
+        _tool_result(5, "r1b", "c1", "toolu_1"),
+    ]
+    do_import(store, "claude", write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines))
+    loaded = load(store, f"claude-{CLAUDE_SID}")
+    (call,) = [e for e in loaded.events if e.kind == "tool_call"]
+    assert len(loaded.children(call.id)) == 2

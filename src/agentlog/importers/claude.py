@@ -43,9 +43,9 @@ from .reader import FileData
 __all__ = ["ClaudeImporter"]
 
 _SESSION_FILE = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl")
-#: Line types Claude Code writes again, unchanged, through a session (its
-#: state as of each prompt): an exact repeat is expected, not a doubled write.
-_RESTATED = frozenset({"permission-mode", "ai-title", "last-prompt", "custom-title"})
+#: How far behind the chain's end a parallel call's result may find its
+#: call (a reply's calls and results, and the side lines between them).
+_PARALLEL_REACH = 256
 
 _LINE_MAPPED = ("type", "uuid", "parentUuid", "timestamp", "message")
 _TOOL_BLOCKS = ("tool_use", "server_tool_use")
@@ -194,7 +194,12 @@ class ClaudeImporter(Importer):
                 b.put(b.meta_changes, "name", ai_title)
 
     def restates(self, obj: dict[str, Any]) -> bool:
-        return obj.get("type") in _RESTATED
+        # Every conversation line has a uuid; a line without one is state
+        # (a permission mode, a title, a latch) that Claude Code writes again
+        # as a matter of course, with new types in each release. A file
+        # snapshot is the exception: it is taken once per message (its
+        # messageId), so an exact repeat may be a doubled write.
+        return not isinstance(obj.get("uuid"), str) and obj.get("type") != "file-history-snapshot"
 
     @staticmethod
     def _keys(obj: dict[str, Any]) -> tuple[str, ...]:
@@ -238,6 +243,8 @@ class ClaudeImporter(Importer):
         blocks = content if isinstance(content, list) else None
         results = [x for x in blocks or () if isinstance(x, dict) and x.get("type") == "tool_result"]
         rest: Any = [x for x in blocks if x not in results] if blocks is not None else content
+        if results and not literal:
+            parent = self._after_parallel_calls(b, parent)
         keys = self._keys(obj)
         events = 0
         for block in results:
@@ -279,6 +286,28 @@ class ClaudeImporter(Importer):
                 literal_parent=literal and events == 0,
                 keys=keys,
             )
+
+    @staticmethod
+    def _after_parallel_calls(b: SessionBuilder, parent: str) -> str:
+        """Where a tool result goes. Claude Code writes each parallel call
+        of a reply as a line, then each result as a child of its own call's
+        line: the second call and the first result are both children of the
+        first call. In agentlog a reply's calls are one chain, so the results
+        follow it, in the file's order: a result whose call lies behind the
+        chain's end, with only that reply's calls and results (and kept side
+        lines) in between, goes at the end instead of starting a branch. A
+        result under an earlier message (a rewind) still branches."""
+        target = b.resolve(parent)
+        if b.kind_of.get(target) != "tool_call" or b.cursor == target:
+            return parent
+        current = b.cursor
+        for _ in range(_PARALLEL_REACH):
+            if b.kind_of.get(current) not in ("tool_call", "tool_result", "custom"):
+                return parent
+            current = b.parent_of.get(current, NIL_ID)
+            if current == target:
+                return b.cursor
+        return parent
 
     def _compact_summary(
         self,

@@ -2,12 +2,14 @@
 
 A line with a source id (a Claude uuid, a pi v2+ id) that a session
 already holds is a duplicate, and is skipped (the engine counts it). A
-line without one (Claude's ``file-history-snapshot`` and hook progress,
-every pi v1 entry, every Codex line) cannot be told apart from a second,
+line without one (Claude's ``file-history-snapshot``, every pi v1 entry,
+every Codex line) cannot be told apart from a second,
 identical occurrence: pi v1 chains its entries by their place in the file
 and counts them in ``firstKeptEntryIndex``, so dropping one would move
 the history. Such a line is kept as an event of its own, like any other,
-and the report's ``warnings`` name it and the line it repeats."""
+and the report's ``warnings`` name it and the line it repeats. Lines the
+source restates as a matter of course (``Importer.restates``: Claude Code's
+other lines without a uuid, its state) are kept alike without a warning."""
 
 from __future__ import annotations
 
