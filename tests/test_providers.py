@@ -431,3 +431,19 @@ def test_an_empty_list_of_parts_beside_tool_calls_is_sent_as_no_content():
     chat = to_chat_messages(events)
     assert chat[1]["content"] is None and [c["id"] for c in chat[1]["tool_calls"]] == ["c1"]
     assert [i["type"] for i in to_responses_input(events)] == ["message", "function_call", "function_call_output"]
+
+
+def test_thinking_parts_are_not_sent():
+    """Imported Claude Code and pi replies hold Anthropic thinking parts,
+    which neither OpenAI API takes as content."""
+    thinking = {"type": "thinking", "thinking": "let me see", "signature": "sig"}
+    events = [user("hi"), assistant([thinking, {"type": "text", "text": "ok"}]), assistant([thinking]), call("c1")]
+    events += [result("c1"), assistant([{"type": "redacted_thinking", "data": "x"}])]
+    chat = to_chat_messages(events)
+    assert chat[1] == {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}
+    assert chat[2]["content"] is None and chat[2]["tool_calls"][0]["id"] == "c1"
+    assert chat[4] == {"role": "assistant", "content": ""}
+    responses = to_responses_input(events)
+    assert responses[1]["content"] == [{"type": "output_text", "text": "ok"}]
+    assert [i["type"] for i in responses[2:]] == ["function_call", "function_call_output", "message"]
+    assert events_to_chat_messages(events)[1]["content"][0] == thinking  # the faithful view keeps them

@@ -27,7 +27,9 @@ list with what is stored: chat -> drafts -> events -> chat is the identity
 for ordinary messages (``normalize_chat_messages`` gives the canonical form
 of any list: dicts, known fields only, empty optional fields dropped).
 
-An assistant message whose content is an empty list of parts (a reply
+Thinking parts (``thinking``, ``redacted_thinking``: Anthropic's, as
+imported Claude Code and pi sessions hold them) are not sent: neither API
+takes them as content. An assistant message whose content is an empty list of parts (a reply
 that failed before its first token, as pi records one; a Codex reasoning
 item kept alone) is sent as one with no content, which the APIs accept
 where they refuse an empty list: null beside tool calls, else "".
@@ -178,6 +180,18 @@ def _chat_content(content: Any) -> Any:
     return parts
 
 
+#: Content parts that hold a model's thinking (Anthropic's, as Claude Code
+#: and pi record them). Neither OpenAI API takes them as content; the
+#: records keep them, and the exports show them.
+_THINKING_PARTS = frozenset({"thinking", "redacted_thinking"})
+
+
+def _without_thinking(content: Any) -> Any:
+    if not isinstance(content, list):
+        return content
+    return [p for p in content if not (isinstance(p, dict) and p.get("type") in _THINKING_PARTS)]
+
+
 def _render_chat(items: list[_Msg | _Result], system: Any, repair: bool = False) -> list[dict[str, Any]]:
     """The chat messages for ``items``. ``repair`` marks the view sent to a
     provider: it also turns Responses parts (as the Agents SDK adapter
@@ -193,7 +207,7 @@ def _render_chat(items: list[_Msg | _Result], system: Any, repair: bool = False)
             continue
         content = item.record.get("content")
         if repair:
-            content = _chat_content(content)
+            content = _chat_content(_without_thinking(content))
             if content == [] and item.role == "assistant":
                 content = None  # the APIs refuse an empty list of parts: no content (or "", below)
         if content is None and (item.role != "assistant" or (repair and not item.calls)):
@@ -279,7 +293,7 @@ def to_responses_input(events: Iterable[Event], system: Any = None) -> list[dict
         if isinstance(item, _Result):
             items.append({"type": "function_call_output", "call_id": item.call_id, "output": _text_of(item.content)})
             continue
-        content = item.record.get("content")
+        content = _without_thinking(item.record.get("content"))
         if item.role == "assistant" and content == []:
             content = None  # an empty list of parts, which the API refuses, says what None says
         if not (item.calls and content in (None, "", [])):
