@@ -177,7 +177,7 @@ def test_calls_of_every_shape(store, tmp_path):
     loaded = load(store, f"codex-{SID}")
     calls = [e.record for e in loaded.events if e.kind == "tool_call"]
     assert [(c["id"], c["name"], c["arguments"]) for c in calls] == [
-        ("c1", "apply_patch", "*** Begin Patch"),
+        ("c1", "apply_patch", '"*** Begin Patch"'),  # free-form input, as a JSON string
         ("c2", "local_shell", '{"type":"exec","command":["ls"]}'),
     ]
     results = [e.record for e in loaded.events if e.kind == "tool_result"]

@@ -445,3 +445,13 @@ def test_a_result_under_an_earlier_message_still_branches(store: Store, tmp_path
     loaded = load(store, f"claude-{CLAUDE_SID}")
     (call,) = [e for e in loaded.events if e.kind == "tool_call"]
     assert len(loaded.children(call.id)) == 2
+
+
+def test_codex_0_15x_names_a_session_from_its_completed_user_item(store: Store, tmp_path: Path) -> None:
+    typed = {"type": "UserMessage", "id": "u", "content": [{"type": "text", "text": "Read notes.txt\nthen more"}]}
+    lines = [
+        {"timestamp": _ts(0), "type": "session_meta", "payload": {"id": CODEX_SID, "cli_version": "0.154.0"}},
+        {"timestamp": _ts(1), "type": "event_msg", "payload": {"type": "item_completed", "item": typed}},
+    ]
+    do_import(store, "codex", write_lines(tmp_path / f"rollout-{CODEX_SID}.jsonl", lines))
+    assert load(store, f"codex-{CODEX_SID}").meta["name"] == "Read notes.txt"

@@ -131,7 +131,16 @@ class CodexImporter(Importer):
             # is; the context Codex added comes in <tagged> blocks.
             text = _input_text(obj.get("content")).strip()
             return None if text.startswith("<") else text or None
-        if obj.get("type") != "event_msg" or not isinstance(payload, dict) or payload.get("type") != "user_message":
+        if obj.get("type") != "event_msg" or not isinstance(payload, dict):
+            return None
+        item = payload.get("item")
+        if payload.get("type") == "item_completed" and isinstance(item, dict) and item.get("type") == "UserMessage":
+            # Codex from 0.15x reports what was typed as a completed item.
+            content = item.get("content")
+            parts = content if isinstance(content, list) else []
+            text = "\n".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+            return text or None
+        if payload.get("type") != "user_message":
             return None
         message = payload.get("message")
         return message if isinstance(message, str) else None
@@ -312,7 +321,9 @@ class CodexImporter(Importer):
             if ptype == "function_call":
                 arguments = payload.get("arguments")
             elif ptype == "custom_tool_call":
-                arguments = payload.get("input")
+                # A free-form tool's input (a patch, a script) is text, not
+                # JSON: kept as a JSON string, so arguments stay JSON text.
+                arguments = orjson.dumps(payload.get("input")).decode()
             else:
                 arguments = orjson.dumps(payload.get("action")).decode()
             source["payload"] = split_fields(payload, ("type", "call_id", "name", "arguments"))
