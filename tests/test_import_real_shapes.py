@@ -455,3 +455,20 @@ def test_codex_0_15x_names_a_session_from_its_completed_user_item(store: Store, 
     ]
     do_import(store, "codex", write_lines(tmp_path / f"rollout-{CODEX_SID}.jsonl", lines))
     assert load(store, f"codex-{CODEX_SID}").meta["name"] == "Read notes.txt"
+
+
+def test_codex_compaction_with_no_message_reads_its_replacement_history(store: Store, tmp_path: Path) -> None:
+    """Recent Codex leaves ``message`` empty and puts what it continues with
+    in ``replacement_history``: the context was the bare summary heading."""
+    history = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the parser"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Summary: tests pass now"}]},
+    ]
+    lines = [
+        {"timestamp": _ts(0), "type": "session_meta", "payload": {"id": CODEX_SID}},
+        {"timestamp": _ts(1), "type": "compacted", "payload": {"message": "", "replacement_history": history}},
+    ]
+    do_import(store, "codex", write_lines(tmp_path / f"rollout-{CODEX_SID}.jsonl", lines))
+    with store.open(f"codex-{CODEX_SID}", readonly=True) as s:
+        (summary, *_) = s.to_chat_messages()
+    assert summary["content"].endswith("user: fix the parser\n\nuser: Summary: tests pass now")

@@ -124,8 +124,8 @@ class CompactionRecord(TypedDict):
     summary: str
     structured: StructuredSummary
     first_kept_event_id: str | None
-    tokens_before: int
-    tokens_after: int
+    tokens_before: int | None  # None: an imported compaction whose source did not count
+    tokens_after: int | None
     previous_compaction_id: str | None
 
 

@@ -72,6 +72,23 @@ def _reasoning_text(item: dict[str, Any]) -> str:
     return ""
 
 
+def _history_text(history: Any) -> str:
+    """What a compaction with no message of its own continued with: its
+    replacement history's messages as text (recent Codex writes the summary
+    there, beside the user messages it kept, and leaves ``message`` empty)."""
+    if not isinstance(history, list):
+        return ""
+    out = []
+    for item in history:
+        if isinstance(item, dict) and item.get("type") == "message":
+            content = item.get("content")
+            parts = content if isinstance(content, list) else [{"text": content}]
+            text = "\n".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+            if text.strip():
+                out.append(f"{item.get('role') or 'message'}: {text.strip()}")
+    return "\n\n".join(out)
+
+
 def _input_text(content: Any) -> str:
     """The typed text of a user's message item (its ``input_text`` parts)."""
     if not isinstance(content, list):
@@ -199,7 +216,7 @@ class CodexImporter(Importer):
             self._response_item(b, line, payload, ptype, fields, ts)
         elif kind == "compacted":
             record = {
-                "summary": payload.get("message") or "",
+                "summary": payload.get("message") or _history_text(payload.get("replacement_history")),
                 "structured": {"replacement_history": payload.get("replacement_history")},
                 "first_kept_event_id": None,
                 "tokens_before": None,
