@@ -472,3 +472,13 @@ def test_codex_compaction_with_no_message_reads_its_replacement_history(store: S
     with store.open(f"codex-{CODEX_SID}", readonly=True) as s:
         (summary, *_) = s.to_chat_messages()
     assert summary["content"].endswith("user: fix the parser\n\nuser: Summary: tests pass now")
+
+
+def test_pi_fork_names_its_parent_as_imported(store: Store, tmp_path: Path) -> None:
+    parent_file = "/home/u/.pi/agent/sessions/--w--/2026-01-01T00-00-00-000Z_0199-parent.jsonl"
+    lines = [
+        {"type": "session", "version": 3, "id": "fork", "timestamp": _ts(0), "cwd": "/w", "parentSession": parent_file},
+        {"type": "message", "id": "e1", "parentId": None, "timestamp": _ts(1), "message": USER_Q},
+    ]
+    do_import(store, "pi", write_lines(tmp_path / "s.jsonl", lines))
+    assert load(store, "pi-fork").meta["parent_session"] == "pi-0199-parent"

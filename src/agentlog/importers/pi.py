@@ -131,10 +131,22 @@ class PiImporter(Importer):
                 ),
                 None,
             )
-        parent = header.get("parentSession") or header.get("branchedFrom")
+        parent = self._parent_session(header.get("parentSession") or header.get("branchedFrom"))
         for key, value in (("source_cwd", header.get("cwd")), ("model", model), ("parent_session", parent)):
             if value is not None:
                 b.create_meta.setdefault(key, value)
+
+    def _parent_session(self, parent: Any) -> Any:
+        """The session a fork came from, as agentlog names it: pi names the
+        parent's file, ``<time>_<session id>.jsonl``, and its session is
+        ``pi-<session id>`` here. A value of another form is kept as given."""
+        if not isinstance(parent, str):
+            return parent
+        name = os.path.basename(parent.replace("\\", "/"))
+        if not name.endswith(".jsonl") or "_" not in name:
+            return parent
+        source_id = name[: -len(".jsonl")].rsplit("_", 1)[1]
+        return self.session_id(source_id) if source_id else parent
 
     def event_key(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> str | None:
         if b.state["version"] < 2 and obj.get("type") != "session":
