@@ -482,3 +482,14 @@ def test_pi_fork_names_its_parent_as_imported(store: Store, tmp_path: Path) -> N
     ]
     do_import(store, "pi", write_lines(tmp_path / "s.jsonl", lines))
     assert load(store, "pi-fork").meta["parent_session"] == "pi-0199-parent"
+
+
+def test_codex_fork_names_the_thread_it_came_from(store: Store, tmp_path: Path) -> None:
+    origin = "0199a000-0000-7000-8000-000000000002"
+    meta = {"id": CODEX_SID, "forked_from_id": origin, "cwd": "/w"}
+    lines = [
+        {"timestamp": _ts(0), "type": "session_meta", "payload": meta},
+        {"timestamp": _ts(0), "type": "session_meta", "payload": {"id": origin, "cwd": "/w"}},  # the origin's, copied
+    ]
+    do_import(store, "codex", write_lines(tmp_path / f"rollout-{CODEX_SID}.jsonl", lines))
+    assert load(store, f"codex-{CODEX_SID}").meta["parent_session"] == f"codex-{origin}"

@@ -185,6 +185,10 @@ class CodexImporter(Importer):
                 for key, field in (("source_cwd", "cwd"), ("source_version", "cli_version")):
                     if isinstance(payload.get(field), str):
                         b.create_meta.setdefault(key, payload[field])
+                # A fork or a subagent's thread names the thread it came from.
+                parent = payload.get("forked_from_id") or payload.get("parent_thread_id")
+                if isinstance(parent, str) and parent and parent != payload.get("id"):
+                    b.create_meta.setdefault("parent_session", self.session_id(parent))
             elif obj.get("type") == "turn_context" and isinstance(payload.get("model"), str) and payload["model"]:
                 b.create_meta.setdefault("model", payload.get("model"))
 
