@@ -443,3 +443,23 @@ def test_pairing_property_files(seed, ops):
         store = Store(Path(home) / "h", durability="off", blob_threshold=BLOB_THRESHOLD)
         _run_property(store, seed, ops)
         assert store.fsck() == []
+
+
+def test_an_earlier_compaction_among_the_kept_events_is_not_in_the_context(store):
+    """A compaction that keeps from before the previous one (a long kept
+    range; pi writes such, firstKeptEntryId at the root): the previous
+    summary, which the new one updates, is not sent a second time."""
+    with store.create() as s:
+        a = s.append("message", {"content": "a"}, role="user")
+        s.append("message", {"content": "b"}, role="assistant")
+        first = s.append("compaction", {"summary": "one", "structured": {}, "first_kept_event_id": a.id})
+        s.append("message", {"content": "c"}, role="user")
+        second = s.append(
+            "compaction",
+            {"summary": "two", "structured": {}, "first_kept_event_id": a.id, "previous_compaction_id": first.id},
+        )
+        s.append("message", {"content": "d"}, role="user")
+        context = s.context()
+        assert [e.record.get("summary") or e.record["content"] for e in context] == ["two", "a", "b", "c", "d"]
+        assert first.id in {e.id for e in s.transcript()}  # nothing deleted
+        assert second.id == context[0].id

@@ -16,7 +16,8 @@ def assemble_context(reader: PathReader, from_id: str, resolve: Callable[[Event]
     One bulk read back to the latest compaction on the path, then one more
     only as far back as the compaction's ``first_kept_event_id``, so the
     cost is the context's size, not the history's. Result: the compaction
-    (as the summary), the events it kept, then everything after it."""
+    (as the summary), the events it kept (but an earlier compaction among
+    them), then everything after it."""
     if from_id == NIL_ID:
         return []
     newest = reader.ancestors(from_id, until_kind="compaction")
@@ -33,6 +34,10 @@ def assemble_context(reader: PathReader, from_id: str, resolve: Callable[[Event]
         kept = reader.ancestors(compaction.parent_id, until_id=keep_from)
         if not kept or kept[-1].id != keep_from:
             kept = []  # the kept id is not on this path: keep nothing
+        # An earlier compaction among the kept events is not sent again: this
+        # one's summary updates it (previous_compaction_id), and the events
+        # it stood for are this summary's or kept verbatim.
+        kept = [e for e in kept if e.kind != "compaction"]
     kept.reverse()
     newest.reverse()
     return [compaction, *kept, *newest]
