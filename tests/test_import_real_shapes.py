@@ -493,3 +493,25 @@ def test_codex_fork_names_the_thread_it_came_from(store: Store, tmp_path: Path) 
     ]
     do_import(store, "codex", write_lines(tmp_path / f"rollout-{CODEX_SID}.jsonl", lines))
     assert load(store, f"codex-{CODEX_SID}").meta["parent_session"] == f"codex-{origin}"
+
+
+def test_parallel_results_join_the_chain_past_hook_progress_under_a_call(store: Store, tmp_path: Path) -> None:
+    """Claude Code writes a hook's progress line under the tool_use line it
+    runs for (2.1.42), and the result still names the call's line (found in
+    review: the result branched)."""
+    progress = [
+        _claude(3 + n, "progress", uuid=f"p{n}", parentUuid="c2" if n == 0 else f"p{n - 1}", data={"n": n})
+        for n in range(300)  # side lines do not count towards the reach
+    ]
+    lines = [
+        _claude(1, "user", uuid="u1", parentUuid=None, message={"role": "user", "content": "run both"}),
+        _tool_use(2, "c1", "u1", "toolu_1"),
+        _tool_use(3, "c2", "c1", "toolu_2"),
+        *progress,
+        _tool_result(4, "r1", "c1", "toolu_1"),
+        _tool_result(5, "r2", "c2", "toolu_2"),
+    ]
+    do_import(store, "claude", write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines))
+    loaded = load(store, f"claude-{CLAUDE_SID}")
+    assert len(loaded.path()) == len(loaded.events)  # no branch
+    assert [e.record["tool_call_id"] for e in loaded.path() if e.kind == "tool_result"] == ["toolu_1", "toolu_2"]

@@ -46,6 +46,9 @@ _SESSION_FILE = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
 #: How far behind the chain's end a parallel call's result may find its
 #: call (a reply's calls and results, and the side lines between them).
 _PARALLEL_REACH = 256
+#: A bound on the side lines walked past as well (a hook's or a long
+#: command's progress lines), so that no walk is unbounded.
+_SIDE_REACH = 1 << 16
 
 _LINE_MAPPED = ("type", "uuid", "parentUuid", "timestamp", "message")
 _TOOL_BLOCKS = ("tool_use", "server_tool_use")
@@ -295,17 +298,31 @@ class ClaudeImporter(Importer):
         first call. In agentlog a reply's calls are one chain, so the results
         follow it, in the file's order: a result whose call lies behind the
         chain's end, with only that reply's calls and results (and kept side
-        lines) in between, goes at the end instead of starting a branch. A
-        result under an earlier message (a rewind) still branches."""
-        target = b.resolve(parent)
-        if b.kind_of.get(target) != "tool_call" or b.cursor == target:
+        lines, such as hook progress) in between, goes at the end instead of
+        starting a branch. A result under an earlier message (a rewind)
+        still branches."""
+        if b.kind_of.get(parent) != "tool_call":
             return parent
-        current = b.cursor
-        for _ in range(_PARALLEL_REACH):
-            if b.kind_of.get(current) not in ("tool_call", "tool_result", "custom"):
+        # The call, and the side lines threaded after it (a hook's progress
+        # under the call's line), which the result would otherwise follow.
+        spots = {parent}
+        at = parent
+        while at in b.alias and len(spots) <= _SIDE_REACH:
+            at = b.alias[at]
+            spots.add(at)
+        if b.cursor in spots:
+            return parent
+        current, steps = b.cursor, 0
+        for _ in range(_SIDE_REACH):
+            kind = b.kind_of.get(current)
+            if kind not in ("tool_call", "tool_result", "custom"):
                 return parent
+            if kind != "custom":  # side lines do not count: long commands write many
+                steps += 1
+                if steps > _PARALLEL_REACH:
+                    return parent
             current = b.parent_of.get(current, NIL_ID)
-            if current == target:
+            if current in spots:
                 return b.cursor
         return parent
 
