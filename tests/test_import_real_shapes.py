@@ -515,3 +515,11 @@ def test_parallel_results_join_the_chain_past_hook_progress_under_a_call(store: 
     loaded = load(store, f"claude-{CLAUDE_SID}")
     assert len(loaded.path()) == len(loaded.events)  # no branch
     assert [e.record["tool_call_id"] for e in loaded.path() if e.kind == "tool_result"] == ["toolu_1", "toolu_2"]
+
+
+def test_codex_subagent_names_the_thread_that_spawned_it(store: Store, tmp_path: Path) -> None:
+    origin = "0199a000-0000-7000-8000-000000000003"
+    spawn = {"subagent": {"thread_spawn": {"parent_thread_id": origin, "depth": 1}}}
+    lines = [{"timestamp": _ts(0), "type": "session_meta", "payload": {"id": CODEX_SID, "source": spawn}}]
+    do_import(store, "codex", write_lines(tmp_path / f"rollout-{CODEX_SID}.jsonl", lines))
+    assert load(store, f"codex-{CODEX_SID}").meta["parent_session"] == f"codex-{origin}"

@@ -72,6 +72,15 @@ def _reasoning_text(item: dict[str, Any]) -> str:
     return ""
 
 
+def _spawned_by(meta: dict[str, Any]) -> Any:
+    """The thread that spawned a subagent, where a rollout says so only in
+    ``source.subagent.thread_spawn.parent_thread_id``."""
+    at: Any = meta
+    for key in ("source", "subagent", "thread_spawn", "parent_thread_id"):
+        at = at.get(key) if isinstance(at, dict) else None
+    return at
+
+
 def _history_text(history: Any) -> str:
     """What a compaction with no message of its own continued with: its
     replacement history's messages as text (recent Codex writes the summary
@@ -186,7 +195,7 @@ class CodexImporter(Importer):
                     if isinstance(payload.get(field), str):
                         b.create_meta.setdefault(key, payload[field])
                 # A fork or a subagent's thread names the thread it came from.
-                parent = payload.get("forked_from_id") or payload.get("parent_thread_id")
+                parent = payload.get("forked_from_id") or payload.get("parent_thread_id") or _spawned_by(payload)
                 if isinstance(parent, str) and parent and parent != payload.get("id"):
                     b.create_meta.setdefault("parent_session", self.session_id(parent))
             elif obj.get("type") == "turn_context" and isinstance(payload.get("model"), str) and payload["model"]:
