@@ -35,18 +35,23 @@ def _ts(i: int) -> str:
 # --- pi: what a pointer to an entry names -----------------------------------------
 
 
+def _pi_start(session: str) -> list[dict]:
+    """A pi v3 session's header and first user message (entry e1)."""
+    return [
+        {"type": "session", "version": 3, "id": session, "timestamp": _ts(0), "cwd": "/p"},
+        {"type": "message", "id": "e1", "parentId": None, "timestamp": _ts(1), "message": USER_Q},
+    ]
+
+
+def _pi_entry(i: int, entry: str, parent: str, message: dict) -> dict:
+    return {"type": "message", "id": entry, "parentId": parent, "timestamp": _ts(i), "message": message}
+
+
 def _pi_session(compaction: dict) -> list[dict]:
     call = {"type": "toolCall", "id": "call-1", "name": "read", "arguments": {"path": "a.md"}}
     return [
-        {"type": "session", "version": 3, "id": "pi-real", "timestamp": _ts(0), "cwd": "/p"},
-        {"type": "message", "id": "e1", "parentId": None, "timestamp": _ts(1), "message": USER_Q},
-        {
-            "type": "message",
-            "id": "e2",
-            "parentId": "e1",
-            "timestamp": _ts(2),
-            "message": {"role": "assistant", "content": [{"type": "text", "text": "reading a.md"}, call]},
-        },
+        *_pi_start("pi-real"),
+        _pi_entry(2, "e2", "e1", {"role": "assistant", "content": [{"type": "text", "text": "reading a.md"}, call]}),
         {
             "type": "message",
             "id": "e3",
@@ -288,17 +293,7 @@ def test_summary_only_files_alone_each_keep_their_lines_and_import_once(store: S
 
 def test_pi_tool_call_written_without_arguments_took_none(store: Store, tmp_path: Path) -> None:
     call = {"type": "toolCall", "id": "call-a", "name": "read"}
-    lines = [
-        {"type": "session", "version": 3, "id": "pi-noargs", "timestamp": _ts(0), "cwd": "/p"},
-        {"type": "message", "id": "e1", "parentId": None, "timestamp": _ts(1), "message": USER_Q},
-        {
-            "type": "message",
-            "id": "e2",
-            "parentId": "e1",
-            "timestamp": _ts(2),
-            "message": {"role": "assistant", "content": [call], "stopReason": "toolUse"},
-        },
-    ]
+    lines = [*_pi_start("pi-noargs"), _pi_entry(2, "e2", "e1", {"role": "assistant", "content": [call]})]
     do_import(store, "pi", write_lines(tmp_path / "s.jsonl", lines))
     (event,) = [e for e in load(store, "pi-pi-noargs").events if e.kind == "tool_call"]
     assert event.record["arguments"] == "{}"
@@ -347,11 +342,7 @@ def test_a_claude_snapshot_update_does_not_take_its_first_snapshots_time(store: 
 
 def test_pi_session_without_a_model_change_takes_its_first_replys_model(store: Store, tmp_path: Path) -> None:
     reply = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "model": "gpt-5.5", "provider": "x"}
-    lines = [
-        {"type": "session", "version": 3, "id": "pi-model", "timestamp": _ts(0), "cwd": "/p"},
-        {"type": "message", "id": "e1", "parentId": None, "timestamp": _ts(1), "message": USER_Q},
-        {"type": "message", "id": "e2", "parentId": "e1", "timestamp": _ts(2), "message": reply},
-    ]
+    lines = [*_pi_start("pi-model"), _pi_entry(2, "e2", "e1", reply)]
     path = write_lines(tmp_path / "s.jsonl", lines[:2])
     do_import(store, "pi", path)
     assert load(store, "pi-pi-model").meta["model"] is None
@@ -400,20 +391,26 @@ def _tool_result(i: int, uuid: str, parent: str, call: str) -> dict:
     return _claude(i, "user", uuid=uuid, parentUuid=parent, message={"role": "user", "content": [block]})
 
 
+def _parallel_calls(between: list[dict]) -> list[dict]:
+    """A prompt, two parallel calls (the second a child of the first), the
+    lines ``between``, then each result as a child of its own call's line."""
+    return [
+        _claude(1, "user", uuid="u1", parentUuid=None, message={"role": "user", "content": "run both"}),
+        _tool_use(2, "c1", "u1", "toolu_1"),
+        _tool_use(3, "c2", "c1", "toolu_2"),
+        *between,
+        _tool_result(4, "r1", "c1", "toolu_1"),
+        _tool_result(5, "r2", "c2", "toolu_2"),
+    ]
+
+
 def test_claude_parallel_tool_results_follow_the_calls_without_a_branch(store: Store, tmp_path: Path) -> None:
     """Claude Code 2.1 writes each parallel call as a line, then each result
     as a child of its own call's line (a real 2.1.258 capture): the first
     result and the second call are both children of the first call. The
     first result went on a side branch, and the provider view told the model
     that call never ran."""
-    lines = [
-        _claude(1, "user", uuid="u1", parentUuid=None, message={"role": "user", "content": "run both"}),
-        _tool_use(2, "c1", "u1", "toolu_1"),
-        _tool_use(3, "c2", "c1", "toolu_2"),
-        _tool_result(4, "r1", "c1", "toolu_1"),
-        _tool_result(5, "r2", "c2", "toolu_2"),
-        _claude(6, "assistant", uuid="a2", parentUuid="r2", message=REPLY),
-    ]
+    lines = _parallel_calls([]) + [_claude(6, "assistant", uuid="a2", parentUuid="r2", message=REPLY)]
     do_import(store, "claude", write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines))
     loaded = load(store, f"claude-{CLAUDE_SID}")
     assert [e.kind for e in loaded.path()] == [
@@ -503,14 +500,7 @@ def test_parallel_results_join_the_chain_past_hook_progress_under_a_call(store: 
         _claude(3 + n, "progress", uuid=f"p{n}", parentUuid="c2" if n == 0 else f"p{n - 1}", data={"n": n})
         for n in range(300)  # side lines do not count towards the reach
     ]
-    lines = [
-        _claude(1, "user", uuid="u1", parentUuid=None, message={"role": "user", "content": "run both"}),
-        _tool_use(2, "c1", "u1", "toolu_1"),
-        _tool_use(3, "c2", "c1", "toolu_2"),
-        *progress,
-        _tool_result(4, "r1", "c1", "toolu_1"),
-        _tool_result(5, "r2", "c2", "toolu_2"),
-    ]
+    lines = _parallel_calls(progress)
     do_import(store, "claude", write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines))
     loaded = load(store, f"claude-{CLAUDE_SID}")
     assert len(loaded.path()) == len(loaded.events)  # no branch
