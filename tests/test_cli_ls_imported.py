@@ -35,3 +35,21 @@ def test_continue_still_never_opens_an_imported_session(tmp_path: Path) -> None:
     _store(home)
     assert "no session to continue" in error(run(home, "continue", "/work/project-a"))
     assert ok(home, "continue", "/work/project-b").strip() == "native"
+
+
+def test_ls_columns_line_up_after_wide_characters(tmp_path: Path) -> None:
+    """A title in Chinese or Japanese takes two columns a character: every
+    column after it was shifted (found listing imported pi sessions)."""
+    home = tmp_path / "home"
+    store = Store(home)
+    for sid, name in (("wide", "检查测试是否通过"), ("narrow", "plain title"), ("long", "长" * 60)):
+        with store.create(session_id=sid, name=name) as s:
+            s.append("message", {"content": "hi"}, role="user")
+    store.close()
+    lines = ok(home, "ls").splitlines()
+    from rich.cells import cell_len
+
+    starts = {cell_len(line[: line.index("active")]) for line in lines[1:]}
+    assert len(starts) == 1  # the STATUS column starts at one place on every row
+    (long_row,) = [line for line in lines if line.startswith("long")]
+    assert "…" in long_row

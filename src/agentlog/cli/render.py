@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console
 from rich.text import Text
 
@@ -88,13 +89,14 @@ def columns(headers: Sequence[tuple[str, int, str]], rows: Iterable[Sequence[tup
     rich's Table costs seconds per few thousand rows, and a listing of
     many sessions reaches tens of thousands."""
     rows = [[(_cut(text, cap), style) for (text, style), (_, cap, _) in zip(row, headers, strict=True)] for row in rows]
-    widths = [max([len(title)] + [len(row[i][0]) for row in rows]) for i, (title, _, _) in enumerate(headers)]
+    widths = [max([_cells(title)] + [_cells(row[i][0]) for row in rows]) for i, (title, _, _) in enumerate(headers)]
     last = len(headers) - 1
 
     def line(cells: Sequence[tuple[str, str]]) -> Text:
         out = Text(no_wrap=True, overflow="ellipsis")
         for i, ((text, style), (_, _, align), width) in enumerate(zip(cells, headers, widths, strict=True)):
-            padded = text.rjust(width) if align == ">" else (text if i == last else text.ljust(width))
+            pad = " " * (width - _cells(text))
+            padded = pad + text if align == ">" else (text if i == last else text + pad)
             out.append(padded, style=style)
             if i != last:
                 out.append("  ")
@@ -105,8 +107,16 @@ def columns(headers: Sequence[tuple[str, int, str]], rows: Iterable[Sequence[tup
     return Text("\n").join([head] + [line(row) for row in rows])
 
 
+def _cells(text: str) -> int:
+    """Columns ``text`` takes on a terminal: a Chinese or Japanese character
+    takes two (titles in those scripts misaligned every column after them)."""
+    return len(text) if text.isascii() else cell_len(text)
+
+
 def _cut(text: str, cap: int) -> str:
-    return text if len(text) <= cap else text[: cap - 1] + "…"
+    if _cells(text) <= cap:
+        return text
+    return (text[: cap - 1] if text.isascii() else set_cell_size(text, cap - 1).rstrip(" ")) + "…"
 
 
 # --- ids and times -------------------------------------------------------------
