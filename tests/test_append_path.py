@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -30,7 +31,7 @@ from agentlog._fs import OsFs
 from agentlog._slots import slot_constructor
 from agentlog.backends.base import Commit, StagedEvent
 from agentlog.backends.files.lines import frame_commit
-from agentlog.event import Event, IdGenerator, format_timestamp
+from agentlog.event import Event, IdGenerator, format_timestamp, parse_timestamp
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -195,6 +196,33 @@ def test_format_timestamp_matches_the_arithmetic_form(ns):
 def test_format_timestamp_at_the_width_edges(ns):
     assert format_timestamp(ns) == _reference_timestamp(ns)
     assert format_timestamp(ns) == _reference_timestamp(ns)  # the cached second too
+
+
+def _strptime_reference(text: str) -> int:
+    main, _, frac = text.rstrip("Z").partition(".")
+    dt = datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+    return int(dt.timestamp()) * 1_000_000_000 + int((frac or "0").ljust(9, "0")[:9])
+
+
+@given(st.integers(min_value=0, max_value=253_402_300_799 * 10**9))  # to 9999-12-31
+def test_parse_timestamp_reads_the_canonical_form_as_strptime_does(ns):
+    text = format_timestamp(ns)
+    assert parse_timestamp(text) == _strptime_reference(text) == ns
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-13-01T00:00:00.000000000Z",
+        "2026-02-30T00:00:00.000000000Z",
+        "2026-01-01T24:00:00.000000000Z",
+        "2026-01-01T00:00:61.000000000Z",
+        "2026-01-01T00:00:00.00000000xZ",
+    ],
+)
+def test_parse_timestamp_refuses_what_strptime_refuses(text):
+    with pytest.raises(ValueError):
+        parse_timestamp(text)
 
 
 # --- framing ----------------------------------------------------------------------

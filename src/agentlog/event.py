@@ -188,8 +188,21 @@ def format_timestamp(ns: int) -> str:
     return cached[1] + digits[10:] + "Z"
 
 
+#: agentlog's own form, which nearly every time read back is in.
+_CANONICAL_TIME = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{9})Z")
+
+
 def parse_timestamp(text: str) -> int:
     """Inverse of format_timestamp (nanoseconds since the epoch)."""
+    canonical = _CANONICAL_TIME.fullmatch(text)
+    if canonical is not None:
+        # Read by slicing, not strptime (20x slower: a listing reads one a
+        # session); datetime() checks the ranges strptime would.
+        y, mo, d, h, mi, sec, ns = map(int, canonical.groups())
+        try:
+            return int(datetime(y, mo, d, h, mi, sec, tzinfo=UTC).timestamp()) * 1_000_000_000 + ns
+        except ValueError:
+            pass  # a form datetime() refuses (a leap second): strptime decides, below
     main, _, frac = text.rstrip("Z").partition(".")
     dt = datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
     return int(dt.timestamp()) * 1_000_000_000 + int((frac or "0").ljust(9, "0")[:9])
