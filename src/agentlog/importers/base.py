@@ -96,15 +96,16 @@ def usage_record(prompt: int, completion: int, total: int | None, cost: Any = No
     return Usage(prompt, completion, total if total is not None else prompt + completion, cost_usd).to_dict()
 
 
-def text_parts(content: Any) -> str:
-    """The text of a message's content: a string, or its text parts joined."""
+def text_parts(content: Any, kinds: tuple[str, ...] | None = ("text",), sep: str = "\n") -> str:
+    """The text of a message's content: a string, or the text of its parts
+    of the types ``kinds`` (None: of any type) joined by ``sep``."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
+        return sep.join(
             p["text"]
             for p in content
-            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+            if isinstance(p, dict) and (kinds is None or p.get("type") in kinds) and isinstance(p.get("text"), str)
         )
     return ""
 

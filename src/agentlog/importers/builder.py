@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CorruptionError
 from ..event import NIL_ID, ROLE_PATTERN, Event, format_timestamp, parse_timestamp
+from ..lifecycle import check_meta
 from .index_cache import load_rows, save_rows, slim_record
 from .journal import Journal
 from .model import SessionReport, SourceLine
@@ -167,8 +168,9 @@ class SessionBuilder:
         if not self.existing or self.session is not None:
             return
         self.session = self.store.open(self.session_id)
-        self.files = self._file_states(self.session.meta)
-        updated = self.session.meta.get("updated_at")
+        stored_meta = self.session.meta
+        self.files = self._file_states(stored_meta)
+        updated = stored_meta.get("updated_at")
         stored = _stamp_ns(updated, 0) if isinstance(updated, str) else 0
         self.dated_ns = max(stored, self.store.backend.stats(self.session_id).updated_ns)
         cached = load_rows(self.session)
@@ -458,22 +460,24 @@ class SessionBuilder:
         else:
             if events:
                 self.session.import_events(events)
+            self.dated_ns = max(self.dated_ns, newest)
             if final:
                 # What the source says of the session (model, directory,
                 # version) fills only what is still unset: a live file's
                 # first pass may not have had it, and a value set since,
-                # by an earlier pass or by hand, stays.
-                stored = self.session.meta
+                # by an earlier pass or by hand, stays. One write, dated by
+                # the source as a copy is (update_meta would date it now).
+                stored = self.session.storage.read_meta()
                 unset = {k: v for k, v in self.create_meta.items() if v is not None and stored.get(k) is None}
-                self.session.update_meta(**{META_KEY: meta}, **{**unset, **self.meta_changes})
+                changes = {META_KEY: meta, **unset, **self.meta_changes}
+                check_meta(changes)
+                stored.update(changes)
+                if self.dated_ns:
+                    stored["updated_at"] = format_timestamp(self.dated_ns)
+                self.session.storage.write_meta(stored)
                 self.meta_changes.clear()
-            self.dated_ns = max(self.dated_ns, newest)
         if final and self.session is not None and self.dated_ns:
-            # Last, as a copy does: every write above dated the session now.
-            dated = self.session.storage.read_meta()
-            if dated.get("updated_at") != format_timestamp(self.dated_ns):
-                dated["updated_at"] = format_timestamp(self.dated_ns)
-                self.session.storage.write_meta(dated)
+            # Last: the event and metadata writes above dated the index now.
             self.session.storage.set_updated_ns(self.dated_ns)
         self.rows.extend([p.id, p.parent_id, p.kind, slim_record(p.kind, p.record)] for p in self.pending)
         if final and self.session is not None:

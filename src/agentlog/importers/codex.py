@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from .base import Importer, count, custom_record, parse_source_time, split_fields, usage_record
+from .base import Importer, count, custom_record, parse_source_time, split_fields, text_parts, usage_record
 from .builder import SessionBuilder
 from .model import SourceLine
 from .reader import FileData
@@ -65,10 +65,9 @@ def _reasoning_text(item: dict[str, Any]) -> str:
     reasoning texts (empty when Codex kept it encrypted only)."""
     for field in ("summary", "content"):
         parts = item.get(field)
-        if isinstance(parts, list):
-            texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"]]
-            if texts:
-                return "\n\n".join(texts)
+        text = text_parts(parts, None, "\n\n") if isinstance(parts, list) else ""
+        if text:
+            return text
     return ""
 
 
@@ -90,23 +89,10 @@ def _history_text(history: Any) -> str:
     out = []
     for item in history:
         if isinstance(item, dict) and item.get("type") == "message":
-            content = item.get("content")
-            parts = content if isinstance(content, list) else [{"text": content}]
-            text = "\n".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+            text = text_parts(item.get("content"), None)
             if text.strip():
                 out.append(f"{item.get('role') or 'message'}: {text.strip()}")
     return "\n\n".join(out)
-
-
-def _input_text(content: Any) -> str:
-    """The typed text of a user's message item (its ``input_text`` parts)."""
-    if not isinstance(content, list):
-        return content if isinstance(content, str) else ""
-    return "\n".join(
-        p["text"]
-        for p in content
-        if isinstance(p, dict) and p.get("type") == "input_text" and isinstance(p.get("text"), str)
-    )
 
 
 class CodexImporter(Importer):
@@ -155,17 +141,14 @@ class CodexImporter(Importer):
         if _bare_item(obj) and obj.get("type") == "message" and obj.get("role") == "user":
             # A rollout from before event_msg: the user's items are all there
             # is; the context Codex added comes in <tagged> blocks.
-            text = _input_text(obj.get("content")).strip()
+            text = text_parts(obj.get("content"), ("input_text",)).strip()
             return None if text.startswith("<") else text or None
         if obj.get("type") != "event_msg" or not isinstance(payload, dict):
             return None
         item = payload.get("item")
         if payload.get("type") == "item_completed" and isinstance(item, dict) and item.get("type") == "UserMessage":
             # Codex from 0.15x reports what was typed as a completed item.
-            content = item.get("content")
-            parts = content if isinstance(content, list) else []
-            text = "\n".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
-            return text or None
+            return text_parts(item.get("content"), None) or None
         if payload.get("type") != "user_message":
             return None
         message = payload.get("message")

@@ -140,10 +140,10 @@ class _Run:
         # Earliest first: a source key two sessions' lines carry (a Claude
         # summary written into several files) belongs to the session that
         # had it first. A group with no time at all (a Claude file of
-        # summaries only) claims nothing and comes last: it never takes a
-        # line from the conversation the line belongs to, and it keeps what
-        # no conversation of the run holds.
-        order = sorted(self.groups.values(), key=lambda g: (g.first == 0, g.first, g.session_id))
+        # summaries only) claims nothing: it never takes a line from the
+        # conversation the line belongs to, and keeps what no conversation
+        # of the run holds.
+        order = sorted(self.groups.values(), key=lambda g: (g.first, g.session_id))
         for group in order:
             if group.first == 0:
                 continue
