@@ -513,3 +513,27 @@ def test_codex_subagent_names_the_thread_that_spawned_it(store: Store, tmp_path:
     lines = [{"timestamp": _ts(0), "type": "session_meta", "payload": {"id": CODEX_SID, "source": spawn}}]
     do_import(store, "codex", write_lines(tmp_path / f"rollout-{CODEX_SID}.jsonl", lines))
     assert load(store, f"codex-{CODEX_SID}").meta["parent_session"] == f"codex-{origin}"
+
+
+def test_pi_entry_repeating_an_id_with_other_content_is_kept_and_named(store: Store, tmp_path: Path) -> None:
+    """Two entries of one file claim one id (seen in a pi file): the first
+    keeps it, the second is kept beside the timeline and reported, where it
+    used to be counted as a duplicate and dropped without a word."""
+    lines = [
+        *_pi_start("pi-dup"),
+        _pi_entry(2, "e2", "e1", {"role": "assistant", "content": [{"type": "text", "text": "first"}]}),
+        _pi_entry(3, "e2", "e1", {"role": "assistant", "content": [{"type": "text", "text": "second"}]}),
+    ]
+    lines.append(lines[1])  # an exact repeat: a duplicate, as before
+    report = do_import(store, "pi", write_lines(tmp_path / "s.jsonl", lines))
+    (session,) = report.sessions
+    assert session.duplicates == 1
+    warnings = [(n, text) for fr in report.files for n, text in fr.warnings]
+    assert [n for n, text in warnings if "pi-dup:e2" in text] == [4]
+    loaded = load(store, "pi-pi-dup")
+    texts = [e.record["content"][0]["text"] for e in loaded.path() if e.role == "assistant"]
+    assert texts == ["first"]
+    (kept,) = [e for e in loaded.events if e.kind == "custom" and "error" in (e.record or {})]
+    assert kept.record["error"].startswith("has the id 'pi-dup:e2' of line 3")
+    assert "second" in str(kept.record)
+    assert kept.record["source"]["side"] is True  # later entries never take it as their parent

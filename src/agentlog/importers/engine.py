@@ -279,8 +279,17 @@ class _Run:
             return
         key = self.importer.line_key(group.source_id, line.obj)
         if key and (key in b.keys or self.owner.get(key, b.session_id) != b.session_id):
-            b.report.duplicates += 1
+            conflict = repeats.conflict(key, line)
+            if conflict is None:
+                b.report.duplicates += 1
+                return
+            fr.warnings.append((line.lineno, conflict))
+            record = custom_record(line.obj)
+            record["error"] = conflict
+            b.emit("custom", None, record, line, side=True, ts_ns=self.importer.line_time(line.obj))
             return
+        if key:
+            repeats.keyed(key, line)
         if line.repaired:
             fr.warnings.append((line.lineno, line.repaired))
         if key is None and not self.importer.restates(line.obj) and (repeated := repeats.check(line)) is not None:

@@ -9,7 +9,15 @@ and counts them in ``firstKeptEntryIndex``, so dropping one would move
 the history. Such a line is kept as an event of its own, like any other,
 and the report's ``warnings`` name it and the line it repeats. Lines the
 source restates as a matter of course (``Importer.restates``: Claude Code's
-other lines without a uuid, its state) are kept alike without a warning."""
+other lines without a uuid, its state) are kept alike without a warning.
+
+A line whose id an earlier line of the same file holds with other content
+is not a duplicate but a conflict: two entries claim one id. The first
+keeps the id (the lines after it name it as their parent); the later one
+is kept beside the timeline, whole, and named in the warnings, so neither
+is lost. Ids repeated across files are left to the engine: a resumed
+Claude Code session copies its history into its new file with that
+file's own session id, so those copies differ and are still duplicates."""
 
 from __future__ import annotations
 
@@ -27,6 +35,23 @@ class Repeats:
 
     def __init__(self) -> None:
         self._by_size: dict[int, list[SourceLine]] = {}
+        self._by_key: dict[str, SourceLine] = {}
+
+    def keyed(self, key: str, line: SourceLine) -> None:
+        """Remember ``line`` as the first of this run to hold ``key``."""
+        self._by_key.setdefault(key, line)
+
+    def conflict(self, key: str, line: SourceLine) -> str | None:
+        """A warning when ``line`` holds ``key``, which an earlier line of
+        its file holds with other content; None for a true duplicate (or
+        one whose first line an earlier run read)."""
+        first = self._by_key.get(key)
+        if first is None or first.path != line.path or first.obj == line.obj:
+            return None
+        return (
+            f"has the id {key!r} of line {first.lineno} with other content; line {first.lineno} "
+            "keeps the id, and this line is kept beside the timeline as a custom event"
+        )
 
     def add(self, line: SourceLine) -> None:
         if line.obj is not None:
