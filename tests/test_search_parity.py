@@ -22,6 +22,11 @@ TEXTS = {
     "abc": "alpha beta gamma",
     "path": "edited src/cache_manager_v1.py and mailed ops@example.com",
     "phrase": "the flaky network test is marked",
+    # Scripts written without spaces: a word inside a run is found.
+    "zh": "数据库连接失败，请重试",
+    "ja": "データベースの接続がタイムアウトしました",
+    "ko": "데이터베이스가 연결되지 않았습니다",
+    "mixed": "错误error在第3行",
 }
 
 QUERIES = {
@@ -38,6 +43,20 @@ QUERIES = {
     '"test network"': set(),
     "flak*": {"phrase"},
     "gam* NOT alpha": {"bc", "c", "cd"},
+    "连接": {"zh"},
+    "接": {"zh", "ja"},  # 连接 and 接続 share it
+    "接続": {"ja"},
+    "接连": set(),  # its characters, out of order
+    "データ": {"ja"},
+    "タイムアウト": {"ja"},
+    "데이터베이스": {"ko"},
+    "错误": {"mixed"},
+    "error": {"mixed"},
+    "第3行": {"mixed"},
+    "数据*": {"zh"},
+    '"失败 请重试"': {"zh"},
+    "连接 NOT 重试": set(),
+    "连接 OR 연결": {"zh", "ko"},
 }
 
 
@@ -55,6 +74,15 @@ def test_precedence_is_fts5s() -> None:
     assert parse_query("a NOT b AND c") == ("AND", ("NOT", a, b), c)
     assert parse_query("a b OR c") == ("OR", ("AND", a, b), c)
     assert parse_query("cache_manager_v1*") == (("cache", "manager", "v1"), True)
+    assert parse_query("错误error") == (("错", "误", "error"), False)
+
+
+def test_a_word_inside_a_run_of_chinese_is_highlighted(store: Store) -> None:
+    with store.create(session_id="zh") as s:
+        s.append("message", {"content": "数据库连接失败，请重试"}, role="user")
+    (hit,) = search(store, "连接")
+    assert hit.snippet == "数据库连接失败，请重试"  # the text as stored, no marks in it
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["连接"]
 
 
 def test_cwd_finds_an_imported_session_by_the_directory_it_was_recorded_in(store: Store) -> None:

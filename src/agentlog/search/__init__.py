@@ -26,6 +26,7 @@ from ..event import KIND_PATTERN, ROLE_PATTERN, format_timestamp, parse_timestam
 from .index import IndexStats, ProgressFn, SearchIndex, drop, index_location, open_index, tag
 from .query import SearchError, SearchWarning, highlight_words, to_match
 from .rank import rank
+from .scripts import unsplit
 from .snippet import make_snippet
 
 if TYPE_CHECKING:  # annotations only: the store imports this package to offer search()
@@ -249,7 +250,8 @@ def _ranked(index: SearchIndex, plan: _Plan, query: str) -> list[tuple[int, floa
     for lo in range(0, len(newest), _BATCH):
         batch = newest[lo : lo + _BATCH]
         marks = ",".join("?" * len(batch))
-        texts += conn.execute(f"SELECT rowid, text FROM fts WHERE rowid IN ({marks})", batch).fetchall()
+        rows = conn.execute(f"SELECT rowid, text FROM fts WHERE rowid IN ({marks})", batch)
+        texts += [(rowid, unsplit(text)) for rowid, text in rows]
     return rank(texts, highlight_words(query), plan.limit)
 
 
@@ -269,7 +271,7 @@ def _run(index: SearchIndex, plan: _Plan, query: str) -> list[SearchHit]:
             if row is None:
                 continue  # removed by a concurrent catch-up between the two reads
             sid, eid, kind, role, ts, text = row
-            snippet, spans = make_snippet(text, words)
+            snippet, spans = make_snippet(unsplit(text), words)
             hits.append(SearchHit(sid, eid, kind, role, ts, snippet, spans, float(score)))
     except sqlite3.OperationalError as exc:
         raise SearchError(f"cannot search for {query!r}: {exc}") from None

@@ -29,13 +29,16 @@ from typing import TYPE_CHECKING
 from ..errors import AgentlogError, CorruptionError, SessionNotFound
 from ..recordtext import record_text
 from .query import SearchError, SearchWarning
+from .scripts import split
 
 if TYPE_CHECKING:  # annotations only: the store imports this package to offer search()
     from ..store import Store
 
 __all__ = ["SCHEMA_VERSION", "SearchIndex", "IndexStats", "index_location", "open_index", "tag"]
 
-SCHEMA_VERSION = "2"
+#: 3: a character of the scripts written without spaces (``scripts.py``)
+#: is a word of its own; an index of version 2 is rebuilt on first use.
+SCHEMA_VERSION = "3"
 #: Events written per transaction: short enough that another process's
 #: catch-up waits milliseconds, long enough to amortize the commit.
 BATCH = 500
@@ -380,7 +383,7 @@ class SearchIndex:
                                 tags.append(tag("r", event.role))
                             self.conn.execute(
                                 "INSERT INTO fts(rowid, text, tags) VALUES(?,?,?)",
-                                (cur.lastrowid, text, " ".join(tags)),
+                                (cur.lastrowid, split(text), " ".join(tags)),
                             )
                             added += 1
                     done = lo + len(batch)

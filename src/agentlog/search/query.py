@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from ..errors import SearchError, SearchWarning
+from .scripts import pieces, split
 
 __all__ = ["Node", "SearchError", "SearchWarning", "Term", "highlight_words", "parse_query", "to_match"]
 
@@ -31,7 +32,9 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
+    # FTS5 splits a quoted string as it split the text: a run of Chinese or
+    # Japanese characters becomes the phrase of its characters.
+    return '"' + split(text).replace('"', '""') + '"'
 
 
 def to_match(query: str) -> str:
@@ -51,7 +54,8 @@ def parse_query(query: str) -> Node:
     words next to each other bind tightest, then ``NOT`` (``a NOT b c`` is
     ``a`` without ``b c``), then ``AND``, then ``OR``, each from the left.
     A term's words are the letters and digits the SQLite index sees in it
-    (``foo-bar`` is the phrase "foo bar"). SearchError as ``to_match``."""
+    (``foo-bar`` is the phrase "foo bar"; ``数据库`` the phrase of its three
+    characters, ``scripts.py``). SearchError as ``to_match``."""
     tokens = _parts(query)
     position = 0
 
@@ -60,7 +64,8 @@ def parse_query(query: str) -> Node:
         text = tokens[position]
         position += 1
         prefix = text.endswith("*")
-        words = tuple(_WORD.findall(text[1 : -2 if prefix else -1].replace('""', '"')))
+        body = text[1 : -2 if prefix else -1].replace('""', '"')
+        words = tuple(piece for word in _WORD.findall(body) for piece in pieces(word))
         return (words, prefix)
 
     def level(operator: str | None) -> Node:

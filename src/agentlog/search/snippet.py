@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .scripts import ends_unspaced, starts_unspaced
+
 __all__ = ["SNIPPET_CHARS", "make_snippet"]
 
 SNIPPET_CHARS = 240
@@ -33,8 +35,15 @@ def make_snippet(text: str, words: list[tuple[str, bool]]) -> tuple[str, tuple[t
     folded = _fold(text)
     spans: list[tuple[int, int]] = []
     for word, prefix in words:
-        tail = r"[^\W_]*" if prefix else r"(?![^\W_])"
-        pattern = re.compile(r"(?<![^\W_])" + re.escape(_fold(word)) + tail)
+        # A word of Chinese or Japanese is found inside a run of such
+        # characters (scripts.py), so it has no word boundary on that side,
+        # and as a prefix it ends where it ends: each character is a word.
+        head = "" if starts_unspaced(word) else r"(?<![^\W_])"
+        if ends_unspaced(word):
+            tail = ""
+        else:
+            tail = r"[^\W_]*" if prefix else r"(?![^\W_])"
+        pattern = re.compile(head + re.escape(_fold(word)) + tail)
         spans += [(m.start(), m.end()) for m in pattern.finditer(folded)]
     spans = sorted(set(spans))
     first = spans[0][0] if spans else 0

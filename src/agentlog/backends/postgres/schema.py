@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import sql
 
+from ...search.scripts import postgres_class
+
 __all__ = ["MIGRATIONS", "applied", "migrate", "pending", "up_to_date"]
 
 # Advisory-lock key for schema changes ("agentlog" in ASCII, as an int8).
@@ -22,6 +24,12 @@ _MIGRATION_LOCK = 0x6167656E746C6F67
 #: letter nor a digit, and as many spaces.
 _ASCII_PUNCTUATION = "".join(c for c in map(chr, range(33, 127)) if not c.isalnum())
 _PUNCTUATION = "'" + _ASCII_PUNCTUATION.replace("'", "''") + "', '" + " " * len(_ASCII_PUNCTUATION) + "'"
+
+#: The words PostgreSQL indexes: ASCII punctuation as spaces (0005), and each
+#: character of Chinese, Japanese and Korean a word of its own (0008).
+_SEARCH_WORDS = (
+    f"regexp_replace(translate(coalesce(search_text, ''), {_PUNCTUATION}), '({postgres_class()})', ' \\1 ', 'g')"
+)
 
 MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
     (
@@ -145,6 +153,24 @@ MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
             # delete() keeps a blob another session still names: without an
             # index that check scanned every event of every session.
             "CREATE INDEX events_by_digest ON events (digest) WHERE digest IS NOT NULL",
+        ),
+    ),
+    (
+        "0008_unspaced_scripts_by_character",
+        # A run of Chinese or Japanese is one token to PostgreSQL's parser,
+        # so a word inside it was never found; each such character becomes a
+        # word, and a query's run the phrase of its characters, as the
+        # SQLite index does (agentlog.search.scripts). Rebuilding the column
+        # rewrites the table once.
+        tuple(
+            statement
+            for table in ("events", "blobs")
+            for statement in (
+                f"ALTER TABLE {table} DROP COLUMN search",
+                f"""ALTER TABLE {table} ADD COLUMN search tsvector GENERATED ALWAYS AS
+                 (to_tsvector('simple', {_SEARCH_WORDS})) STORED""",
+                f"CREATE INDEX {table}_search ON {table} USING gin (search)",
+            )
         ),
     ),
 )

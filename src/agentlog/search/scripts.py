@@ -1,0 +1,99 @@
+"""Words in scripts written without spaces between them: Chinese,
+Japanese and Korean.
+
+FTS5's unicode61 tokenizer (and PostgreSQL's parser) end a word only at a
+space or punctuation, so ``数据库连接失败`` is one word, and a search for
+``连接`` ("connection") inside it found nothing. Both indexes therefore see
+each character of these scripts as a word of its own, and a query's run of
+such characters is searched as the phrase of its characters, in order: a
+search finds any run of them inside the text, as a person reading it would.
+
+Single characters rather than pairs (bigrams): a query of one character
+(``错``) still finds its text, and a phrase of single characters matches
+exactly the runs a pair index would, at the price of longer position
+lists. FTS5's ``trigram`` tokenizer would need three characters, and many
+words in these scripts have two.
+
+For SQLite, a zero-width space marks each boundary in the text given to
+FTS5: unicode61 treats it (a format character) as a separator, and it is
+taken out again before a snippet is made, so what a hit shows is the text
+as stored. PostgreSQL's generated column splits with a regular expression
+over the same ranges (schema migration 0008).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MARK", "RANGES", "ends_unspaced", "pieces", "postgres_class", "split", "starts_unspaced", "unsplit"]
+
+#: The code point ranges: CJK ideographs (the unified block, extensions A
+#: to H, compatibility ideographs), the ideographic iteration and closing
+#: marks, Bopomofo, Hiragana, Katakana (with the phonetic extensions and
+#: the halfwidth forms) and Hangul (syllables, jamo, compatibility jamo).
+RANGES: tuple[tuple[int, int], ...] = (
+    (0x1100, 0x11FF),
+    (0x3005, 0x3007),
+    (0x3041, 0x30FF),
+    (0x3105, 0x312F),
+    (0x3131, 0x318E),
+    (0x31A0, 0x31BF),
+    (0x31F0, 0x31FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xA960, 0xA97F),
+    (0xAC00, 0xD7AF),
+    (0xD7B0, 0xD7FF),
+    (0xF900, 0xFAFF),
+    (0xFF66, 0xFF9F),
+    (0x20000, 0x2FA1F),
+    (0x30000, 0x323AF),
+)
+_CLASS = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in RANGES)
+_ONE = re.compile(f"[{_CLASS}]")
+#: Every place between such a character and a letter or digit (another
+#: such character included): where a word boundary is not already.
+_BOUNDARY = re.compile(f"(?<=[{_CLASS}])(?=[^\\W_])|(?<=[^\\W_])(?=[{_CLASS}])")
+#: A run of other letters and digits, or one such character.
+_PIECE = re.compile(f"[{_CLASS}]|[^{_CLASS}]+")
+#: U+200B ZERO WIDTH SPACE: a separator to unicode61, invisible in text.
+MARK = "\u200b"
+
+
+def split(text: str) -> str:
+    """``text`` with ``MARK`` on each side of each character of these
+    scripts (between two of them, once): what FTS5 indexes and is asked for."""
+    if text.isascii() or _ONE.search(text) is None:
+        return text
+    return _BOUNDARY.sub(MARK, text)
+
+
+def unsplit(text: str) -> str:
+    """``text`` as it was before ``split`` (a ``MARK`` the text held itself,
+    being invisible, is dropped with the rest)."""
+    return text.replace(MARK, "") if MARK in text else text
+
+
+def pieces(word: str) -> list[str]:
+    """The words the indexes see in ``word`` (letters and digits only):
+    each character of these scripts alone, other runs whole."""
+    if word.isascii():
+        return [word]
+    return _PIECE.findall(word)
+
+
+def starts_unspaced(word: str) -> bool:
+    """Whether ``word`` begins with a character of these scripts."""
+    return bool(word) and _ONE.match(word) is not None
+
+
+def ends_unspaced(word: str) -> bool:
+    """Whether ``word`` ends with a character of these scripts."""
+    return bool(word) and _ONE.match(word[-1]) is not None
+
+
+def postgres_class() -> str:
+    """The ranges as a bracket expression of PostgreSQL's regular
+    expressions (``\\U`` escapes of eight hex digits, so the SQL stays
+    ASCII and no escape runs into the next)."""
+    return "[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in RANGES) + "]"
