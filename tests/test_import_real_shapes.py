@@ -537,3 +537,26 @@ def test_pi_entry_repeating_an_id_with_other_content_is_kept_and_named(store: St
     assert kept.record["error"].startswith("has the id 'pi-dup:e2' of line 3")
     assert "second" in str(kept.record)
     assert kept.record["source"]["side"] is True  # later entries never take it as their parent
+
+
+def test_a_follow_poll_between_a_replys_call_lines_keeps_one_reply(store: Store, tmp_path: Path) -> None:
+    """Claude Code writes a reply's blocks as they finish streaming, often
+    seconds apart, so a --follow poll lands between two call lines. The
+    second call could not join the reply already written: it became a
+    message of its own, and the first result branched (the provider view
+    then said that call never ran)."""
+    from agentlog.importers import FORMATS
+    from agentlog.importers.following import Follower
+
+    lines = _parallel_calls([]) + [_claude(6, "assistant", uuid="a2", parentUuid="r2", message=REPLY)]
+    path = tmp_path / f"{CLAUDE_SID}.jsonl"
+    with Follower(store, FORMATS["claude"], [str(path)]) as follower:
+        for end in (2, 3, 4, 5, 6):  # a poll after each line from the first call on
+            write_lines(path, lines[:end])
+            follower.poll([str(path)])
+    loaded = load(store, f"claude-{CLAUDE_SID}")
+    kinds = [e.kind for e in loaded.path()]
+    assert kinds == ["message", "message", "tool_call", "tool_call", "tool_result", "tool_result", "message"]
+    assert len(loaded.path()) == len(loaded.events)  # no branch
+    second = [e for e in loaded.path() if e.kind == "tool_call"][1]
+    assert second.record["source"]["line"] == 3  # the line it came from, kept on the call

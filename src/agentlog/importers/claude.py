@@ -444,6 +444,14 @@ class ClaudeImporter(Importer):
             b.report.merged += 1
             tail = group["last"]
             first_parent: str | None = tail
+        elif group is not None and calls and not parts and parent in group["events"]:
+            # The reply's message is already written (a --follow poll, or a
+            # flush, came between its lines): calls alone need no edit of it,
+            # so they still follow the reply's last call, and the line is
+            # kept as the source of each. Its usage and stop reason, which
+            # would go on the message, are left as the earlier line had them.
+            group = {**group, "events": set(group["events"])}
+            first_parent = group["last"]
         else:
             record: dict[str, Any] = {
                 "content": parts,
