@@ -51,9 +51,8 @@ RANGES: tuple[tuple[int, int], ...] = (
 )
 _CLASS = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in RANGES)
 _ONE = re.compile(f"[{_CLASS}]")
-#: Every place between such a character and a letter or digit (another
-#: such character included): where a word boundary is not already.
-_BOUNDARY = re.compile(f"(?<=[{_CLASS}])(?=[^\\W_])|(?<=[^\\W_])(?=[{_CLASS}])")
+#: A run of such characters.
+_RUN = re.compile(f"[{_CLASS}]+")
 #: A run of other letters and digits, or one such character.
 _PIECE = re.compile(f"[{_CLASS}]|[^{_CLASS}]+")
 #: U+200B ZERO WIDTH SPACE: a separator to unicode61, invisible in text.
@@ -61,11 +60,22 @@ MARK = "\u200b"
 
 
 def split(text: str) -> str:
-    """``text`` with ``MARK`` on each side of each character of these
-    scripts (between two of them, once): what FTS5 indexes and is asked for."""
-    if text.isascii() or _ONE.search(text) is None:
+    """``text`` with ``MARK`` between each two characters of these scripts,
+    and between such a character and a letter or digit next to it: what
+    FTS5 indexes and is asked for."""
+    if text.isascii():
         return text
-    return _BOUNDARY.sub(MARK, text)
+
+    def marked(run: re.Match[str]) -> str:
+        out = MARK.join(run.group())
+        start, end = run.span()
+        if start and text[start - 1].isalnum():  # 错误error: two words, not one
+            out = MARK + out
+        if end < len(text) and text[end].isalnum():
+            out += MARK
+        return out
+
+    return _RUN.sub(marked, text)
 
 
 def unsplit(text: str) -> str:
