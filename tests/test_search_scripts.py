@@ -1,0 +1,53 @@
+"""Words in scripts written without spaces (``agentlog.search.scripts``):
+the marks put in for FTS5 come out again exactly, and any run of Chinese or
+Japanese characters inside a text is found, on the SQLite index."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentlog import Store
+from agentlog.search import search
+from agentlog.search.scripts import MARK, pieces, split, unsplit
+
+HAN = st.characters(min_codepoint=0x4E00, max_codepoint=0x4E40)
+KANA = st.characters(min_codepoint=0x30A1, max_codepoint=0x30B0)
+OTHER = st.sampled_from(list("ab1 ,.-_é\n"))
+TEXT = st.text(st.one_of(HAN, KANA, OTHER), max_size=40)
+
+
+@given(TEXT)
+def test_split_is_undone_exactly(text: str) -> None:
+    assert unsplit(split(text)) == text
+
+
+@given(TEXT)
+def test_each_character_of_those_scripts_stands_alone(text: str) -> None:
+    # the words unicode61 sees: runs of letters and digits between separators
+    for word in re.findall(r"[^\W_]+", split(text).replace(MARK, " ")):
+        if any(0x4E00 <= ord(c) <= 0x9FFF or 0x30A0 <= ord(c) <= 0x30FF for c in word):
+            assert len(word) == 1, word
+
+
+def test_pieces() -> None:
+    assert pieces("错误error") == ["错", "误", "error"]
+    assert pieces("v1データ2") == ["v1", "デ", "ー", "タ", "2"]
+    assert pieces("plain") == ["plain"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.text(st.one_of(HAN, KANA), min_size=2, max_size=12), st.data())
+def test_every_run_inside_a_text_is_found(run: str, data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(run) - 1))
+    end = data.draw(st.integers(start + 1, len(run)))
+    store = Store.memory()
+    with store.create(session_id="s") as s:
+        eid = s.append("message", {"content": f"x{run}, 1"}, role="user").id
+    hits = search(store, run[start:end])
+    assert [h.event_id for h in hits] == [eid]
+    (a, b), *_ = hits[0].highlights
+    assert hits[0].snippet[a:b] == run[start:end]
+    store.close()
