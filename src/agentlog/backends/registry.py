@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from importlib import import_module
-from importlib.metadata import entry_points
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
@@ -81,6 +80,10 @@ def _load(scheme: str) -> BackendFactory:
 
 
 def _find(scheme: str) -> BackendFactory:
+    # Imported here: importlib.metadata costs tens of milliseconds, which
+    # every command paid at start, and only a URL store needs it.
+    from importlib.metadata import entry_points
+
     found = [ep for ep in entry_points(group=GROUP) if ep.name == scheme]
     if found:
         factory: BackendFactory = _imported(found[0].load, scheme)

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from rich.cells import cell_len, set_cell_size
 from rich.console import Console
-from rich.text import Text
+from rich.text import Span, Text
 
 from .._streams import write_stdout
 from ..backends.base import IndexEntry
@@ -88,23 +88,39 @@ def columns(headers: Sequence[tuple[str, int, str]], rows: Iterable[Sequence[tup
 
     rich's Table costs seconds per few thousand rows, and a listing of
     many sessions reaches tens of thousands."""
-    rows = [[(_cut(text, cap), style) for (text, style), (_, cap, _) in zip(row, headers, strict=True)] for row in rows]
-    widths = [max([_cells(title)] + [_cells(row[i][0]) for row in rows]) for i, (title, _, _) in enumerate(headers)]
+    # Each cell once: its text made safe and cut, and its width in cells.
+    table = [[(title, "bold", _cells(title)) for title, _, _ in headers]]
+    for row in rows:
+        cells = []
+        for (text, style), (_, cap, _) in zip(row, headers, strict=True):
+            text = _cut(safe_text(text), cap)
+            cells.append((text, style, _cells(text)))
+        table.append(cells)
+    widths = [max(row[i][2] for row in table) for i in range(len(headers))]
+    aligns = [align for _, _, align in headers]
     last = len(headers) - 1
-
-    def line(cells: Sequence[tuple[str, str]]) -> Text:
-        out = Text(no_wrap=True, overflow="ellipsis")
-        for i, ((text, style), (_, _, align), width) in enumerate(zip(cells, headers, widths, strict=True)):
-            pad = " " * (width - _cells(text))
-            padded = pad + text if align == ">" else (text if i == last else text + pad)
-            out.append(padded, style=style)
-            if i != last:
-                out.append("  ")
-        out.rstrip()
-        return out
-
-    head = line([(title, "bold") for title, _, _ in headers])
-    return Text("\n").join([head] + [line(row) for row in rows])
+    # The table is built as one string and its styled spans: a Text.append
+    # a cell cost a second per 10,000 rows. Cells hold no control codes
+    # (safe_text above), so the string is what the terminal gets.
+    lines: list[str] = []
+    spans: list[Span] = []
+    at = 0  # where the line being built starts
+    for cells in table:
+        first_span = len(spans)
+        line = ""
+        for i, (text, style, size) in enumerate(cells):
+            pad = " " * (widths[i] - size)
+            padded = pad + text if aligns[i] == ">" else (text if i == last else text + pad)
+            if style and padded:
+                spans.append(Span(at + len(line), at + len(line) + len(padded), style))
+            line += padded if i == last else padded + "  "
+        line = line.rstrip()
+        end = at + len(line)
+        # a cell's padding that rstrip took must not carry its style into the next line
+        spans[first_span:] = [Span(sp.start, min(sp.end, end), sp.style) for sp in spans[first_span:] if sp.start < end]
+        lines.append(line)
+        at = end + 1
+    return Text("\n".join(lines), spans=spans, no_wrap=True, overflow="ellipsis")
 
 
 def _cells(text: str) -> int:

@@ -40,12 +40,12 @@ def _row(info: SessionInfo) -> dict[str, Any]:
     return row
 
 
-def _directory(row: dict[str, Any]) -> str:
+def _directory(row: dict[str, Any], home: str) -> str:
     """The WORKING DIR cell: an imported session has none (so that
     --continue never opens it) and shows the directory it was recorded in."""
     if row["working_dir"] or not row["source_cwd"]:
-        return _home_relative(row["working_dir"])
-    return _home_relative(row["source_cwd"]) + " (imported)"
+        return _home_relative(row["working_dir"], home)
+    return _home_relative(row["source_cwd"], home) + " (imported)"
 
 
 def _broken_row(session_id: str, reason: str) -> dict[str, Any]:
@@ -54,10 +54,9 @@ def _broken_row(session_id: str, reason: str) -> dict[str, Any]:
     return row
 
 
-def _home_relative(path: str | None) -> str:
+def _home_relative(path: str | None, home: str) -> str:
     if not path:
         return "-"
-    home = os.path.expanduser("~")
     if path == home or path.startswith(home + os.sep):
         return "~" + path[len(home) :]
     return path
@@ -101,6 +100,7 @@ def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
         out.print(Text(f"no sessions in {app.store.home}", style="dim"))
         return
     shorts = abbreviate([r["id"] for r in rows if r["status"] != "broken"])
+    home = os.path.expanduser("~")
     table = []
     for r in rows:
         if r["status"] == "broken":
@@ -120,7 +120,7 @@ def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
             [
                 (shorts.get(r["id"], r["id"]), "yellow"),
                 (one_line(r["title"] or "-"), ""),
-                (_directory(r), ""),
+                (_directory(r, home), ""),
                 (local_time(r["updated_at"], seconds=False), "dim"),
                 (str(r["event_count"]), ""),
                 ("archived" if r["archived"] else r["status"], "dim" if r["archived"] else ""),

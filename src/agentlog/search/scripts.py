@@ -23,6 +23,8 @@ over the same ranges (schema migration 0008).
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 
 __all__ = ["MARK", "RANGES", "ends_unspaced", "pieces", "postgres_class", "split", "starts_unspaced", "unsplit"]
@@ -50,11 +52,22 @@ RANGES: tuple[tuple[int, int], ...] = (
     (0x30000, 0x323AF),
 )
 _CLASS = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in RANGES)
-_ONE = re.compile(f"[{_CLASS}]")
-#: A run of such characters.
-_RUN = re.compile(f"[{_CLASS}]+")
-#: A run of other letters and digits, or one such character.
-_PIECE = re.compile(f"[{_CLASS}]|[^{_CLASS}]+")
+_STARTS = [lo for lo, _ in RANGES]
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(a run of such characters; one such character or a run of other
+    letters and digits), compiled on first use: each takes milliseconds,
+    which every command would otherwise pay as it starts."""
+    return re.compile(f"[{_CLASS}]+"), re.compile(f"[{_CLASS}]|[^{_CLASS}]+")
+
+
+def _unspaced(ch: str) -> bool:
+    at = bisect.bisect_right(_STARTS, ord(ch)) - 1
+    return at >= 0 and ord(ch) <= RANGES[at][1]
+
+
 #: U+200B ZERO WIDTH SPACE: a separator to unicode61, invisible in text.
 MARK = "\u200b"
 
@@ -75,7 +88,7 @@ def split(text: str) -> str:
             out += MARK
         return out
 
-    return _RUN.sub(marked, text)
+    return _patterns()[0].sub(marked, text)
 
 
 def unsplit(text: str) -> str:
@@ -89,17 +102,17 @@ def pieces(word: str) -> list[str]:
     each character of these scripts alone, other runs whole."""
     if word.isascii():
         return [word]
-    return _PIECE.findall(word)
+    return _patterns()[1].findall(word)
 
 
 def starts_unspaced(word: str) -> bool:
     """Whether ``word`` begins with a character of these scripts."""
-    return bool(word) and _ONE.match(word) is not None
+    return bool(word) and _unspaced(word[0])
 
 
 def ends_unspaced(word: str) -> bool:
     """Whether ``word`` ends with a character of these scripts."""
-    return bool(word) and _ONE.match(word[-1]) is not None
+    return bool(word) and _unspaced(word[-1])
 
 
 def postgres_class() -> str:
