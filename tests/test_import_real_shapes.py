@@ -560,3 +560,17 @@ def test_a_follow_poll_between_a_replys_call_lines_keeps_one_reply(store: Store,
     assert len(loaded.path()) == len(loaded.events)  # no branch
     second = [e for e in loaded.path() if e.kind == "tool_call"][1]
     assert second.record["source"]["line"] == 3  # the line it came from, kept on the call
+
+
+def test_an_import_run_between_a_replys_call_lines_keeps_one_reply(store: Store, tmp_path: Path) -> None:
+    """The same as a --follow poll, across two separate imports (a periodic
+    import that ran while Claude Code was writing the reply): the second
+    run finds the reply the stored session ends with."""
+    lines = _parallel_calls([]) + [_claude(6, "assistant", uuid="a2", parentUuid="r2", message=REPLY)]
+    path = tmp_path / f"{CLAUDE_SID}.jsonl"
+    do_import(store, "claude", write_lines(path, lines[:2]))  # the prompt and the first call
+    do_import(store, "claude", write_lines(path, lines))
+    loaded = load(store, f"claude-{CLAUDE_SID}")
+    kinds = [e.kind for e in loaded.path()]
+    assert kinds == ["message", "message", "tool_call", "tool_call", "tool_result", "tool_result", "message"]
+    assert len(loaded.path()) == len(loaded.events)  # no branch

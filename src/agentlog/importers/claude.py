@@ -133,6 +133,9 @@ class ClaudeImporter(Importer):
     def begin(self, b: SessionBuilder, lines: list[SourceLine]) -> None:
         if not b.state:  # first use of this builder: state from the stored events
             b.state["groups"] = {}
+            stored = self._stored_reply(b)
+            if stored is not None:
+                b.state["groups"][stored[0]] = stored[1]
             compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
             b.state["last_compaction"] = max(compactions) if compactions else None
         # Read on every pass, not only the one that creates the session: a
@@ -156,6 +159,30 @@ class ClaudeImporter(Importer):
                 b.create_meta.setdefault(key, value)
         if "/" in b.source_id:
             b.create_meta["parent_session"] = self.session_id(b.source_id.split("/", 1)[0])
+
+    @staticmethod
+    def _stored_reply(b: SessionBuilder) -> tuple[str, dict[str, Any]] | None:
+        """(message id, group) of the assistant reply a stored session ends
+        with, its message and the calls after it: an earlier import may have
+        read the file while Claude Code was still writing that reply, and
+        its other call lines then come in this run."""
+        if b.session is None:
+            return None
+        at = b.cursor
+        calls = set()
+        while b.kind_of.get(at) == "tool_call":
+            calls.add(at)
+            at = b.parent_of.get(at, NIL_ID)
+        if b.kind_of.get(at) != "message":
+            return None
+        event = b.session.event(at)
+        record = (event if event.loaded else b.session.resolve(event)).record
+        source = record.get("source") if isinstance(record, dict) else None
+        message = source.get("message") if isinstance(source, dict) else None
+        mid = message.get("id") if isinstance(message, dict) else None
+        if event.role != "assistant" or not isinstance(mid, str):
+            return None
+        return mid, {"message": at, "events": {at, *calls}, "last": b.cursor}
 
     # --- converting -----------------------------------------------------------------
     def convert(self, b: SessionBuilder, line: SourceLine) -> None:
