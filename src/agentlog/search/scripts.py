@@ -33,6 +33,8 @@ __all__ = ["MARK", "RANGES", "ends_unspaced", "pieces", "postgres_class", "split
 #: to H, compatibility ideographs), the ideographic iteration and closing
 #: marks, Bopomofo, Hiragana, Katakana (with the phonetic extensions and
 #: the halfwidth forms) and Hangul (syllables, jamo, compatibility jamo).
+#: PostgreSQL's migration 0008 is written from them, so a change here needs
+#: a new migration too (and a new SCHEMA_VERSION of the SQLite index).
 RANGES: tuple[tuple[int, int], ...] = (
     (0x1100, 0x11FF),
     (0x3005, 0x3007),

@@ -19,7 +19,6 @@ __all__ = ["MIGRATIONS", "applied", "migrate", "pending", "up_to_date"]
 # Advisory-lock key for schema changes ("agentlog" in ASCII, as an int8).
 _MIGRATION_LOCK = 0x6167656E746C6F67
 
-#: (name, statements). Never edit a released migration: add the next one.
 #: ``translate()``'s two arguments: every ASCII character that is neither a
 #: letter nor a digit, and as many spaces.
 _ASCII_PUNCTUATION = "".join(c for c in map(chr, range(33, 127)) if not c.isalnum())
@@ -31,6 +30,25 @@ _SEARCH_WORDS = (
     f"regexp_replace(translate(coalesce(search_text, ''), {_PUNCTUATION}), '({postgres_class()})', ' \\1 ', 'g')"
 )
 
+
+def _search_columns(words: str) -> tuple[str, ...]:
+    """The statements that rebuild the ``search`` column of events and of
+    blobs as the tsvector of the SQL expression ``words``, and its index."""
+    return tuple(
+        statement
+        for table in ("events", "blobs")
+        for statement in (
+            f"ALTER TABLE {table} DROP COLUMN search",
+            f"""ALTER TABLE {table} ADD COLUMN search tsvector GENERATED ALWAYS AS
+                 (to_tsvector('simple', {words})) STORED""",
+            f"CREATE INDEX {table}_search ON {table} USING gin (search)",
+        )
+    )
+
+
+#: (name, statements). Never edit a released migration: add the next one
+#: (nor change what a helper above writes for one: tests/test_postgres.py
+#: applies them in order to an existing schema).
 MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
     (
         "0001_timeline",
@@ -118,16 +136,7 @@ MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
         # ``a@b.com`` as one token, where agentlog's SQLite index (FTS5
         # unicode61) sees the words in them; ASCII punctuation becomes a
         # space first, so a word is found on every backend alike.
-        tuple(
-            statement
-            for table in ("events", "blobs")
-            for statement in (
-                f"ALTER TABLE {table} DROP COLUMN search",
-                f"""ALTER TABLE {table} ADD COLUMN search tsvector GENERATED ALWAYS AS
-                 (to_tsvector('simple', translate(coalesce(search_text, ''), {_PUNCTUATION}))) STORED""",
-                f"CREATE INDEX {table}_search ON {table} USING gin (search)",
-            )
-        ),
+        _search_columns(f"translate(coalesce(search_text, ''), {_PUNCTUATION})"),
     ),
     (
         "0006_meta_text_follows_meta",
@@ -162,16 +171,7 @@ MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
         # word, and a query's run the phrase of its characters, as the
         # SQLite index does (agentlog.search.scripts). Rebuilding the column
         # rewrites the table once.
-        tuple(
-            statement
-            for table in ("events", "blobs")
-            for statement in (
-                f"ALTER TABLE {table} DROP COLUMN search",
-                f"""ALTER TABLE {table} ADD COLUMN search tsvector GENERATED ALWAYS AS
-                 (to_tsvector('simple', {_SEARCH_WORDS})) STORED""",
-                f"CREATE INDEX {table}_search ON {table} USING gin (search)",
-            )
-        ),
+        _search_columns(_SEARCH_WORDS),
     ),
 )
 
