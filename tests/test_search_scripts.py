@@ -51,3 +51,12 @@ def test_every_run_inside_a_text_is_found(run: str, data: st.DataObject) -> None
     (a, b), *_ = hits[0].highlights
     assert hits[0].snippet[a:b] == run[start:end]
     store.close()
+
+
+def test_a_korean_syllable_is_highlighted_only_where_it_is() -> None:
+    """Folding accents took a Hangul syllable's first part (데 and 도 both
+    became ᄃ), so a search for 도 highlighted 데 as well."""
+    from agentlog.search.snippet import make_snippet
+
+    snippet, spans = make_snippet("데이터 도구 café", [("도", False), ("cafe", False)])
+    assert [snippet[a:b] for a, b in spans] == ["도", "café"]

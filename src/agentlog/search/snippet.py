@@ -24,7 +24,13 @@ def _fold(text: str) -> str:
         return text.lower()
     out = []
     for ch in text:
-        base = unicodedata.normalize("NFD", ch)[0] if ord(ch) > 127 else ch
+        base = ch
+        if ord(ch) > 127:
+            # a letter and its accents: the letter; but a Hangul syllable,
+            # whose parts are letters too (한: ㅎ ㅏ ㄴ), stays whole
+            parts = unicodedata.normalize("NFD", ch)
+            if all(unicodedata.combining(mark) for mark in parts[1:]):
+                base = parts[0]
         out.append(base.lower() if len(base.lower()) == 1 else ch)
     return "".join(out)
 
