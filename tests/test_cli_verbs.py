@@ -469,3 +469,28 @@ def test_bad_ages(text):
 
     with pytest.raises(ValueError):
         parse_age(text)
+
+
+def test_a_delayed_progress_bar_draws_only_for_slow_work(monkeypatch):
+    """A search's catch-up is usually quick: its bar must not flash, yet a
+    first search that indexes everything shows one."""
+    from agentlog.cli import progress
+
+    now = [100.0]
+    shown: list[str] = []
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(progress.Progress, "start", lambda bar: shown.append(bar.tasks[0].description))
+    monkeypatch.setattr(progress.Progress, "stop", lambda bar: shown.append("stopped"))
+    with progress.progress_bar("quick", force=True, delay=1.0) as update:
+        update(1, 2)
+        update(2, 2)
+    assert shown == []
+    with progress.progress_bar("slow", force=True, delay=1.0) as update:
+        update(1, 3)
+        now[0] += 1.5
+        update(2, 3)
+        update(3, 3)
+    assert shown == ["slow", "stopped"]
+    with progress.progress_bar("at once", force=True) as update:
+        pass
+    assert shown[2:] == ["at once", "stopped"]

@@ -60,3 +60,15 @@ def test_a_korean_syllable_is_highlighted_only_where_it_is() -> None:
 
     snippet, spans = make_snippet("데이터 도구 café", [("도", False), ("cafe", False)])
     assert [snippet[a:b] for a, b in spans] == ["도", "café"]
+
+
+def test_a_voiced_kana_is_not_its_unvoiced_letter() -> None:
+    """Found by the property test above: folding accents took ギ's voicing
+    mark away, so a search for ギ highlighted キ, and ranking counted it."""
+    from agentlog.search.rank import fold
+    from agentlog.search.snippet import make_snippet
+
+    snippet, spans = make_snippet("キーとギター", [("ギ", False)])
+    assert [snippet[a:b] for a, b in spans] == ["ギ"]
+    assert fold("ギター").count(fold("ギ")) == 1 and fold("キー").count(fold("ギ")) == 0
+    assert fold("Café") == "cafe"  # Latin accents still fold, as unicode61 folds them

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import Callable, Iterator
 
 from rich.console import Console
@@ -20,8 +21,11 @@ ProgressFn = Callable[[int, int], None]
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, *, force: bool | None = None) -> Iterator[ProgressFn]:
-    """A ``(done, total)`` callback drawing a bar for ``description``."""
+def progress_bar(description: str, *, force: bool | None = None, delay: float = 0.0) -> Iterator[ProgressFn]:
+    """A ``(done, total)`` callback drawing a bar for ``description``;
+    with ``delay``, only once the work has taken that many seconds (work
+    that is usually quick, such as a search's catch-up, then never
+    flashes a bar)."""
     show = sys.stderr.isatty() if force is None else force
     if not show:
         yield lambda done, total: None
@@ -34,10 +38,23 @@ def progress_bar(description: str, *, force: bool | None = None) -> Iterator[Pro
         console=Console(stderr=True),
         transient=True,
     )
-    with bar:
-        task = bar.add_task(description, total=None)
+    task = bar.add_task(description, total=None)  # indeterminate until the first update
+    due = time.monotonic() + delay
+    started = delay <= 0
+    if started:
+        bar.start()
 
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+    def update(done: int, total: int) -> None:
+        nonlocal started
+        if not started:
+            if time.monotonic() < due:
+                return
+            bar.start()
+            started = True
+        bar.update(task, completed=done, total=total)
 
+    try:
         yield update
+    finally:
+        if started:
+            bar.stop()

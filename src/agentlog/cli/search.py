@@ -88,7 +88,21 @@ def search_command(
     # SQLite's LIMIT takes a 64-bit integer; no index holds more hits than
     # that, so a larger N asks for the same thing: every hit.
     limit = min(limit, sys.maxsize)
-    hits = search(store, " ".join(query), session=sid, kind=kind, role=role, since=since, cwd=cwd, limit=limit)
+    # The catch-up is quick once the index exists; the first search (or the
+    # first after an upgrade changed the index) indexes everything, and a
+    # bar then says so rather than the command seeming to hang.
+    with progress_bar("indexing new events", delay=1.0) as update:
+        hits = search(
+            store,
+            " ".join(query),
+            session=sid,
+            kind=kind,
+            role=role,
+            since=since,
+            cwd=cwd,
+            limit=limit,
+            progress=update,
+        )
     if as_json:
         emit_json([h.to_dict() for h in hits])
         return

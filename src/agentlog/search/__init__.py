@@ -150,6 +150,7 @@ def search(
     cwd: str | None = None,
     limit: int = 20,
     refresh: bool = True,
+    progress: ProgressFn | None = None,
 ) -> list[SearchHit]:
     """The events that best match ``query``, best first.
 
@@ -158,7 +159,9 @@ def search(
     time (events at or after it: a datetime, an ISO date or time, UTC
     unless it says otherwise, or an age such as ``"7d"``) and a working
     directory (the session's, or one below it). ``refresh=False`` skips
-    the catch-up.
+    the catch-up; ``progress`` is called with (sessions done, sessions)
+    as it goes (a first search, or the first after an upgrade of the index,
+    indexes everything).
 
     When more than ``CANDIDATES`` events match, the best of the newest
     ``CANDIDATES`` are returned: ranking every match of a word found in
@@ -224,7 +227,7 @@ def search(
     )
     with open_index(store) as index:
         if refresh:
-            index.catch_up()
+            index.catch_up(progress)
         return _run(index, plan, query)
 
 

@@ -14,6 +14,8 @@ import math
 import unicodedata
 from collections.abc import Iterable
 
+from .scripts import KANA_MARKS
+
 __all__ = ["fold", "rank"]
 
 K1 = 1.2
@@ -26,7 +28,10 @@ def fold(text: str) -> str:
     if low.isascii():
         return low
     decomposed = unicodedata.normalize("NFD", low)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch) or ch in KANA_MARKS)
+    # composed again: a Hangul syllable (decomposed into its letters) and a
+    # voiced kana (ギ) are one character each, as the query's are
+    return unicodedata.normalize("NFC", bare)
 
 
 def rank(docs: Iterable[tuple[int, str]], words: list[tuple[str, bool]], limit: int) -> list[tuple[int, float]]:

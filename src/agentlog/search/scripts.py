@@ -27,7 +27,17 @@ import bisect
 import functools
 import re
 
-__all__ = ["MARK", "RANGES", "ends_unspaced", "pieces", "postgres_class", "split", "starts_unspaced", "unsplit"]
+__all__ = [
+    "KANA_MARKS",
+    "MARK",
+    "RANGES",
+    "ends_unspaced",
+    "pieces",
+    "postgres_class",
+    "split",
+    "starts_unspaced",
+    "unsplit",
+]
 
 #: The code point ranges: CJK ideographs (the unified block, extensions A
 #: to H, compatibility ideographs), the ideographic iteration and closing
@@ -72,6 +82,10 @@ def _unspaced(ch: str) -> bool:
 
 #: U+200B ZERO WIDTH SPACE: a separator to unicode61, invisible in text.
 MARK = "\u200b"
+#: The kana voicing marks (ギ is キ and U+3099 decomposed). They are not
+#: accents: they change the sound and the word, and neither index folds
+#: them away, so the folding for snippets and ranking keeps them too.
+KANA_MARKS = "\u3099\u309a"
 
 
 def split(text: str) -> str:

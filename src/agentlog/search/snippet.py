@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .scripts import ends_unspaced, starts_unspaced
+from .scripts import KANA_MARKS, ends_unspaced, starts_unspaced
 
 __all__ = ["SNIPPET_CHARS", "make_snippet"]
 
@@ -27,9 +27,10 @@ def _fold(text: str) -> str:
         base = ch
         if ord(ch) > 127:
             # a letter and its accents: the letter; but a Hangul syllable,
-            # whose parts are letters too (한: ㅎ ㅏ ㄴ), stays whole
+            # whose parts are letters too (한: ㅎ ㅏ ㄴ), stays whole, and so
+            # does a voiced kana (ギ is not キ)
             parts = unicodedata.normalize("NFD", ch)
-            if all(unicodedata.combining(mark) for mark in parts[1:]):
+            if all(unicodedata.combining(mark) and mark not in KANA_MARKS for mark in parts[1:]):
                 base = parts[0]
         out.append(base.lower() if len(base.lower()) == 1 else ch)
     return "".join(out)
