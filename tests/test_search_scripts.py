@@ -5,6 +5,7 @@ Japanese characters inside a text is found, on the SQLite index."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -72,3 +73,37 @@ def test_a_voiced_kana_is_not_its_unvoiced_letter() -> None:
     assert [snippet[a:b] for a, b in spans] == ["ギ"]
     assert fold("ギター").count(fold("ギ")) == 1 and fold("キー").count(fold("ギ")) == 0
     assert fold("Café") == "cafe"  # Latin accents still fold, as unicode61 folds them
+
+
+def test_an_index_of_version_2_is_upgraded_in_place(tmp_path: Path) -> None:
+    """Version 2 stored a run of Chinese as one word. Opening such an index
+    splits the texts that hold these scripts, in place: nothing is read
+    from the sessions again, and the words inside the run are found."""
+    import sqlite3
+
+    from agentlog.search import catch_up
+    from agentlog.search.index import SCHEMA_VERSION, index_location
+
+    store = Store(tmp_path / "home")
+    with store.create(session_id="s") as s:
+        zh = s.append("message", {"content": "数据库连接失败"}, role="user").id
+        s.append("message", {"content": "plain english text"}, role="assistant")
+    catch_up(store)
+    path = index_location(store.home)
+    assert path is not None
+    conn = sqlite3.connect(path)
+    with conn:  # what version 2 wrote: the text as it is
+        for rowid, text in conn.execute("SELECT rowid, text FROM fts").fetchall():
+            conn.execute("UPDATE fts SET text = ? WHERE rowid = ?", (unsplit(text), rowid))
+        conn.execute("UPDATE info SET value = '2' WHERE key = 'schema'")
+    assert conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", ('"连"',)).fetchone()[0] == 0
+    conn.close()
+
+    stats = catch_up(store)
+    assert (stats.sessions_indexed, stats.events_added) == (0, 0)  # upgraded, not rebuilt
+    assert [h.event_id for h in search(store, "连接", refresh=False)] == [zh]
+    assert [h.snippet for h in search(store, "english", refresh=False)] == ["plain english text"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM info WHERE key = 'schema'").fetchone() == (SCHEMA_VERSION,)
+    conn.close()
+    store.close()

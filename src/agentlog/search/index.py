@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # annotations only: the store imports this package to offer s
 __all__ = ["SCHEMA_VERSION", "SearchIndex", "IndexStats", "index_location", "open_index", "tag"]
 
 #: 3: a character of the scripts written without spaces (``scripts.py``)
-#: is a word of its own; an index of version 2 is rebuilt on first use.
+#: is a word of its own; an index of version 2 is upgraded in place.
 SCHEMA_VERSION = "3"
 #: Events written per transaction: short enough that another process's
 #: catch-up waits milliseconds, long enough to amortize the commit.
@@ -130,12 +130,13 @@ def _connect(path: str) -> sqlite3.Connection:
 
 
 def _setup(conn: sqlite3.Connection) -> None:
-    """Create the tables; an index of another schema version is dropped and
-    rebuilt by the next catch-up (it is derived, so nothing is lost)."""
+    """Create the tables; an index of version 2 is brought to this one in
+    place (``_upgrade_from_2``), and one of any other version is dropped
+    and rebuilt by the next catch-up (it is derived, so nothing is lost)."""
     with _write(conn):
         has_info = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='info'").fetchone()
         row = conn.execute("SELECT value FROM info WHERE key='schema'").fetchone() if has_info else None
-        if row is not None and row[0] != SCHEMA_VERSION:
+        if row is not None and row[0] not in (SCHEMA_VERSION, "2"):
             for table in ("fts", "events", "sessions", "info"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             row = None
@@ -143,6 +144,33 @@ def _setup(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
         if row is None:
             conn.execute("INSERT OR REPLACE INTO info VALUES('schema', ?)", (SCHEMA_VERSION,))
+        upgrade = row is not None and row[0] == "2"
+    if upgrade:
+        _upgrade_from_2(conn)
+
+
+def _upgrade_from_2(conn: sqlite3.Connection) -> None:
+    """Version 2 indexed a run of Chinese or Japanese as one word. Only the
+    texts holding such characters change, so they are rewritten in place,
+    reading the stored text a batch at a time (seconds for a million
+    events, where rebuilding from every session took minutes), and a
+    store without such text rewrites nothing. ``split`` leaves a text it
+    already split unchanged, so an upgrade cut short (or run by two
+    processes at once) is finished by the next open."""
+    last = 0
+    while True:
+        with _write(conn):
+            rows = conn.execute(
+                "SELECT rowid, text FROM fts WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, BATCH * 4)
+            ).fetchall()
+            for rowid, text in rows:
+                marked = split(text)
+                if marked != text:
+                    conn.execute("UPDATE fts SET text = ? WHERE rowid = ?", (marked, rowid))
+            if not rows:
+                conn.execute("UPDATE info SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
+                return
+            last = rows[-1][0]
 
 
 @contextlib.contextmanager
