@@ -102,6 +102,7 @@ def test_an_index_of_version_2_is_upgraded_in_place(tmp_path: Path) -> None:
     stats = catch_up(store)
     assert (stats.sessions_indexed, stats.events_added) == (0, 0)  # upgraded, not rebuilt
     assert [h.event_id for h in search(store, "连接", refresh=False)] == [zh]
+    assert [h.event_id for h in search(store, "连接", session="s", role="user", refresh=False)] == [zh]  # tags kept
     assert [h.snippet for h in search(store, "english", refresh=False)] == ["plain english text"]
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT value FROM info WHERE key = 'schema'").fetchone() == (SCHEMA_VERSION,)
