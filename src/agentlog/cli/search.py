@@ -89,8 +89,9 @@ def search_command(
     # that, so a larger N asks for the same thing: every hit.
     limit = min(limit, sys.maxsize)
     # The catch-up is quick once the index exists; the first search (or the
-    # first after an upgrade changed the index) indexes everything, and a
-    # bar then says so rather than the command seeming to hang.
+    # first after an index of an unknown version was dropped) indexes
+    # everything, and a bar then says so rather than the command seeming
+    # to hang.
     with progress_bar("indexing new events", delay=1.0) as update:
         hits = search(
             store,
