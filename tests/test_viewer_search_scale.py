@@ -259,6 +259,30 @@ SWEEP_TREE = """async () => {
 }"""
 
 
+@needs_chromium
+def test_search_box_finds_a_word_inside_chinese_and_japanese_text(page: Any, tmp_path: Path) -> None:
+    """In a real browser: a word inside a run of Chinese or Japanese is
+    found and marked (the index sees each character; the marks come back
+    as code-point offsets, past an emoji)."""
+    store = Store(tmp_path / "home")
+    with store.create(name="数据库会话") as s:
+        sid = s.id
+        zh = s.append("message", {"content": "😀 数据库连接失败，请重试"}, role="user").id
+        ja = s.append("message", {"content": "データベースの接続がタイムアウトしました"}, role="assistant").id
+    with live_server(store) as url:
+        page.goto(f"{url}/")
+        page.wait_for_selector(f"#sessions tr[data-id='{sid}']")
+        page.fill("#search", "连接")
+        hit = page.locator(f"#hits li.hit[data-event='{zh}']")
+        hit.wait_for()
+        assert page.locator("#hits li.hit").count() == 1
+        assert [m.inner_text() for m in hit.locator("mark").all()] == ["连接"]
+        page.fill("#search", "タイムアウト")
+        hit = page.locator(f"#hits li.hit[data-event='{ja}']")
+        hit.wait_for()
+        assert [m.inner_text() for m in hit.locator("mark").all()] == ["タイムアウト"]
+
+
 def conversation_ids(page: Any) -> list[str]:
     return list(page.evaluate("Array.from(document.querySelectorAll('#conversation li[data-id]'), n => n.dataset.id)"))
 
