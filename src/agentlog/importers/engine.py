@@ -284,9 +284,7 @@ class _Run:
                 b.report.duplicates += 1
                 return
             fr.warnings.append((line.lineno, conflict))
-            record = custom_record(line.obj)
-            record["error"] = conflict
-            b.emit("custom", None, record, line, side=True, ts_ns=self.importer.line_time(line.obj))
+            self.keep_whole(b, line, conflict)  # the id stays with the first line
             return
         if key:
             repeats.keyed(key, line)
@@ -301,15 +299,19 @@ class _Run:
             b.rollback_line()  # all or nothing: the line is kept whole instead
             reason = f"unexpected shape ({type(exc).__name__}: {exc})"
             fr.malformed.append((line.lineno, reason))
-            record = custom_record(line.obj)
-            record["error"] = reason
-            ts = self.importer.line_time(line.obj)
-            keys = self.own_keys(b, self.importer.event_key(b, line, line.obj))
-            b.emit("custom", None, record, line, side=True, ts_ns=ts, keys=keys)
+            self.keep_whole(b, line, reason, self.own_keys(b, self.importer.event_key(b, line, line.obj)))
         else:
             self.note_detached(b, fr, line)
         finally:
             b.end_line()
+
+    def keep_whole(self, b: SessionBuilder, line: SourceLine, error: str, keys: tuple[str, ...] = ()) -> None:
+        """A parsed line that could not be converted, kept as it is beside
+        the timeline (a ``custom`` event saying why), so nothing is lost."""
+        assert line.obj is not None
+        record = custom_record(line.obj)
+        record["error"] = error
+        b.emit("custom", None, record, line, side=True, ts_ns=self.importer.line_time(line.obj), keys=keys)
 
     def keep_malformed(self, b: SessionBuilder, fr: FileReport, line: SourceLine) -> None:
         """A line that is not JSON: kept as its raw text. The source id it

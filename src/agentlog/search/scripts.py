@@ -31,11 +31,10 @@ __all__ = [
     "KANA_MARKS",
     "MARK",
     "RANGES",
-    "ends_unspaced",
     "pieces",
     "postgres_class",
     "split",
-    "starts_unspaced",
+    "unspaced",
     "unsplit",
 ]
 
@@ -75,7 +74,8 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     return re.compile(f"[{_CLASS}]+"), re.compile(f"[{_CLASS}]|[^{_CLASS}]+")
 
 
-def _unspaced(ch: str) -> bool:
+def unspaced(ch: str) -> bool:
+    """Whether the character ``ch`` is of these scripts."""
     at = bisect.bisect_right(_STARTS, ord(ch)) - 1
     return at >= 0 and ord(ch) <= RANGES[at][1]
 
@@ -119,16 +119,6 @@ def pieces(word: str) -> list[str]:
     if word.isascii():
         return [word]
     return _patterns()[1].findall(word)
-
-
-def starts_unspaced(word: str) -> bool:
-    """Whether ``word`` begins with a character of these scripts."""
-    return bool(word) and _unspaced(word[0])
-
-
-def ends_unspaced(word: str) -> bool:
-    """Whether ``word`` ends with a character of these scripts."""
-    return bool(word) and _unspaced(word[-1])
 
 
 def postgres_class() -> str:

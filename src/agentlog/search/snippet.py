@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .scripts import KANA_MARKS, ends_unspaced, starts_unspaced
+from .scripts import KANA_MARKS, unspaced
 
 __all__ = ["SNIPPET_CHARS", "make_snippet"]
 
@@ -45,8 +45,8 @@ def make_snippet(text: str, words: list[tuple[str, bool]]) -> tuple[str, tuple[t
         # A word of Chinese or Japanese is found inside a run of such
         # characters (scripts.py), so it has no word boundary on that side,
         # and as a prefix it ends where it ends: each character is a word.
-        head = "" if starts_unspaced(word) else r"(?<![^\W_])"
-        if ends_unspaced(word):
+        head = "" if word and unspaced(word[0]) else r"(?<![^\W_])"
+        if word and unspaced(word[-1]):
             tail = ""
         else:
             tail = r"[^\W_]*" if prefix else r"(?![^\W_])"
