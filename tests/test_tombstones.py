@@ -78,6 +78,28 @@ def test_one_damaged_record_in_a_chain_keeps_every_intact_event(tmp_path: Path, 
         assert s.append("message", {"content": "after"}, role="user").parent_id == ids[-1]
 
 
+@pytest.mark.parametrize("with_index", [True, False])
+def test_a_checkout_of_the_damaged_event_stands(tmp_path: Path, with_index: bool) -> None:
+    """HEAD was moved back to the event whose record is damaged (a checkout
+    line after it). The checkout was quarantined as naming an event not in
+    the log, so HEAD moved to the newest event (found by the kill storm)."""
+    store = _store(tmp_path)
+    ids = _chain(store, 10)
+    with store.open(SID) as s:
+        s.checkout(ids[4])
+    _flip(tmp_path, b"turn 004")
+    if not with_index:
+        _index(tmp_path).unlink()
+    actions = store.repair(SID)
+    assert any("tombstone for event " + ids[4] in a for a in actions), actions
+    assert not any("checkout names" in a or "moved HEAD" in a for a in actions), actions
+    with store.open(SID, readonly=True) as s:
+        assert s.head == ids[4]
+        assert [e.kind for e in s.transcript()][-1] == "tombstone"
+        assert [e.id for e in s.entries()] == ids
+    assert [p for p in store.fsck(SID) if p.severity == "error"] == []
+
+
 def test_a_damaged_batch_member_is_replaced_and_its_batch_kept(tmp_path: Path) -> None:
     store = _store(tmp_path)
     with store.create(session_id=SID) as s:

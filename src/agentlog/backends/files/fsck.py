@@ -48,6 +48,9 @@ class _Bad:
     offset: int
     length: int
     reason: str
+    #: for a checkout refused because no event before it has the id it
+    #: names: that id (repair keeps the checkout if a tombstone gets the id)
+    target: str | None = None
 
 
 @dataclass
@@ -106,6 +109,7 @@ def _scan_log(log: ChunkLog) -> _Scan:
                         line.offset,
                         line.length,
                         f"checkout names an event not before it: {target}",
+                        target,
                     )
                 )
             else:
@@ -479,6 +483,12 @@ def repair_session(
         by_chunk: dict[int, list[_Bad]] = {}
         planned = _plan_tombstones(entries, log, scan)
         plan = planned.lines
+        if plan:
+            # A checkout of an event whose line is damaged named an event
+            # that was there: the tombstone written in that line's place
+            # holds its id, so the checkout stands and HEAD stays. The scan
+            # after the tombstones are written checks it again.
+            scan.bad = [b for b in scan.bad if b.target is None or b.target not in planned.ids]
         # A torn tail too: a writer's open would cut it off, but repair
         # never deletes (and damage can look like a torn tail). Where the
         # index shows it acknowledged, its intact records stay.
