@@ -11,9 +11,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import SearchError, SearchHit, Session
-from ..backends.base import Backend
 from ..export import EXPORT_FORMATS, export_session
-from ..search import catch_up
 from . import params
 from .encode import json_response
 from .errors import ApiError
@@ -44,10 +42,10 @@ def find_routes(service: Service) -> list[Route]:
 
         def work() -> tuple[list[SearchHit], tuple[tuple[str, str], ...]]:
             failed: tuple[tuple[str, str], ...] = ()
-            if type(store.backend).search is Backend.search:
-                # agentlog's own index: bring it up to date here, so that the
+            if service.own_index:
+                # Bring agentlog's own index up to date here, so that the
                 # sessions it cannot read are known and reported, not skipped.
-                failed = catch_up(store).failed
+                failed = service.catch_up_search()
             try:
                 found = store.search(
                     query, session=session, kind=kind, role=role, since=since, cwd=cwd, limit=limit, refresh=False

@@ -10,10 +10,18 @@ agent in another process can write in between. If that agent holds the
 lease right now the request fails with ``423 session_locked``. Requests of
 this server that write the same session queue on a per-session lock
 instead of failing against each other.
+
+Search brings agentlog's own index up to date before it queries. The
+server starts that catch-up when it starts (``warm_search``), in a thread
+of its own, so that the first search of a store nobody has searched yet
+does not pay for indexing every session; a search that comes while it
+runs waits for it rather than indexing the same sessions a second time.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -22,12 +30,19 @@ import anyio.to_thread
 
 from .. import Session, Store
 from ..agent import LiveHub
+from ..backends.base import Backend
+from ..search import catch_up, index_location
 from .errors import ApiError
 from .feed import Feeds
 
 __all__ = ["Service", "if_match_header"]
 
 T = TypeVar("T")
+log = logging.getLogger("agentlog.server")
+
+
+class _Stopped(Exception):
+    """Raised from the warm-up's progress callback when the server stops."""
 
 
 class Service:
@@ -37,6 +52,55 @@ class Service:
         self.feeds = feeds
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._indexing = threading.Lock()  # one catch-up of the search index at a time
+        self._stop = threading.Event()
+        self._warmer: threading.Thread | None = None
+
+    @property
+    def own_index(self) -> bool:
+        """Whether search runs on agentlog's own index (a backend may search itself)."""
+        return type(self.store.backend).search is Backend.search
+
+    def catch_up_search(self) -> tuple[tuple[str, str], ...]:
+        """Bring the search index up to date; the sessions it cannot read."""
+        with self._indexing:
+            return catch_up(self.store).failed
+
+    def warm_search(self) -> None:
+        """Start catching the search index up in the background (see the
+        module's docstring). Nothing to do for a backend that searches
+        itself, or an index this process may not write: a search there
+        builds one in memory for itself, which a warm-up would throw away."""
+        if not self.own_index or self._warmer is not None:
+            return
+        path = index_location(self.store.home)
+        if path is not None and not _writable(path):
+            return
+        self._warmer = threading.Thread(target=self._warm, name="agentlog-search-warm-up", daemon=True)
+        self._warmer.start()
+
+    def _warm(self) -> None:
+        def progress(done: int, total: int) -> None:
+            if self._stop.is_set():
+                raise _Stopped
+
+        with self._indexing:
+            try:
+                catch_up(self.store, progress)
+            except _Stopped:
+                return  # what was indexed stays (a batch is one transaction): the next search goes on
+            except Exception as exc:
+                if self._stop.is_set():
+                    return  # the server stopped and closed the store under us; the index is derived
+                # Nothing is lost (the index is derived), and the first search
+                # catches up again and reports the same failure to its client.
+                log.warning("agentlog: warning: could not prepare the search index: %s: %s", type(exc).__name__, exc)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the warm-up between two sessions and wait for it."""
+        self._stop.set()
+        if self._warmer is not None:
+            self._warmer.join(timeout)
 
     def _lock(self, session_id: str) -> threading.Lock:
         with self._locks_guard:
@@ -72,6 +136,15 @@ class Service:
                         self.feeds.notify(session_id)
 
         return await anyio.to_thread.run_sync(work)
+
+
+def _writable(path: str) -> bool:
+    """Whether the index file at ``path`` (or, before it exists, the
+    nearest directory that does) may be written."""
+    at = path
+    while not os.path.lexists(at) and os.path.dirname(at) != at:
+        at = os.path.dirname(at)
+    return os.access(at, os.W_OK)
 
 
 def if_match_header(value: str | None) -> str | None:
