@@ -17,7 +17,7 @@ import time
 
 from .errors import SessionLocked, StorageError
 
-__all__ = ["Lease", "acquire"]
+__all__ = ["Lease", "acquire", "writer_is_live"]
 
 _registry_lock = threading.Lock()
 _held: dict[str, Lease] = {}
@@ -101,3 +101,33 @@ def acquire(lock_dir: str, session_id: str) -> Lease:
         lease = Lease(path, session_id, fd)
         _held[path] = lease
         return lease
+
+
+def writer_is_live(lock_dir: str, session_id: str) -> bool | None:
+    """Whether a writer holds the session's lease right now, found without
+    touching the lock (taking it, even for a moment, would refuse a writer
+    opening at that moment): this process's own leases, then the kernel's
+    table of flock locks. None where that table cannot be read (not Linux)."""
+    path = os.path.join(lock_dir, f"{session_id}.lock")
+    with _registry_lock:
+        if path in _held:
+            return True
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False  # never written: its lock file is made by the first writer
+    except OSError:
+        return None
+    # /proc/locks: "1: FLOCK  ADVISORY  WRITE 4242 fd:01:131090 0 EOF"
+    # (major and minor in hex, the inode in decimal).
+    wanted = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            table = f.read()
+    except OSError:
+        return None
+    for line in table.splitlines():
+        fields = line.split()
+        if "FLOCK" in fields and wanted in fields and "->" not in fields:
+            return True
+    return False

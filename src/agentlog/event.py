@@ -19,6 +19,7 @@ from .errors import InvalidEvent, InvalidEventId, InvalidName, InvalidSessionId,
 __all__ = [
     "KINDS",
     "NIL_ID",
+    "RESERVED_KINDS",
     "Event",
     "IdGenerator",
     "check_event_id",
@@ -49,6 +50,14 @@ KINDS = (
     "label",  # never sent: a bookmark on the timeline
     "custom",  # never sent: anything a harness wants to keep
 )
+
+#: Kinds only agentlog itself writes, with why. The library stores them as
+#: they come (a bundle import brings a repaired session's tombstones back),
+#: but what a person or a client writes by hand (``agentlog append``, the
+#: HTTP API) is refused: a tombstone always means a repair.
+RESERVED_KINDS = {
+    "tombstone": "only 'agentlog fsck --repair' writes it, in the place of a damaged event",
+}
 
 # The one definition of each identifier's grammar; every module imports these.
 KIND_PATTERN = re.compile(r"[a-z][a-z0-9_.-]{0,31}\Z")

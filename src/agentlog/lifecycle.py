@@ -62,13 +62,17 @@ def meta_with_defaults(meta: dict[str, Any]) -> dict[str, Any]:
 def check_meta(changes: Mapping[str, Any]) -> None:
     """Refuse metadata that cannot be stored as given, before anything is
     written, the same on every backend: a value JSON cannot hold (a set,
-    an integer beyond 64 bits), a reserved field, or a known field of the
-    wrong type (a title that is not text would break every listing)."""
+    an integer beyond 64 bits), a reserved field, a known field of the
+    wrong type (a title that is not text would break every listing), or a
+    working directory no path can be. NaN becomes null, as in records."""
     for key, value in changes.items():
         if key in RESERVED_META:
             raise InvalidMeta(f"metadata field {key!r} is kept by the store and cannot be set")
         if key in _TEXT_META and value is not None and not isinstance(value, str):
             raise InvalidMeta(f"metadata field {key!r} must be text or None, not {type(value).__name__}")
+        if key == "working_dir" and isinstance(value, str) and "\x00" in value:
+            # No path can hold one; PostgreSQL could not even store it.
+            raise InvalidMeta("metadata field 'working_dir' holds a NUL character (U+0000): no path can")
         if key == "archived" and not isinstance(value, bool):
             raise InvalidMeta(f"metadata field 'archived' must be True or False, not {type(value).__name__}")
         if key == "summary_structured" and value is not None and not isinstance(value, dict):

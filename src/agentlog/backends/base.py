@@ -34,11 +34,12 @@ from typing import Any
 
 import orjson
 
-from ..errors import AgentlogError, CorruptionError, EventNotFound, SessionNotFound
+from ..errors import AgentlogError, CorruptionError, EventNotFound, InvalidOption, SessionNotFound
 from ..event import NIL_ID, Event, digest_of, make_event
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
+    "DURABILITY_MODES",
     "MAX_BLOB_THRESHOLD",
     "Backend",
     "BlobCopy",
@@ -51,6 +52,7 @@ __all__ = [
     "SessionStorage",
     "StagedEvent",
     "Ticket",
+    "check_durability",
     "check_links",
     "event_from_row",
     "path_by_scan",
@@ -64,6 +66,15 @@ DEFAULT_BLOB_THRESHOLD = 16 * 1024
 #: below what every backend holds in one place (a 32-bit length in the file
 #: index, a 1 GB value in SQLite and PostgreSQL).
 MAX_BLOB_THRESHOLD = 256 * 1024 * 1024
+#: ``full``: an append is on disk before it is acknowledged; ``off``: the OS decides.
+DURABILITY_MODES = ("full", "off")
+
+
+def check_durability(durability: object) -> None:
+    """Refuse a durability no backend knows (each backend's constructor
+    calls this, so one built directly is checked as one opened by URL)."""
+    if durability not in DURABILITY_MODES:
+        raise InvalidOption(f"durability must be 'full' or 'off', not {durability!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,18 @@ import orjson
 
 from ..errors import BlobIntegrityError, EventNotFound, HeadConflict, SessionExists, SessionNotFound
 from ..event import NIL_ID, Event, check_session_id, digest_of
-from .base import Backend, Commit, IndexEntry, Problem, SessionStats, SessionStorage, StagedEvent, Ticket, check_links
+from .base import (
+    Backend,
+    Commit,
+    IndexEntry,
+    Problem,
+    SessionStats,
+    SessionStorage,
+    StagedEvent,
+    Ticket,
+    check_durability,
+    check_links,
+)
 
 __all__ = ["MemoryBackend"]
 
@@ -127,9 +138,11 @@ class MemorySessionStorage(SessionStorage):
 
 
 class MemoryBackend(Backend):
-    """Sessions in a dict. ``durability`` is accepted and means nothing here."""
+    """Sessions in a dict. ``durability`` is checked as everywhere (a typo
+    found in tests, not in production) and means nothing here."""
 
     def __init__(self, *, durability: str = "full") -> None:
+        check_durability(durability)
         self.durability, self.url = durability, f"memory:{id(self):x}"
         self._sessions: dict[str, _Data] = {}
         self._breadcrumbs: dict[str, str] = {}

@@ -15,14 +15,15 @@ backend sees it, rather than dropped (``file://data/x`` would be /x).
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
 from importlib import import_module
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from ..errors import UnknownBackend
-from .base import Backend
+from ..errors import InvalidOption, UnknownBackend
+from .base import Backend, check_durability
 
 __all__ = ["BackendFactory", "local_path", "open_backend", "scheme_of"]
 
@@ -142,4 +143,30 @@ def open_backend(location: str | os.PathLike[str], *, durability: str = "full", 
     url = os.fspath(location)
     scheme = scheme_of(url)
     check_local_url(scheme, url)
-    return _load(scheme).from_url(url, durability=durability, **options)
+    check_durability(durability)
+    factory = _load(scheme)
+    if options:
+        _check_options(scheme, factory, options)
+    return factory.from_url(url, durability=durability, **options)
+
+
+def _check_options(scheme: str, factory: Any, options: dict[str, Any]) -> None:
+    """Refuse a keyword the backend's constructor does not take, as an
+    ``InvalidOption`` naming the ones it does (``Store(url, durabilty=...)``
+    would otherwise be a bare TypeError from deep inside the backend)."""
+    try:
+        params = list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError):
+        return  # a constructor Python cannot describe: the backend checks its own keywords
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    known = {p.name for p in named}
+    unknown = sorted(name for name in options if name not in known)
+    if unknown:
+        # Positional parameters are the location the URL gives.
+        offered = [p.name for p in named if p.kind is p.KEYWORD_ONLY]
+        raise InvalidOption(
+            f"the {scheme} backend takes no option {unknown[0]!r}"
+            + (f"; it takes: {', '.join(offered)}" if offered else "")
+        )

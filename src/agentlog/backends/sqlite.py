@@ -27,7 +27,6 @@ from ..errors import (
     CorruptionError,
     EventNotFound,
     HeadConflict,
-    InvalidOption,
     ReadOnlySession,
     SessionExists,
     SessionNotFound,
@@ -44,6 +43,7 @@ from .base import (
     SessionStats,
     SessionStorage,
     Ticket,
+    check_durability,
     check_links,
     event_from_row,
     paged_scan,
@@ -216,8 +216,7 @@ class SqliteBackend(Backend):
     """All sessions in the database at ``path`` (created on first use)."""
 
     def __init__(self, path: str, *, durability: str = "full") -> None:
-        if durability not in ("full", "off"):
-            raise InvalidOption(f"durability must be 'full' or 'off', not {durability!r}")
+        check_durability(durability)
         # The real path: the lease's lock files sit beside the database, so
         # two names of one file (a symlink) must find the same lock files, or
         # a writer through each name would both hold "the" lease. SQLite

@@ -15,7 +15,7 @@ from rich.json import JSON
 from rich.text import Text
 
 from ..errors import EventNotFound, InvalidEvent
-from ..event import NIL_ID, Event
+from ..event import NIL_ID, RESERVED_KINDS, Event
 from ..session import Session
 from ..timeline import as_new_event
 from .common import (
@@ -51,15 +51,11 @@ __all__ = ["COMMANDS"]
 #: would bury the conversation.
 HIDDEN_KINDS = frozenset({"state"})
 
+
 #: Kinds the store writes itself, refused by ``append``: a hand-made one
 #: would pass for the real thing in log, tree and exports. (``compaction``
 #: is not one: docs/records.md gives its record to any harness that
 #: compacts on its own.)
-RESERVED_KINDS = {
-    "tombstone": "only 'agentlog fsck --repair' writes it, in the place of a damaged event",
-}
-
-
 def _read_record(text: str | None) -> Any:
     if text is None or text == "-":
         if sys.stdin is None or (text is None and sys.stdin.isatty()):

@@ -137,6 +137,11 @@ def _check_text(name: str, value: object) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate (bytes a terminal could not decode)
         raise SearchError(f"{name} is not valid Unicode text at character {exc.start}") from None
+    if "\x00" in value:
+        # SQLite's FTS5 reads a query only up to a NUL and PostgreSQL cannot
+        # hold one, so each would answer something else: refuse it everywhere.
+        hint = ": search for the words around it instead" if name == "query" else ""
+        raise SearchError(f"{name} holds a NUL character (U+0000) at character {value.index(chr(0))}{hint}")
 
 
 def search(

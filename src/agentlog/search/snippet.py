@@ -59,5 +59,7 @@ def make_snippet(text: str, words: list[tuple[str, bool]]) -> tuple[str, tuple[t
     head = "…" if lo else ""
     shift = len(head) - lo
     kept = tuple((a + shift, min(b, hi) + shift) for a, b in spans if lo <= a < hi)
-    flat = head + text[lo:hi] + ("…" if hi < len(text) else "")
+    # A NUL shows as its symbol, as PostgreSQL's stored text has it (it holds
+    # no NUL); one character for one, so the spans hold.
+    flat = (head + text[lo:hi] + ("…" if hi < len(text) else "")).replace("\x00", "\u2400")
     return flat, kept

@@ -26,7 +26,7 @@ from .feed import Feeds
 from .openapi import openapi_document
 from .routes_find import find_routes
 from .routes_read import read_routes
-from .routes_stream import stream_routes
+from .routes_stream import quiet_cut_streams, stream_routes
 from .routes_write import write_routes
 from .security import COOKIE, Guard, cookie_value
 from .service import Service
@@ -119,6 +119,7 @@ def create_app(
     ``queue_size``: items a stream client may lag behind before it is dropped.
     ``poll_interval``: seconds between looks at a backend that cannot be watched.
     """
+    quiet_cut_streams()
     hub = hub if hub is not None else LiveHub()
     feeds = Feeds(store, hub, queue_size=queue_size, poll_interval=poll_interval, watch_debounce_ms=watch_debounce_ms)
     service = Service(store, hub, feeds)

@@ -53,9 +53,18 @@ def entry_json(entry: Any) -> dict[str, Any]:
     }
 
 
+def source_cwd(info: SessionInfo) -> str | None:
+    """The directory an imported session was recorded in (it has no
+    working directory of its own, so --continue never picks it)."""
+    value = info.meta.get("source_cwd")
+    return value if isinstance(value, str) and value else None
+
+
 def info_json(info: SessionInfo) -> dict[str, Any]:
+    """A session's listing row, as ``agentlog ls --json`` gives it."""
     document = dataclasses.asdict(info)
     document.pop("meta", None)
+    document["source_cwd"] = source_cwd(info)
     return document
 
 

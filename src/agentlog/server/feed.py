@@ -40,7 +40,7 @@ from typing import Any
 import anyio
 import watchfiles
 
-from .. import NIL_ID, CorruptionError, Event, Session, Store
+from .. import NIL_ID, AgentlogError, CorruptionError, Event, Session, SessionNotFound, Store
 from .._json import dumps as dumps_json
 from ..agent import Dropped, LiveHub
 from .encode import event_json
@@ -257,12 +257,14 @@ class Feed:
         self._hub_sub: Any = None
         self._loop = asyncio.get_running_loop()
         self._wait_problem = ""
+        self._born: object = None  # the session's created_at: one made again under its id differs
 
     # --- life ---------------------------------------------------------------------
     async def start(self) -> None:
         """Open the reader and start watching; on failure nothing is left running."""
         try:
             self._reader = await asyncio.to_thread(self.store.open, self.session_id, True)
+            self._born = await asyncio.to_thread(self._birth)
             entries = await asyncio.to_thread(self._reader.entries)
             self._last = entries[-1].id if entries else ""
             self._head = self._reader.head
@@ -339,11 +341,32 @@ class Feed:
                     return
                 log.warning("feed %s: reading the log failed: %s", self.session_id, exc)
                 items = [_problem(exc)]
+            if items is None:
+                self._gone()
+                return
             self._broadcast_many(items)
 
-    def _exists(self) -> bool:
+    def _birth(self) -> object:
+        """The session's ``created_at``: what tells it from one deleted and
+        made again under the same id between two looks. None when its
+        metadata cannot be read (damaged): then only its existence counts."""
         try:
-            return self.store.exists(self.session_id)
+            return self.store.backend.read_meta(self.session_id).get("created_at")
+        except SessionNotFound:
+            raise
+        except AgentlogError:
+            return None  # fsck reports the damage; the events can still be streamed
+
+    def _exists(self) -> bool:
+        """Whether the session this feed opened is still there (not deleted,
+        nor deleted and made again under its id)."""
+        try:
+            if not self.store.exists(self.session_id):
+                return False
+            born = self._birth()
+            return self._born is None or born is None or born == self._born
+        except SessionNotFound:
+            return False  # deleted between the two looks
         except Exception as exc:  # noqa: BLE001 - cannot tell: keep the feed, and say why
             log.warning("feed %s: cannot tell whether the session still exists: %s", self.session_id, exc)
             return True
@@ -360,7 +383,13 @@ class Feed:
         for sub in list(self.subscribers):
             sub.end()
 
-    def _read_new(self) -> list[Item]:
+    def _read_new(self) -> list[Item] | None:
+        """The items since the last look; None if the session is gone."""
+        if not self._exists():
+            # Deleted, or deleted and made again: the reader would go on
+            # reading the old log's open files, and the file watch died with
+            # the old directory.
+            return None
         with self._reader_lock:
             reader = self._reader
             if reader is None:

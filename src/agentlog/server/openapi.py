@@ -136,14 +136,20 @@ def _paths() -> dict[str, Any]:
                         "required": True,
                         "schema": {"type": "string", "minLength": 1, "maxLength": 1000},
                     },
-                    _query("session", {"type": "string", "maxLength": 128}),
+                    _query(
+                        "session",
+                        {"type": "string", "maxLength": 128},
+                        "A whole session id; one that names no session is 404.",
+                    ),
                     _query("kind", {"type": "string", "maxLength": 32}),
                     _query("role", {"type": "string", "maxLength": 32}),
-                    _query("since", {"type": "string", "maxLength": 64}, "RFC 3339 time or a date."),
+                    _query(
+                        "since", {"type": "string", "maxLength": 64}, "An age (7d, 12h), a date or an RFC 3339 time."
+                    ),
                     _query("cwd", {**_ABSOLUTE, "maxLength": 4096}, "An absolute path."),
                     _query("limit", {"type": "integer", "minimum": 1, "maximum": 200}),
                 ],
-                {**_ok(200, "the hits"), **_errors(400)},
+                {**_ok(200, "the hits"), **_errors(400, 404)},
             )
         },
         f"{s}/export": {

@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from .. import NIL_ID, Event, Session, __version__
 from . import params
-from .encode import entry_json, event_json, info_json, json_response, usage_totals
+from .encode import entry_json, event_json, info_json, json_response, source_cwd, usage_totals
 from .errors import ApiError
 from .service import Service
 
@@ -83,14 +83,14 @@ def read_routes(service: Service) -> list[Route]:
             infos = [info for info in infos if not info.archived]
         rows = []
         for info in infos:
-            if working_dir is not None and info.working_dir != working_dir:
+            # An imported session lives where it was recorded, as search's cwd has it.
+            directory = info.working_dir or source_cwd(info)
+            if working_dir is not None and directory != working_dir:
                 continue
             if status is not None and info.status != status:
                 continue
             if query:
-                hay = " ".join(
-                    str(v) for v in (info.id, info.title, info.name, info.working_dir, info.summary) if v
-                ).lower()
+                hay = " ".join(str(v) for v in (info.id, info.title, info.name, directory, info.summary) if v).lower()
                 if query not in hay:
                     continue
             rows.append(info)

@@ -48,14 +48,46 @@ SEND_TIMEOUT_SECONDS = 30
 BATCH = 256
 
 
+#: Streams cut (below) that uvicorn has not yet reported as unfinished.
+_cut = 0
+_UNFINISHED = "ASGI callable returned without completing response."
+
+
 class _Stream(EventSourceResponse):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        global _cut
         try:
             await super().__call__(scope, receive, send)
         except SendTimeoutError:
             # The client stopped reading for SEND_TIMEOUT_SECONDS: it is cut
             # off, which is the intended end of this stream, not an error.
+            log.info("a client stopped reading its stream for %d s: cut off", SEND_TIMEOUT_SECONDS)
+            _cut += 1
             return
+
+
+class QuietCutStreams(logging.Filter):
+    """Drop uvicorn's error line for a stream cut on purpose.
+
+    uvicorn logs every response an app returns from unfinished as an error;
+    a stream cut off for a client that stopped reading is one by design
+    (the client is not reading, so nothing more can be sent to finish it).
+    The count is exact: uvicorn logs right after the app returns, with no
+    await in between, so the line it logs is the cut stream's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        global _cut
+        if _cut and record.getMessage() == _UNFINISHED:
+            _cut -= 1
+            return False
+        return True
+
+
+def quiet_cut_streams() -> None:
+    """Install ``QuietCutStreams`` on uvicorn's error logger (once)."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, QuietCutStreams) for f in logger.filters):
+        logger.addFilter(QuietCutStreams())
 
 
 def stream_routes(service: Service) -> list[Route]:

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import Session
-from ..event import check_event_id, check_session_id
+from ..event import RESERVED_KINDS, check_event_id, check_session_id
 from . import params
 from .encode import event_json, field, info_json, json_response, only_fields, read_json_object
 from .errors import ApiError
@@ -36,6 +36,8 @@ def _draft(document: Any, where: str) -> tuple[str, Any, str | None]:
         raise ApiError(400, "invalid_body", f"{where} must be a JSON object")
     only_fields(document, DRAFT_FIELDS, where)
     kind = field(document, "kind", str, required=True)
+    if kind in RESERVED_KINDS:
+        raise ApiError(400, "invalid_event", f"{where}: kind {kind!r} is reserved: {RESERVED_KINDS[kind]}")
     role = field(document, "role", str)
     return kind, document.get("record"), role
 

@@ -25,7 +25,7 @@ from ...errors import (
     UnknownBackend,
 )
 from ...event import NIL_ID, check_session_id
-from ..base import Backend, Commit, ListingRow, Problem, SessionStats
+from ..base import Backend, Commit, ListingRow, Problem, SessionStats, check_durability
 from ..registry import local_path
 from .fsck import repair_session, verify_session
 from .index import ENTRY_SIZE, HEADER_SIZE, LEGACY_INDEX_WIDTH, empty_index
@@ -37,8 +37,6 @@ from .storage import FileSessionStorage
 DEFAULT_CHUNK_SIZE = 64 * 1024 * 1024
 
 __all__ = ["FileBackend"]
-
-_DURABILITY = ("full", "off")
 
 
 class _StagedLayout(Layout):
@@ -78,8 +76,7 @@ class FileBackend(Backend):
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         fs: OsFs | None = None,
     ) -> None:
-        if durability not in _DURABILITY:
-            raise InvalidOption(f"durability must be one of {_DURABILITY}, not {durability!r}")
+        check_durability(durability)
         if type(chunk_size) is not int or chunk_size < 1:
             raise InvalidOption(f"chunk_size must be a whole number of bytes above 0, not {chunk_size!r}")
         self.fs = fs or OsFs()

@@ -25,6 +25,7 @@ import orjson
 
 from ..._codec import LineError, decode_line, encode_line
 from ..._fs import OsFs
+from ..._lease import writer_is_live
 from ...errors import CorruptionError, StorageError
 from ...event import NIL_ID, digest_of, format_timestamp, is_event_id, stored_record_problem
 from ..base import Commit, Problem, SessionStorage
@@ -211,6 +212,10 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
     def add(path: str, offset: int | None, message: str, severity: str = "error", repairable: bool = True) -> None:
         problems.append(Problem(session_id, path, offset, message, severity, repairable))
 
+    # An open writer keeps HEAD in memory (the file is written when it
+    # closes), completes the index as it commits, and may be mid-write at
+    # the log's end: what would otherwise be warnings is the writer at work.
+    live = writer_is_live(layout.locks, session_id) is True
     meta_path = layout.meta(session_id)
     try:
         read_meta_file(fs, meta_path)
@@ -235,7 +240,7 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
                 f"records acknowledged up to byte {acknowledged[1]} of chunk {acknowledged[0]}: the log was cut "
                 f"short after they were synced (damage, not a crash); fsck --repair {kept}",
             )
-        elif scan.torn is not None:
+        elif scan.torn is not None and not live:
             add(
                 log.path(scan.torn.chunk),
                 scan.torn.offset,
@@ -262,8 +267,9 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
                     )
                 else:
                     add(log.path(chunk), offset, f"event {event_id} names a missing parent {parent}")
-        _verify_index(fs, layout.index(session_id), layout.legacy_index(session_id), scan, add)
-        _verify_head(fs, layout.head(session_id), scan, add)
+        _verify_index(fs, layout.index(session_id), layout.legacy_index(session_id), scan, add, live)
+        if not live:
+            _verify_head(fs, layout.head(session_id), scan, add)
         _verify_blobs(fs, BlobStore(fs, layout.blobs(session_id), durable=False), scan, add)
     finally:
         log.close()
@@ -343,7 +349,7 @@ def _intact_head(scan: _Scan) -> str:
     return next((e for e in reversed(scan.order) if e in intact), NIL_ID)
 
 
-def _verify_index(fs: OsFs, path: str, legacy: str, scan: _Scan, add: Report) -> None:
+def _verify_index(fs: OsFs, path: str, legacy: str, scan: _Scan, add: Report, live: bool) -> None:
     if not fs.exists(path) and fs.exists(legacy):
         add(legacy, None, "index in format version 1; the next open builds index.bin from the chunks", "warning")
         return
@@ -358,13 +364,13 @@ def _verify_index(fs: OsFs, path: str, legacy: str, scan: _Scan, add: Report) ->
             # The header is rewritten in place and never synced: a crash can tear it.
             add(path, 0, f"index header: {index.reset_reason}; the next writer rebuilds the index", "warning")
             return
-        _verify_index_entries(index, data, path, scan, add)
+        _verify_index_entries(index, data, path, scan, add, live)
     finally:
         index.close()
 
 
-def _verify_index_entries(index: Index, data: bytes, path: str, scan: _Scan, add: Report) -> None:
-    if index.torn_bytes:
+def _verify_index_entries(index: Index, data: bytes, path: str, scan: _Scan, add: Report, live: bool) -> None:
+    if index.torn_bytes and not live:
         at = HEADER_SIZE + index.count * ENTRY_SIZE
         add(path, at, "torn final index entry; the next writer cuts it off", "warning")
     for i in range(index.count):
@@ -392,7 +398,7 @@ def _verify_index_entries(index: Index, data: bytes, path: str, scan: _Scan, add
             != (rec["kind"], rec.get("role"), rec["timestamp"], rec.get("branch_from"), rec.get("digest"))
         ):
             add(path, at, f"index entry {i} disagrees with the record of {entry.id}")
-    if index.count < len(scan.order):
+    if index.count < len(scan.order) and not live:
         add(
             path,
             None,

@@ -232,21 +232,30 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         self._warn(f"index rebuilt from the chunks: {why}")
         with self._state:
             saved = None
+            before = self._head, self._scan_from
             if not self.readonly:
                 if self._acknowledged() is not None:
                     saved = self.index.snapshot()
                 self.index.truncate_to(0)
                 self.index.broken = False
             else:
+                kept = self.index.count, dict(self.index.tail), self._last_id
                 self.index.count = 0
             self.index.tail.clear()
-            before = self._head, self._scan_from
             self._head = NIL_ID
             self._last_id = ""
             self._scan_from = (0, 0)
             try:
                 self._scan_tail()
             except CorruptionError as exc:
+                self._head, self._scan_from = before
+                if self.readonly:
+                    # A reader changed nothing on disk: the index it had is
+                    # as good as before, and the scan met one damaged record.
+                    # Go back to that index, so the events around the damage
+                    # stay readable through this session.
+                    self.index.count, self.index.tail, self._last_id = kept
+                    raise
                 # The index now stops before the damage: a later append would
                 # fork off an old HEAD and lookups past it would miss. Refuse
                 # further use; the next open reports the damage (repair is explicit).
@@ -256,7 +265,6 @@ class FileSessionStorage(GroupCommit, SessionStorage):
                     # other damage stays behind the shortened index, where
                     # the next open meets it again.)
                     self.index.restore(saved)
-                self._head, self._scan_from = before
                 self._poisoned = exc
                 raise
 

@@ -28,7 +28,6 @@ from psycopg_pool import ConnectionPool
 
 from ...errors import (
     CorruptionError,
-    InvalidOption,
     SearchError,
     SessionExists,
     SessionLocked,
@@ -37,7 +36,17 @@ from ...errors import (
     UnknownBackend,
 )
 from ...event import NIL_ID, check_session_id
-from ..base import Backend, Commit, ListingRow, Problem, SearchHit, SessionStats, SessionStorage, check_links
+from ..base import (
+    Backend,
+    Commit,
+    ListingRow,
+    Problem,
+    SearchHit,
+    SessionStats,
+    SessionStorage,
+    check_durability,
+    check_links,
+)
 from .lease import LEASE_MODES, PostgresLease, held_here
 from .schema import migrate
 from .search import search_sql, to_hits
@@ -61,6 +70,10 @@ def _configure_for(schema: str, durability: str) -> Callable[[Conn], None]:
     return configure
 
 
+#: PostgreSQL's longest identifier in bytes (NAMEDATALEN - 1).
+_MAX_IDENTIFIER = 63
+
+
 def _seconds(text: str) -> float | str:
     """A URL's ``lease_ttl``: a number, or the text itself for the check to refuse."""
     try:
@@ -82,10 +95,13 @@ class PostgresBackend(Backend):
         lease_ttl: float = 15.0,
         pool_size: int = 4,
     ) -> None:
-        if durability not in ("full", "off"):
-            raise InvalidOption(f"durability must be 'full' or 'off', not {durability!r}")
+        check_durability(durability)
         if not isinstance(schema, str) or not schema:
             raise UnknownBackend(f"schema={schema!r}: give the name of a schema")
+        if len(schema.encode()) > _MAX_IDENTIFIER or "\x00" in schema:
+            # PostgreSQL would cut a longer name to its first 63 bytes without
+            # a word, and two stores would share the schema they both cut to.
+            raise UnknownBackend(f"schema={schema!r}: a schema name is at most {_MAX_IDENTIFIER} bytes, without NUL")
         if lease not in LEASE_MODES:
             raise UnknownBackend(f"lease={lease!r}: use one of {', '.join(LEASE_MODES)}")
         if not (isinstance(lease_ttl, int | float) and math.isfinite(lease_ttl) and lease_ttl > 0):

@@ -106,7 +106,7 @@ async function loadMore() {
       const row = el("tr", { "data-id": info.id, onclick: () => { location.hash = href; } },
         el("td", { class: "title" }, el("a", { href, text: info.title || info.name || "(untitled)" }),
           el("span", { class: "id mono dim", text: info.id })),
-        el("td", { class: "mono", text: info.working_dir || "–" }),
+        el("td", { class: "mono", text: info.working_dir || (info.source_cwd ? `${info.source_cwd} (imported)` : "–") }),
         el("td", { text: localTime(info.updated_at) }),
         el("td", { class: "num", text: info.event_count }),
         el("td", { text: info.archived ? `${info.status} (archived)` : info.status }));
@@ -774,7 +774,11 @@ function startStream() {
   view.source = source;
   const live = $("live-state");
   source.addEventListener("open", () => { live.textContent = "on"; live.className = "on"; });
-  source.addEventListener("error", () => { live.textContent = "reconnecting"; live.className = "off"; });
+  source.addEventListener("error", () => {
+    // CLOSED: the browser gave up (the session was deleted: a 404); else it retries.
+    live.textContent = source.readyState === EventSource.CLOSED ? "off" : "reconnecting";
+    live.className = "off";
+  });
   source.addEventListener("settled", (msg) => onSettled(JSON.parse(msg.data)));
   source.addEventListener("head", (msg) => {
     view.head = view.streamHead = JSON.parse(msg.data).head;
