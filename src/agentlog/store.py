@@ -387,7 +387,8 @@ class Store:
         working_dir = os.path.abspath(working_dir or os.getcwd())
         found = self.latest_for(working_dir)
         if found is None:
-            moved = self.find_moved(working_dir)
+            # An archived session is hidden from --continue, moved or not.
+            moved = [row for row in self.find_moved(working_dir) if not row.archived]
             if moved and reroot:
                 self.reroot(moved[0].id, working_dir)
                 found = moved[0].id

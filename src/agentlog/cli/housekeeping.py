@@ -324,7 +324,7 @@ def du(app: App, as_json: bool) -> None:
         for u in rows
     ]
     if table:
-        print_lines(columns(_DU_HEADERS, table))
+        print_lines(columns(_DU_HEADERS, table), keep=max(len(row[0][0]) for row in table))
     linked = f" (blobs shared by hard links counted once: {_human(shared)} less)" if shared else ""
     click.echo(
         f"{counted(len(rows), 'session')}, search index {_human(search_bytes)}; total {_human(total)} in {home}{linked}"

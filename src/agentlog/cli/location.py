@@ -14,7 +14,7 @@ import os
 
 import click
 
-from ..backends.registry import local_path, scheme_of
+from ..backends.registry import check_local_url, local_path, scheme_of
 from ..store import default_location
 
 __all__ = ["NoStore", "missing_store", "shown", "store_location"]
@@ -67,6 +67,9 @@ def missing_store(location: str | None) -> str | None:
     which then says why. Parsed as the backends parse their URLs."""
     url = location or default_location()
     scheme = scheme_of(url)
+    # A host, query or fragment a local URL would drop is refused, store or
+    # no store (``file:///tmp?x=1`` is not "no store at /tmp").
+    check_local_url(scheme, url)
     if scheme == "file":
         path = local_path("file", url)
         # A home is a directory holding sessions/ (every store has one):

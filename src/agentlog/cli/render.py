@@ -67,33 +67,41 @@ def console() -> Console:
     width = None
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         width = PIPE_WIDTH
-    return Console(highlight=False, emoji=False, markup=False, width=width)
+    # A pipe has no width: a message goes out as one whole line (soft wrap),
+    # not broken at PIPE_WIDTH; tables still lay out within it.
+    return Console(highlight=False, emoji=False, markup=False, width=width, soft_wrap=width is not None)
 
 
-def print_lines(text: Text) -> None:
-    """Print lines cut to a terminal's width; a pipe gets them whole and plain.
+def print_lines(text: Text, keep: int = 0) -> None:
+    """Print lines cut to a terminal's width, but never before their first
+    ``keep`` cells (an id to type back); a pipe gets them whole and plain.
 
     Cropping and styling thousands of lines costs rich far more than the
     store spends reading them, and a pipe has no width to crop to."""
     out = console()
     if out.is_terminal:
-        out.print(text, no_wrap=True, overflow="ellipsis")
+        width = out.width if out.width >= keep else keep
+        out.print(text, no_wrap=True, overflow="ellipsis", width=width)
     else:
         write_stdout(text.plain + "\n")
 
 
 def columns(headers: Sequence[tuple[str, int, str]], rows: Iterable[Sequence[tuple[str, str]]]) -> Text:
     """A plain aligned table: ``headers`` are (title, max width, "<" or ">"),
-    each cell is (text, style). Cells over their column's width end in "…".
+    each cell is (text, style). On a terminal, cells over their column's
+    width end in "…"; piped, every cell is whole (docs/cli.md, "Output").
 
     rich's Table costs seconds per few thousand rows, and a listing of
     many sessions reaches tens of thousands."""
+    cut = sys.stdout.isatty()
     # Each cell once: its text made safe and cut, and its width in cells.
     table = [[(title, "bold", _cells(title)) for title, _, _ in headers]]
     for row in rows:
         cells = []
         for (text, style), (_, cap, _) in zip(row, headers, strict=True):
-            text = _cut(safe_text(text), cap)
+            text = safe_text(text)
+            if cut:
+                text = _cut(text, cap)
             cells.append((text, style, _cells(text)))
         table.append(cells)
     widths = [max(row[i][2] for row in table) for i in range(len(headers))]

@@ -127,7 +127,7 @@ def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
                 (one_line(r["summary"] or ""), ""),
             ]
         )
-    print_lines(columns(_HEADERS, table))
+    print_lines(columns(_HEADERS, table), keep=max(len(row[0][0]) for row in table))
 
 
 @click.command("new")

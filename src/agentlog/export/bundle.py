@@ -127,7 +127,18 @@ def _resolved(session: Session, event_id: str) -> Event:
     is imported back as the session), so it never stands in a marker for
     lost bytes the way a Markdown or HTML export does."""
     try:
-        return session.resolve(session.event(event_id))
+        stored = session.event(event_id)
+    except CorruptionError as exc:
+        # The record itself is damaged: no export format can show it.
+        raise CorruptionError(
+            exc.path,
+            exc.offset,
+            f"{exc.reason}; it is the record of event {event_id}, and a bundle is a faithful copy, "
+            f"so none was written: run 'agentlog fsck --repair {session.id}' first (it keeps every "
+            "intact event, with a tombstone in the damaged one's place)",
+        ) from None
+    try:
+        return session.resolve(stored)
     except CorruptionError as exc:
         raise CorruptionError(
             exc.path,

@@ -214,6 +214,13 @@ def open_index(store: Store) -> Iterator[SearchIndex]:
         if writable:
             _setup(conn)
         yield SearchIndex(store, conn, writable=writable)
+    except sqlite3.Error as exc:
+        # A full disk or an I/O error while reading or catching up (what was
+        # committed batch by batch stays): one line, not an internal error.
+        raise SearchError(
+            f"cannot use the search index {path}: {exc} (it is derived from the sessions: "
+            "deleting it loses nothing, and the next search rebuilds it)"
+        ) from None
     finally:
         conn.close()
 

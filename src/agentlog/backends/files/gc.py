@@ -11,9 +11,10 @@ What ``collect`` removes (see docs/format.md for the layout):
   before its rename) and ``sessions/.del-*`` (a delete that crashed after
   its rename), and ``blobs/.tmp-*`` files, all older than ``grace_s`` so a
   create or delete running right now is left alone;
-- **quarantine files** (``chunks/*.quarantine``, bytes ``fsck --repair``
-  moved aside): only with ``quarantine=True`` (the CLI asks first) and
-  only those older than ``quarantine_age_s``.
+- **quarantine files** (``chunks/*.quarantine``, ``blobs/*.quarantine``
+  and ``session.json.quarantine``: bytes ``fsck --repair`` moved aside):
+  only with ``quarantine=True`` (the CLI asks first) and only those older
+  than ``quarantine_age_s``.
 
 Blob references are found by scanning chunk and quarantine bytes for
 ``"digest":"sha256:<hex>"``. A record that happens to contain such text
@@ -238,10 +239,13 @@ def _session_items(
 ) -> list[GcItem]:
     items: list[GcItem] = []
     chunks = os.path.join(directory, "chunks")
-    for entry in _scandir(chunks):
-        if entry.name.endswith(".quarantine") and _older(entry.path, quarantine_age_s, now):
-            report.quarantine_kept.append(GcItem(entry.path, "quarantine", _size(entry.path), sid))
     blobs = os.path.join(directory, "blobs")
+    # fsck --repair moves damaged bytes aside in all three places: chunk
+    # records, blobs whose content no longer matches their digest, and a
+    # session.json it could not read.
+    for entry in (*_scandir(chunks), *_scandir(blobs), *_scandir(directory)):
+        if entry.name.endswith(".quarantine") and entry.is_file() and _older(entry.path, quarantine_age_s, now):
+            report.quarantine_kept.append(GcItem(entry.path, "quarantine", _size(entry.path), sid))
     candidates = _scandir(blobs)
     if not candidates:
         return items
@@ -348,6 +352,9 @@ def usage(home: str) -> list[SessionUsage]:
                 chunk_files += 1
         for b in _scandir(os.path.join(entry.path, "blobs")):
             size = _size(b.path)
+            if b.name.endswith(".quarantine"):
+                quarantine += size
+                continue
             blobs += size
             blob_files += 1 if _BLOB_NAME.match(b.name) else 0
             try:
@@ -358,6 +365,7 @@ def usage(home: str) -> list[SessionUsage]:
                 if (st.st_dev, st.st_ino) in linked:
                     shared += size
                 linked.add((st.st_dev, st.st_ino))
+        quarantine += sum(_size(q.path) for q in _scandir(entry.path) if q.name.endswith(".quarantine"))
         index = sum(_size(os.path.join(entry.path, name)) for name in ("index.bin", "index.jsonl"))
         other = _size(entry.path) - chunks - blobs - quarantine - index
         out.append(
