@@ -86,6 +86,10 @@ def print_lines(text: Text, keep: int = 0) -> None:
         write_stdout(text.plain + "\n")
 
 
+def _on_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
 def columns(headers: Sequence[tuple[str, int, str]], rows: Iterable[Sequence[tuple[str, str]]]) -> Text:
     """A plain aligned table: ``headers`` are (title, max width, "<" or ">"),
     each cell is (text, style). On a terminal, cells over their column's
@@ -93,7 +97,7 @@ def columns(headers: Sequence[tuple[str, int, str]], rows: Iterable[Sequence[tup
 
     rich's Table costs seconds per few thousand rows, and a listing of
     many sessions reaches tens of thousands."""
-    cut = sys.stdout.isatty()
+    cut = _on_terminal()
     # Each cell once: its text made safe and cut, and its width in cells.
     table = [[(title, "bold", _cells(title)) for title, _, _ in headers]]
     for row in rows:
