@@ -6,11 +6,26 @@ function keeps the two agreeing on what a record "says".
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 
-__all__ = ["readable_content", "record_text", "usage_of"]
+__all__ = ["TERMINAL_CODES", "readable_content", "record_text", "strip_terminal_codes", "usage_of"]
+
+#: A terminal's escape sequences as tools print them into their output:
+#: CSI (colours, ``ESC [ 1 ; 31 m``, cursor moves), OSC (``ESC ] ... BEL``,
+#: titles and links) and the two-character ones. PostgreSQL's migration 0009
+#: applies the same pattern, so both indexes see the same words.
+TERMINAL_CODES = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])"
+_TERMINAL_CODES = re.compile(TERMINAL_CODES)
+
+
+def strip_terminal_codes(text: str) -> str:
+    """``text`` as a terminal shows it, without its escape sequences: search
+    must find ``FAILED`` in ``ESC[31mFAILED ESC[0m`` (the code glued to the
+    word made one token ``31mFAILED``)."""
+    return _TERMINAL_CODES.sub("", text) if "\x1b" in text else text
 
 
 def _json(value: Any) -> str:

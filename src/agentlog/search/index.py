@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import AgentlogError, CorruptionError, SessionNotFound
-from ..recordtext import record_text
+from ..recordtext import record_text, strip_terminal_codes
 from .query import SearchError, SearchWarning
 from .scripts import split
 
@@ -37,8 +37,10 @@ if TYPE_CHECKING:  # annotations only: the store imports this package to offer s
 __all__ = ["SCHEMA_VERSION", "SearchIndex", "IndexStats", "index_location", "open_index", "tag"]
 
 #: 3: a character of the scripts written without spaces (``scripts.py``)
-#: is a word of its own; an index of version 2 is upgraded in place.
-SCHEMA_VERSION = "3"
+#: is a word of its own; 4: a terminal's escape codes are not part of the
+#: text (``recordtext.strip_terminal_codes``). An index of version 2 or 3
+#: is upgraded in place.
+SCHEMA_VERSION = "4"
 #: Events written per transaction: short enough that another process's
 #: catch-up waits milliseconds, long enough to amortize the commit.
 BATCH = 500
@@ -136,7 +138,7 @@ def _setup(conn: sqlite3.Connection) -> None:
     with _write(conn):
         has_info = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='info'").fetchone()
         row = conn.execute("SELECT value FROM info WHERE key='schema'").fetchone() if has_info else None
-        if row is not None and row[0] not in (SCHEMA_VERSION, "2"):
+        if row is not None and row[0] not in (SCHEMA_VERSION, *_UPGRADED_IN_PLACE):
             for table in ("fts", "events", "sessions", "info"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             row = None
@@ -144,19 +146,25 @@ def _setup(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
         if row is None:
             conn.execute("INSERT OR REPLACE INTO info VALUES('schema', ?)", (SCHEMA_VERSION,))
-        upgrade = row is not None and row[0] == "2"
+        upgrade = row is not None and row[0] in _UPGRADED_IN_PLACE
     if upgrade:
-        _upgrade_from_2(conn)
+        _upgrade_in_place(conn)
 
 
-def _upgrade_from_2(conn: sqlite3.Connection) -> None:
-    """Version 2 indexed a run of Chinese or Japanese as one word. Only the
-    texts holding such characters change, so they are rewritten in place,
-    reading the stored text a batch at a time (seconds for a million
-    events, where rebuilding from every session took minutes), and a
-    store without such text rewrites nothing. ``split`` leaves a text it
-    already split unchanged, so an upgrade cut short (or run by two
-    processes at once) is finished by the next open."""
+#: The versions whose index is brought to this one by rewriting its texts.
+_UPGRADED_IN_PLACE = ("2", "3")
+
+
+def _upgrade_in_place(conn: sqlite3.Connection) -> None:
+    """Version 2 indexed a run of Chinese or Japanese as one word, and
+    versions 2 and 3 a terminal's escape codes glued to the words they
+    colour. Only the texts holding such characters change, so they are
+    rewritten in place, reading the stored text a batch at a time (seconds
+    for a million events, where rebuilding from every session took
+    minutes), and a store without such text rewrites nothing. Both
+    rewrites leave a text they already rewrote unchanged, so an upgrade
+    cut short (or run by two processes at once) is finished by the next
+    open."""
     last = 0
     while True:
         with _write(conn):
@@ -164,7 +172,7 @@ def _upgrade_from_2(conn: sqlite3.Connection) -> None:
                 "SELECT rowid, text FROM fts WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, BATCH * 4)
             ).fetchall()
             for rowid, text in rows:
-                marked = split(text)
+                marked = split(strip_terminal_codes(text))
                 if marked != text:
                     conn.execute("UPDATE fts SET text = ? WHERE rowid = ?", (marked, rowid))
             if not rows:
@@ -404,7 +412,7 @@ class SearchIndex:
                         except CorruptionError as exc:  # one lost blob: index the rest, and say so
                             unreadable.append((sid, entry.id, str(exc)))
                             continue
-                        text = record_text(event.kind, event.record)
+                        text = strip_terminal_codes(record_text(event.kind, event.record))
                         if not text:
                             continue
                         cur = self.conn.execute(

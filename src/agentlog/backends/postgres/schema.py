@@ -31,6 +31,11 @@ _SEARCH_WORDS = (
 )
 
 
+#: recordtext.TERMINAL_CODES as 0009 applied it (a released migration never
+#: changes; tests/test_search_terminal_codes.py holds the two equal).
+_TERMINAL_CODES_0009 = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])"
+
+
 def _search_columns(words: str) -> tuple[str, ...]:
     """The statements that rebuild the ``search`` column of events and of
     blobs as the tsvector of the SQL expression ``words``, and its index."""
@@ -172,6 +177,18 @@ MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
         # SQLite index does (agentlog.search.scripts). Rebuilding the column
         # rewrites the table once.
         _search_columns(_SEARCH_WORDS),
+    ),
+    (
+        "0009_text_without_terminal_codes",
+        # A tool's coloured output glued its escape codes to the words they
+        # colour ("31mFAILED"), so the word was never found: the stored text
+        # loses them as new records do (recordtext.strip_terminal_codes,
+        # whose pattern this is; PostgreSQL's ARE reads \x1b as Python does).
+        tuple(
+            f"UPDATE {table} SET search_text = regexp_replace(search_text, '{_TERMINAL_CODES_0009}', '', 'g') "
+            "WHERE strpos(search_text, chr(27)) > 0"
+            for table in ("events", "blobs")
+        ),
     ),
 )
 

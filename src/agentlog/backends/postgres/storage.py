@@ -22,7 +22,7 @@ from ...errors import (
     StorageError,
 )
 from ...event import NIL_ID, Event, digest_of
-from ...recordtext import record_text
+from ...recordtext import record_text, strip_terminal_codes
 from ..base import Commit, IndexEntry, SessionStorage, Ticket, event_from_row, paged_scan, read_path
 from .lease import PostgresLease
 
@@ -60,10 +60,10 @@ _PATH_SCAN_FROM, _PATH_SCAN_BELOW = _PATH_SCAN.format(_COLUMNS, "<="), _PATH_SCA
 
 def searchable_text(kind: str, payload: bytes) -> str:
     """What search indexes of a record: its text as the SQLite index and the
-    exports read it (``recordtext``), a NUL (which PostgreSQL text refuses)
+    exports read it (``recordtext``), without a terminal's escape codes, a NUL (which PostgreSQL text refuses)
     shown as the symbol for one, as the CLI shows it: dropping it glued the
     words on either side into one ("hello\\x00nul" could not be found by "nul")."""
-    return record_text(kind, orjson.loads(payload)).replace("\x00", "\u2400")
+    return strip_terminal_codes(record_text(kind, orjson.loads(payload))).replace("\x00", "\u2400")
 
 
 def _without_nul(value: Any) -> Any:
