@@ -168,16 +168,39 @@ def _chat_content(content: Any) -> Any:
     parts: list[Any] = []
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind in ("input_text", "output_text"):
+        if isinstance(part, str):  # records.md: a list's items may be strings
+            parts.append({"type": "text", "text": part})
+        elif kind in ("input_text", "output_text"):
             parts.append({"type": "text", "text": part.get("text", "")})
         elif kind == "input_image" and part.get("image_url"):
             image: dict[str, Any] = {"url": part["image_url"]}
             if part.get("detail"):
                 image["detail"] = part["detail"]
             parts.append({"type": "image_url", "image_url": image})
+        elif kind == "input_file":
+            file = {k: part[k] for k in ("file_id", "file_data", "filename") if part.get(k) is not None}
+            parts.append({"type": "file", "file": file})
         else:
             parts.append(part)
     return parts
+
+
+def _chat_tool_content(content: Any) -> Any:
+    """A tool result as Chat Completions takes it: a string or text parts
+    only (a ``tool`` message carries no image or file); other parts are
+    named in the text, as the Markdown export names them."""
+    if content is None:
+        return ""
+    parts = _chat_content(content)
+    if not isinstance(parts, list) or all(isinstance(p, dict) and p.get("type") == "text" for p in parts):
+        return parts
+    return "\n".join(
+        p.get("text", "") if isinstance(p, dict) and p.get("type") == "text" else f"[{_part_type(p)}]" for p in parts
+    )
+
+
+def _part_type(part: Any) -> str:
+    return str(part.get("type") or "part") if isinstance(part, dict) else "part"
 
 
 #: Content parts that hold a model's thinking (Anthropic's, as Claude Code
@@ -202,7 +225,7 @@ def _render_chat(items: list[_Msg | _Result], system: Any, repair: bool = False)
         messages.append({"role": "system", "content": system})
     for item in items:
         if isinstance(item, _Result):
-            result = _chat_content(item.content) if repair else item.content
+            result = _chat_tool_content(item.content) if repair else item.content
             messages.append({"role": "tool", "tool_call_id": item.call_id, "content": result})
             continue
         content = item.record.get("content")
@@ -267,8 +290,15 @@ def _responses_content(role: str, content: Any) -> Any:
     parts: list[Any] = []
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "text":
+        if isinstance(part, str):  # records.md: a list's items may be strings
+            parts.append({"type": text_type, "text": part})
+        elif kind == "text":
             parts.append({"type": text_type, "text": part.get("text", "")})
+        elif kind == "file" and isinstance(part.get("file"), dict):
+            file = part["file"]
+            parts.append(
+                {"type": "input_file", **{k: file[k] for k in ("file_id", "file_data", "filename") if k in file}}
+            )
         elif kind == "image_url":
             image = part.get("image_url") or {}
             url = image.get("url") if isinstance(image, dict) else image
@@ -291,7 +321,13 @@ def to_responses_input(events: Iterable[Event], system: Any = None) -> list[dict
         items.append({"type": "message", "role": "system", "content": system})
     for item in _neutral(_triples(events), repair=True):
         if isinstance(item, _Result):
-            items.append({"type": "function_call_output", "call_id": item.call_id, "output": _text_of(item.content)})
+            output: Any = _text_of(item.content)
+            if isinstance(item.content, list) and any(
+                isinstance(p, dict) and p.get("type") not in ("text", "input_text", "output_text") for p in item.content
+            ):
+                # An image or a file: the output takes input parts, which keep it.
+                output = _responses_content("user", item.content)
+            items.append({"type": "function_call_output", "call_id": item.call_id, "output": output})
             continue
         content = _without_thinking(item.record.get("content"))
         if item.role == "assistant" and content == []:

@@ -93,6 +93,14 @@ class Session:
         return self._pending
 
     @property
+    def next_parent(self) -> str:
+        """The event the next append continues: the selected one, else HEAD.
+        What a model is sent (``context()``, the provider views, ``state()``)
+        ends here, so a reply is stored on the path it answers."""
+        pending = self._pending
+        return self.head if pending is None else pending
+
+    @property
     def store(self) -> Store:
         """The store this session was opened from."""
         return self._store
@@ -255,10 +263,11 @@ class Session:
     def context(self, *, at: str | None = None, resolve: bool = False) -> list[Event]:
         """What the model gets: the latest compaction on the path (its summary),
         the events it kept, then everything after it. Without a compaction,
-        the whole path. ``at`` is the path's last event (default HEAD).
+        the whole path. ``at`` is the path's last event (default: where the
+        next append goes, ``next_parent``: HEAD, or the selected event).
         Blob payloads stay unloaded unless ``resolve``."""
         self._check_open()
-        events = assemble_context(self.storage, self.head if at is None else check_event_id(at), self.resolve)
+        events = assemble_context(self.storage, self.next_parent if at is None else check_event_id(at), self.resolve)
         if resolve:
             events = [self.resolve(e) for e in events]
         return events
@@ -507,13 +516,14 @@ class Session:
         return self.append_many(drafts)
 
     def state(self) -> Checkpoint:
-        """The latest checkpoint on the active path (a fresh one if none).
+        """The latest checkpoint on the path the next append continues
+        (``next_parent``: HEAD, or the selected event; a fresh one if none).
 
         A ``state`` record that is not an object (another writer's, written
         by a plain append) is no checkpoint: it is passed over with a
         RecoveryWarning naming it, and the checkpoint before it counts, so
         the counts and spend the session recorded are not reset unseen."""
-        for event in self.walk():
+        for event in self.walk(self.next_parent):
             if event.kind != "state":
                 continue
             record = self.resolve(event).record

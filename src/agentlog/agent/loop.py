@@ -93,7 +93,7 @@ class Agent:
         self.hub = hub
         self.limits = limits
         self.state: Checkpoint = session.state()
-        self._state_at = session.head  # the event ``state`` belongs after
+        self._state_at = session.next_parent  # the event ``state`` belongs after
         # (event id, tokens): the size of a request built from the context
         # that ends at that event, as last measured; saves re-reading the
         # context to measure the first request of the next turn.
@@ -137,17 +137,18 @@ class Agent:
         which the views answer as interrupted), the turn continues from
         there. Otherwise there is nothing to resume: nothing is called or
         written, and the result has no events."""
-        if self.session.head != self._state_at:
-            self.state = self.session.state()  # another writer, a restart, a checkout
-            self._state_at = self.session.head
+        if self.session.next_parent != self._state_at:
+            self.state = self.session.state()  # another writer, a restart, a checkout, a select
+            self._state_at = self.session.next_parent
         result = TurnResult(text="", stopped="done")
         if not self._owed():
             return result
         return self._generate(result)
 
     def _owed(self) -> bool:
-        """Whether the active path ends waiting for the model."""
-        for event in self.session.walk():
+        """Whether the path the next append continues (HEAD, or the selected
+        event: a regenerate) ends waiting for the model."""
+        for event in self.session.walk(self.session.next_parent):
             if event.kind in ("message", "tool_call", "tool_result", "branch_summary"):
                 return event.kind in ("tool_call", "tool_result") or (event.kind == "message" and event.role == "user")
             # state, compaction, label, custom: bookkeeping, not the conversation's end
@@ -248,7 +249,7 @@ class Agent:
 
     def _measure_context(self) -> int:
         used = context_tokens(self.session.context(resolve=True), system=self.system)
-        self._measured = (self.session.head, used)
+        self._measured = (self.session.next_parent, used)
         return used
 
     def _fit_window(self, result: TurnResult, used: int | None) -> None:

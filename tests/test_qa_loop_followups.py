@@ -1,0 +1,81 @@
+"""Follow-ups of a QA pass over the sessions layer and the agent loop: the
+path a selection continues, and provider views a provider would have
+refused (null tool content, string parts, images and files in results)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentlog import Store
+from agentlog.agent.loop import Agent
+from agentlog.agent.models import check_messages
+from agentlog.agent.scripted import ScriptedModel
+from agentlog.state import Checkpoint
+
+
+def _texts(messages: list[dict[str, Any]]) -> list[Any]:
+    return [m.get("content") for m in messages if m["role"] != "system"]
+
+
+def test_select_then_resume_regenerates_the_answer_on_the_selected_path(store: Store) -> None:
+    with store.create() as s:
+        u1 = s.append("message", {"content": "what is 2+2"}, role="user")
+        s.append("message", {"content": "5"}, role="assistant")
+        s.save_turn([("message", {"content": "later"}, "user")], Checkpoint(tool_calls=7))
+        s.select(u1.id)  # regenerate the answer to the first question
+        assert s.next_parent == u1.id and s.state() == Checkpoint()  # the selected path has no checkpoint yet
+        assert _texts(s.to_chat_messages()) == ["what is 2+2"]
+        model = ScriptedModel(["4"])
+        result = Agent(s, model).resume()
+        [reply] = [e for e in result.events if e.kind == "message"]
+        assert reply.parent_id == u1.id and s.head == result.events[-1].id
+        assert _texts(model.requests[0][0]) == ["what is 2+2"]  # what it answers, nothing of the old branch
+
+
+def test_resume_after_selecting_an_answered_event_does_nothing(store: Store) -> None:
+    with store.create() as s:
+        s.append("message", {"content": "q1"}, role="user")
+        a1 = s.append("message", {"content": "a1"}, role="assistant")
+        s.append("message", {"content": "q2, unanswered"}, role="user")
+        s.select(a1.id)
+        model = ScriptedModel(["an answer to q2 would land under a1"])
+        assert Agent(s, model).resume().events == [] and model.requests == []
+
+
+def _views(s: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    chat = s.to_chat_messages()
+    check_messages(chat)  # as the scripted model checks a request
+    return chat, s.to_responses_input()
+
+
+def test_the_provider_views_send_tool_results_and_parts_as_the_apis_take_them(store: Store) -> None:
+    with store.create() as s:
+        s.append("message", {"content": ["first part", {"type": "text", "text": "second part"}]}, role="user")
+        s.append("tool_call", {"id": "c1", "name": "shot", "arguments": "{}"}, role="assistant")
+        s.append("tool_call", {"id": "c2", "name": "noop", "arguments": "{}"}, role="assistant")
+        image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}
+        s.append(
+            "tool_result",
+            {"tool_call_id": "c1", "content": [{"type": "text", "text": "screenshot"}, image]},
+            role="tool",
+        )
+        s.append("tool_result", {"tool_call_id": "c2", "content": None}, role="tool")
+        pdf = {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBER", "filename": "a.pdf"}}
+        s.append("message", {"content": [{"type": "text", "text": "read this"}, pdf]}, role="user")
+        chat, responses = _views(s)
+    assert chat[0]["content"] == [{"type": "text", "text": "first part"}, {"type": "text", "text": "second part"}]
+    tools = [m for m in chat if m["role"] == "tool"]
+    assert tools[0]["content"] == "screenshot\n[image_url]"  # a tool message carries text only
+    assert tools[1]["content"] == ""
+    assert responses[0]["content"][0] == {"type": "input_text", "text": "first part"}
+    outputs = [i for i in responses if i["type"] == "function_call_output"]
+    assert outputs[0]["output"] == [
+        {"type": "input_text", "text": "screenshot"},
+        {"type": "input_image", "image_url": "data:image/png;base64,iVBOR"},
+    ]
+    assert outputs[1]["output"] == ""
+    assert responses[-1]["content"][1] == {
+        "type": "input_file",
+        "file_data": "data:application/pdf;base64,JVBER",
+        "filename": "a.pdf",
+    }
