@@ -150,6 +150,8 @@ class ClaudeImporter(Importer):
                 if o.get("type") == "assistant"
                 and isinstance(o.get("message"), dict)
                 and isinstance(o["message"].get("model"), str)  # a session's model is text
+                # Claude Code's stand-in for a reply that failed (an API error): no model
+                and o["message"]["model"] != "<synthetic>"
             ),
             None,
         )
@@ -199,9 +201,14 @@ class ClaudeImporter(Importer):
         elif kind == "summary":
             self._summary(b, line, obj)
         else:
-            # Kept where its source parent is, else where the chain is now.
+            # Kept where its source parent is, else where the chain is now. A
+            # side line under one of a reply's parallel calls (a hook's
+            # progress) goes where that call's result will: after the calls,
+            # not on a branch off the call that the results would follow.
             wanted = obj.get("parentUuid")
             parent = b.lookup(wanted) if isinstance(wanted, str) else None
+            if parent is not None:
+                parent = self._after_parallel_calls(b, parent)
             b.emit(
                 "custom",
                 "system" if kind == "system" else None,

@@ -134,6 +134,11 @@ class CodexImporter(Importer):
             return parse_source_time(payload.get("timestamp"))
         return parse_source_time(obj.get("timestamp"))
 
+    def restates(self, obj: dict[str, Any]) -> bool:
+        # A legacy rollout writes its {"record_type": "state"} marker again,
+        # unchanged, after every turn.
+        return obj.get("record_type") == "state"
+
     def prompt_text(self, obj: dict[str, Any]) -> str | None:
         # The user_message event holds what was typed; the user's message
         # items also carry the instructions and context Codex adds.
