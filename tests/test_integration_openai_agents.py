@@ -207,8 +207,9 @@ def test_reopen_sees_the_same_items_and_the_lease_refuses_another_process(tmp_pa
         "from agentlog import Store, SessionLocked\n"
         "from agentlog.integrations.openai_agents import AgentlogSession\n"
         "s = AgentlogSession('user@example.com/chat', store=Store(sys.argv[1]))\n"
+        "assert len(asyncio.run(s.get_items())) == 3  # a reader takes no lease\n"
         "try:\n"
-        "    asyncio.run(s.get_items())\n"
+        "    asyncio.run(s.add_items([{'role': 'user', 'content': 'second writer'}]))\n"
         "except SessionLocked:\n"
         "    sys.exit(3)\n"
     )

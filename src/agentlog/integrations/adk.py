@@ -244,7 +244,8 @@ class AgentlogSessionService(BaseSessionService):
 
     # --- the service --------------------------------------------------------------------
     def _create(self, app_name: str, user_id: str, state: dict[str, Any] | None, session_id: str | None) -> AdkSession:
-        session_id = session_id.strip() if session_id else str(uuid.uuid4())
+        # A blank id asks for a new one, as ADK's services read it.
+        session_id = (session_id or "").strip() or str(uuid.uuid4())
         sid = self.session_id_for(app_name, user_id, session_id)
         app, user, own = _split(_json_state(state or {}))
         now = time.time()
@@ -422,18 +423,53 @@ class AgentlogSessionService(BaseSessionService):
                 return isinstance(record, dict) and record.get("id") == mine
         return mine is None
 
-    def _persist(self, session: AdkSession, event: AdkEvent) -> None:
+    @staticmethod
+    def _record(event: AdkEvent) -> dict[str, Any]:
+        """The stored form of an event. Its state delta is stored as the
+        session's state is (``_json_state``): bytes as their text, as ADK's
+        SQL service keeps them, not the base64 the event's own JSON gives
+        them, and bytes that are not UTF-8 refused before anything is written."""
+        record: dict[str, Any] = event.model_dump(mode="json", exclude_none=True)
+        if event.actions is not None and event.actions.state_delta:
+            record["actions"]["state_delta"] = _json_state(dict(event.actions.state_delta))
+        return record
+
+    @staticmethod
+    def _stored_already(writer: Session, record: dict[str, Any]) -> bool:
+        """Whether an equal event (same id, same fields) is stored: ADK's
+        ``append_event`` is idempotent for an equal re-delivery (a retried
+        call), and keeps distinct events that merely share an id. The walk
+        goes back only over events at or after this one's time: an equal
+        event has the same time, and events are appended in time order."""
+        timestamp = record.get("timestamp")
+        for stored in writer.walk():
+            if stored.kind != EVENT:
+                continue
+            held = writer.resolve(stored).record
+            if not isinstance(held, dict):
+                continue
+            if held == record:
+                return True
+            at = held.get("timestamp")
+            if isinstance(at, int | float) and isinstance(timestamp, int | float) and at < timestamp:
+                return False
+        return False
+
+    def _persist(self, session: AdkSession, event: AdkEvent) -> bool:
+        """Store ``event``; False when an equal one is stored already."""
         sid = self.session_id_for(session.app_name, session.user_id, session.id)
+        record = self._record(event)
         with self._lock:
             if not self.store.exists(sid):
                 raise SessionNotFoundError(f"Session {session.id} not found.")
             writer = self._writer(sid)
+            if self._stored_already(writer, record):
+                return False
             own, stored_last = self._own_state(writer)
             if stored_last > session.last_update_time and not self._is_current(writer, session):
                 # As ADK's persistent services do: this Session object was read
                 # before another append, and writing through it would lose that one.
                 raise StaleSessionError(_STALE_MESSAGE)
-            record = event.model_dump(mode="json", exclude_none=True)
             role = "user" if event.author == "user" else "assistant"
             stored = writer.append(EVENT, record, role)
             app, user, session_delta = _split(_delta_of(record))
@@ -446,6 +482,7 @@ class AgentlogSessionService(BaseSessionService):
             )
             own.update(session_delta)
             writer.update_meta(adk_state=own, adk_through=stored.id, adk_last_update=event.timestamp)
+            return True
 
     async def append_event(self, session: AdkSession, event: AdkEvent) -> AdkEvent:
         """Persist a final event; partial events and ``temp:`` keys are not persisted."""
@@ -453,6 +490,7 @@ class AgentlogSessionService(BaseSessionService):
             return event
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
-        await asyncio.to_thread(self._persist, session, copy.deepcopy(event))
+        if not await asyncio.to_thread(self._persist, session, copy.deepcopy(event)):
+            return event  # an equal event was stored already: neither stored nor applied again
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)

@@ -139,8 +139,11 @@ class AgentlogSession(SessionABC):
     ``session_id`` names the agentlog session: kept as it is when it is a
     valid agentlog id, otherwise mapped to ``h--<digest>`` (the original is
     kept in the session's metadata as ``framework_id``). The session is
-    opened for writing on first use and holds agentlog's writer lease until
-    ``close()``: a writer in another process gets ``SessionLocked``. Within
+    opened for writing on its first write and holds agentlog's writer lease
+    until ``close()``: a writer in another process gets ``SessionLocked``.
+    ``get_items()`` takes no lease (a read-only handle, unless this object
+    holds the writer), and reads a session never written as empty without
+    creating it. Within
     one process, writers of a session share that lease (as ``Store.open``
     does): a second ``AgentlogSession`` with the same id, or a
     ``store.open()`` of it, writes to the same timeline, and each sees the
@@ -233,14 +236,28 @@ class AgentlogSession(SessionABC):
         wanted = resolve_session_limit(limit, self.session_settings)
 
         def read() -> list[Item]:
-            session = self._open()
+            if self._closed:
+                raise SessionClosed(self.agentlog_id)
             if wanted == 0:
                 return []
-            items: list[Item] = []
-            for _, item in self._items_back(session):
-                items.append(item)
-                if wanted is not None and wanted > 0 and len(items) >= wanted:
-                    break
+            # A read takes no lease, as SQLiteSession's readers take none: the
+            # writer when this object holds it, else a read-only handle, and
+            # a session never written reads as empty without being created.
+            session = self._session
+            reader = None
+            if session is None:
+                if not self.store.exists(self.agentlog_id):
+                    return []
+                session = reader = self.store.open(self.agentlog_id, readonly=True)
+            try:
+                items: list[Item] = []
+                for _, item in self._items_back(session):
+                    items.append(item)
+                    if wanted is not None and wanted > 0 and len(items) >= wanted:
+                        break
+            finally:
+                if reader is not None:
+                    reader.close()
             items.reverse()
             return items
 
