@@ -47,9 +47,28 @@ def _tiktoken_or_skip():
     return tiktoken
 
 
-@pytest.mark.parametrize("text, expected", [("", 0), ("a", 1), ("abcd", 1), ("abcde", 2), ("é" * 9, 3)])
+@pytest.mark.parametrize("text, expected", [("", 0), ("a", 1), ("abcd", 1), ("abcde", 2), ("x" * 400, 100)])
 def test_estimate_is_a_quarter_of_the_characters_rounded_up(text, expected):
     assert estimate_tokens(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, at_least",
+    [
+        # o200k_base counts (tiktoken): the estimate must not fall below them,
+        # or a request it measured as fitting would be over the window.
+        ("数据库连接失败，请检查网络设置。" * 20, 0.56 * 16 * 20),
+        ("データベースへの接続に失敗しました" * 20, 0.68 * 17 * 20),
+        ("😀🎉🚀" * 20, 1.6 * 3 * 20),
+        (
+            "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==" * 4,
+            0.55 * 96 * 4,
+        ),
+    ],
+)
+def test_estimate_counts_dense_text_at_its_own_rate(text, at_least):
+    assert estimate_tokens(text) >= at_least
+    assert estimate_tokens(text) <= 2 * at_least  # and not so far above that it compacts for nothing
 
 
 def test_without_tiktoken_counts_are_the_estimate(no_tiktoken):
