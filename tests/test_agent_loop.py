@@ -139,7 +139,8 @@ def test_a_turn_writes_settled_messages_tool_batches_and_state(store):
             "tool_call/assistant",
             "tool_call/assistant",
             "state/system",
-            "tool_result/tool",
+            "tool_result/tool",  # each result saved as its tool returns, with the state it moved
+            "state/system",
             "tool_result/tool",
             "state/system",
             "message/assistant",

@@ -4,6 +4,10 @@ refused (null tool content, string parts, images and files in results)."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from agentlog import Store
@@ -79,3 +83,36 @@ def test_the_provider_views_send_tool_results_and_parts_as_the_apis_take_them(st
         "file_data": "data:application/pdf;base64,JVBER",
         "filename": "a.pdf",
     }
+
+
+_KILLED_IN_A_TOOL = """
+import os, signal, sys
+from agentlog import Store
+from agentlog.agent.loop import Agent, Tool
+from agentlog.agent.scripted import ScriptedModel, ToolUse, Turn
+
+def first() -> str:
+    return "first ran"
+
+def second() -> str:
+    os.kill(os.getpid(), signal.SIGKILL)  # the process dies in the middle of the batch
+    return "never"
+
+store = Store(sys.argv[1])
+with store.create(session_id="k") as s:
+    model = ScriptedModel([Turn(tool_calls=[ToolUse("first"), ToolUse("second"), ToolUse("first")])])
+    Agent(s, model, tools=[Tool("first", first), Tool("second", second)]).run("go")
+"""
+
+
+def test_a_sigkill_in_a_tool_keeps_the_results_of_the_tools_before_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    killed = subprocess.run([sys.executable, "-c", _KILLED_IN_A_TOOL, str(home)], capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with Store(home).open("k", readonly=True) as s:
+        results = [e.record for e in s.transcript() if e.kind == "tool_result"]
+        assert [(r["name"], r["content"]) for r in results] == [("first", "first ran")]
+        assert s.state().tool_calls == 1
+        sent = [m for m in s.to_chat_messages() if m["role"] == "tool"]
+    assert [m["content"] for m in sent][0] == "first ran"
+    assert all("interrupted" in m["content"] for m in sent[1:]) and len(sent) == 3

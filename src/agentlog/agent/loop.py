@@ -182,30 +182,32 @@ class Agent:
         return limit is not None and self.state.usage.cost_usd >= limit
 
     def _run_tools(self, calls: list[ToolCall], result: TurnResult) -> None:
-        """Run a tool batch and save its results and the state in one batch."""
-        drafts: list[RecordTuple] = []
-        try:
-            for call in calls:
+        """Run a tool batch, saving each result (and the state, whose count
+        of tool calls it moved) as soon as its tool returns: a tool that ran
+        had its effects, so its result must survive whatever stops the run
+        next, a SIGKILL included, or the model would be told it did not
+        complete and might run it again. The calls not run stay unanswered;
+        the views answer them as interrupted."""
+        for call in calls:
+            counted = self.state.tool_calls
+            try:
                 content, is_error = self._call(call)
-                record: ToolResultRecord = {
-                    "tool_call_id": call.id,
-                    "name": call.name,
-                    "content": content,
-                    "is_error": is_error,
-                }
-                drafts.append(("tool_result", record, "tool"))
-        except BaseException as exc:  # KeyboardInterrupt, SystemExit: the run stops here
-            # The tools that finished had their effects: their results must
-            # not be lost with the interruption, or the model would be told
-            # they did not complete and might repeat them. The calls not run
-            # stay unanswered; the views answer them as interrupted.
-            if drafts:
-                try:
-                    self._save(drafts, result)
-                except BaseException as save_exc:  # reported with the interruption, not instead of it
-                    exc.add_note(f"agentlog: the finished tool results could not be saved: {save_exc!r}")
-            raise
-        self._save(drafts, result)
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit: the run stops here
+                if self.state.tool_calls != counted:
+                    # The interrupted tool was started, and counts against
+                    # max_tool_calls: the checkpoint says so.
+                    try:
+                        self._save([], result)
+                    except BaseException as save_exc:  # reported with the interruption, not instead of it
+                        exc.add_note(f"agentlog: the state could not be saved: {save_exc!r}")
+                raise
+            record: ToolResultRecord = {
+                "tool_call_id": call.id,
+                "name": call.name,
+                "content": content,
+                "is_error": is_error,
+            }
+            self._save([("tool_result", record, "tool")], result)
 
     def _call(self, call: ToolCall) -> tuple[str, bool]:
         limit = self.limits.max_tool_calls
