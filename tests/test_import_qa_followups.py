@@ -116,3 +116,23 @@ def test_a_legacy_codex_rollouts_state_marker_repeated_after_every_turn_is_no_wa
     with store.open(f"codex-{session}", readonly=True) as s:
         texts = [m["content"] for m in s.to_chat_messages()]
     assert texts[-1] == [{"type": "text", "text": "answer 2"}] or texts[-1] == "answer 2"
+
+
+def test_thinking_text_is_searched_and_exported_as_reasoning_is(store: Store, tmp_path: Path) -> None:
+    import io
+
+    from agentlog.export import export_session
+
+    with store.create(session_id="t") as s:
+        s.append("message", {"content": "why?"}, role="user")
+        thought = {"type": "thinking", "thinking": "pondering the zeugma carefully", "signature": "sig"}
+        s.append("message", {"content": [thought, {"type": "text", "text": "because"}]}, role="assistant")
+        s.append("message", {"content": "and codex?", "reasoning": "a quokka reasons"}, role="assistant")
+        [hit] = store.search("zeugma")
+        assert hit.kind == "message" and hit.role == "assistant"
+        assert len(store.search("quokka")) == 1
+        for fmt in ("md", "html"):
+            out = io.BytesIO()
+            export_session(s, fmt, out)
+            text = out.getvalue().decode()
+            assert "pondering the zeugma carefully" in text and "a quokka reasons" in text, fmt

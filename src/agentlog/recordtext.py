@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["TERMINAL_CODES", "readable_content", "record_text", "strip_terminal_codes", "usage_of"]
+__all__ = ["TERMINAL_CODES", "readable_content", "reasoning_text", "record_text", "strip_terminal_codes", "usage_of"]
 
 #: A terminal's escape sequences as tools print them into their output:
 #: CSI (colours, ``ESC [ 1 ; 31 m``, cursor moves), OSC (``ESC ] ... BEL``,
@@ -56,6 +56,26 @@ def readable_content(content: Any) -> str:
     return _json(content)
 
 
+def reasoning_text(record: Any) -> str:
+    """A message's reasoning as text: its ``reasoning`` field (as Codex and
+    the agent loop store it) and the text of its thinking parts (Anthropic's
+    ``thinking``, as imported Claude Code and pi replies hold it), so that
+    search finds it and the exports show it, whichever tool wrote it."""
+    if not isinstance(record, dict):
+        return ""
+    pieces: list[str] = []
+    reasoning = record.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        pieces.append(reasoning)
+    content = record.get("content")
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "thinking" and isinstance(part.get("thinking"), str):
+                if part["thinking"]:
+                    pieces.append(part["thinking"])
+    return "\n\n".join(pieces)
+
+
 def _strings(value: Any, out: list[str]) -> None:
     """Every string leaf of a JSON value, depth first (without recursion)."""
     stack = [value]
@@ -80,10 +100,7 @@ def record_text(kind: str, record: Any) -> str:
     if not isinstance(record, dict):
         return _json(record)
     if kind == "message":
-        parts = [readable_content(record.get("content"))]
-        reasoning = record.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
-            parts.append(reasoning)
+        parts = [readable_content(record.get("content")), reasoning_text(record)]
         return "\n".join(p for p in parts if p)
     if kind == "tool_call":
         args = record.get("arguments")

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from ..event import NIL_ID, Event
-from ..recordtext import readable_content, record_text
+from ..recordtext import readable_content, reasoning_text, record_text
 from .view import ExportView
 
 __all__ = ["html_chunks", "render_html"]
@@ -102,8 +102,8 @@ def _article(view: ExportView, event: Event) -> str:
     elif event.kind == "message":
         text = readable_content(record.get("content")) if record else record_text("message", event.record)
         body = f'<div class="text">{_e(text)}</div>'
-        reasoning = record.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
+        reasoning = reasoning_text(record)
+        if reasoning:
             body += f"<details><summary>reasoning</summary><pre>{_e(reasoning)}</pre></details>"
     elif event.kind == "tool_call":
         body = (

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from ..event import NIL_ID, Event
-from ..recordtext import readable_content, record_text
+from ..recordtext import readable_content, reasoning_text, record_text
 from .view import ExportView
 
 __all__ = ["markdown_chunks", "session_markdown"]
@@ -56,8 +56,8 @@ def _event(view: ExportView, event: Event) -> list[str]:
         text = readable_content(record.get("content")) if record else record_text("message", event.record)
         if text:
             lines += [text, ""]
-        reasoning = record.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
+        reasoning = reasoning_text(record)
+        if reasoning:
             lines += ["<details><summary>reasoning</summary>", "", reasoning, "", "</details>", ""]
         return lines
     if event.kind == "tool_call":
