@@ -136,3 +136,16 @@ def test_thinking_text_is_searched_and_exported_as_reasoning_is(store: Store, tm
             export_session(s, fmt, out)
             text = out.getvalue().decode()
             assert "pondering the zeugma carefully" in text and "a quokka reasons" in text, fmt
+
+
+def test_follow_waits_for_the_files_of_a_directory_that_has_none_yet(store: Store, tmp_path: Path) -> None:
+    from agentlog.importers import Follower, get_importer
+
+    watched = tmp_path / "projects"
+    watched.mkdir()
+    with Follower(store, get_importer("claude"), [str(watched)]) as follower:
+        assert follower.poll() is None  # nothing yet, and no error
+        lines = [_claude("u", None, "user", {"role": "user", "content": "late"}, 1)]
+        write_lines(watched / "late.jsonl", lines)
+        report = follower.poll()
+    assert report is not None and report.events == 1 and store.exists("claude-par")  # named by its sessionId

@@ -41,7 +41,7 @@ class Follower:
     def changed(self) -> list[str]:
         """The files that are new or whose size or modification time moved."""
         out = []
-        for path in expand_paths(self.importer, self.paths):
+        for path in expand_paths(self.importer, self.paths, allow_empty=True):
             try:
                 st = os.stat(path)
             except FileNotFoundError:

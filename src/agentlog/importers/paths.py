@@ -10,9 +10,11 @@ from .model import NoSourceFiles, SourceNotFound
 __all__ = ["expand_paths"]
 
 
-def expand_paths(importer: Importer, paths: list[str] | tuple[str, ...]) -> list[str]:
+def expand_paths(importer: Importer, paths: list[str] | tuple[str, ...], *, allow_empty: bool = False) -> list[str]:
     """Files to read: each file given, each directory's files of the format,
-    or, with no paths, the tool's default locations."""
+    or, with no paths, the tool's default locations. A directory given that
+    holds none is an error, unless ``allow_empty`` (``--follow``, which
+    waits for the files to appear)."""
     roots = [os.path.expanduser(p) for p in paths] or [r for r in importer.default_roots() if os.path.isdir(r)]
     if not paths and not roots:
         missing = " or ".join(importer.default_roots())
@@ -21,7 +23,7 @@ def expand_paths(importer: Importer, paths: list[str] | tuple[str, ...]) -> list
     for root in roots:
         if os.path.isdir(root):
             found = importer.discover(root)
-            if paths and not found:
+            if paths and not found and not allow_empty:
                 raise NoSourceFiles(root, importer.name, importer.pattern)
             files.extend(found)
         elif os.path.isfile(root):
