@@ -149,3 +149,15 @@ def test_follow_waits_for_the_files_of_a_directory_that_has_none_yet(store: Stor
         write_lines(watched / "late.jsonl", lines)
         report = follower.poll()
     assert report is not None and report.events == 1 and store.exists("claude-par")  # named by its sessionId
+
+
+def test_a_reply_line_whose_message_is_not_an_object_is_reported(store: Store, tmp_path: Path) -> None:
+    lines = [
+        _claude("u", None, "user", {"role": "user", "content": "hi"}, 1),
+        {**_claude("a", "u", "assistant", {}, 2), "message": "just a string"},
+    ]
+    report = do_import(store, "claude", write_lines(tmp_path / "par.jsonl", lines))
+    [(where, reason)] = [(n, r) for f in report.files for n, r in f.malformed]
+    assert where == 2 and "the message of a 'assistant' line is str, not an object" in reason
+    [kept] = [e for e in load(store, "claude-par").events if e.kind == "custom"]
+    assert "not an object" in kept.record["error"]  # kept whole, saying why

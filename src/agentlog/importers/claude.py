@@ -192,6 +192,10 @@ class ClaudeImporter(Importer):
         assert obj is not None
         kind = obj.get("type")
         message = obj.get("message")
+        if kind in ("assistant", "user") and "message" in obj and not isinstance(message, dict):
+            # A conversation line whose message is not an object: reported
+            # with its file and line (and kept whole), not a silent side line.
+            raise TypeError(f"the message of a {kind!r} line is {type(message).__name__}, not an object")
         if kind == "assistant" and isinstance(message, dict):
             self._assistant(b, line, obj, message)
         elif kind == "user" and isinstance(message, dict):
