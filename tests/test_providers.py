@@ -444,6 +444,6 @@ def test_thinking_parts_are_not_sent():
     assert chat[2]["content"] is None and chat[2]["tool_calls"][0]["id"] == "c1"
     assert chat[4] == {"role": "assistant", "content": ""}
     responses = to_responses_input(events)
-    assert responses[1]["content"] == [{"type": "output_text", "text": "ok"}]
+    assert responses[1]["content"] == [{"type": "output_text", "text": "ok", "annotations": []}]
     assert [i["type"] for i in responses[2:]] == ["function_call", "function_call_output", "message"]
     assert events_to_chat_messages(events)[1]["content"][0] == thinking  # the faithful view keeps them

@@ -281,6 +281,16 @@ def _text_of(content: Any) -> str:
     return json.dumps(content)
 
 
+def _text_part(text_type: str, text: Any) -> dict[str, Any]:
+    """A Responses text part. An ``output_text`` carries its (empty)
+    ``annotations``, which the API's own type requires and strict
+    Responses-compatible servers refuse a part without."""
+    part: dict[str, Any] = {"type": text_type, "text": text}
+    if text_type == "output_text":
+        part["annotations"] = []
+    return part
+
+
 def _responses_content(role: str, content: Any) -> Any:
     """Chat-style parts to Responses parts: text -> input_text / output_text,
     image_url -> input_image; anything else passes through."""
@@ -291,9 +301,9 @@ def _responses_content(role: str, content: Any) -> Any:
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else None
         if isinstance(part, str):  # records.md: a list's items may be strings
-            parts.append({"type": text_type, "text": part})
+            parts.append(_text_part(text_type, part))
         elif kind == "text":
-            parts.append({"type": text_type, "text": part.get("text", "")})
+            parts.append(_text_part(text_type, part.get("text", "")))
         elif kind == "file" and isinstance(part.get("file"), dict):
             file = part["file"]
             parts.append(
