@@ -116,3 +116,28 @@ def test_a_sigkill_in_a_tool_keeps_the_results_of_the_tools_before_it(tmp_path: 
         sent = [m for m in s.to_chat_messages() if m["role"] == "tool"]
     assert [m["content"] for m in sent][0] == "first ran"
     assert all("interrupted" in m["content"] for m in sent[1:]) and len(sent) == 3
+
+
+def test_a_server_tools_result_inside_the_reply_answers_its_call(store: Store) -> None:
+    """Anthropic's web search runs on the provider's side: an imported
+    Claude Code reply holds the call and its result as parts of its own
+    content, and its call as a tool_call event. The views answer the call
+    with that result, not as interrupted, and send neither part as content."""
+    with store.create() as s:
+        s.append("message", {"content": "find wal"}, role="user")
+        reply = [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "sqlite wal"}},
+            {
+                "type": "web_search_tool_result",
+                "tool_use_id": "srvtoolu_1",
+                "content": [{"type": "web_search_result", "title": "WAL", "url": "https://sqlite.org/wal.html"}],
+            },
+            {"type": "text", "text": "found it"},
+        ]
+        s.append("message", {"content": reply}, role="assistant")
+        call = {"id": "srvtoolu_1", "name": "web_search", "arguments": '{"query":"sqlite wal"}'}
+        s.append("tool_call", {**call, "extra": {"type": "server_tool_use"}}, role="assistant")
+        chat, responses = _views(s)
+    assert chat[1]["content"] == [{"type": "text", "text": "found it"}]
+    assert chat[2] == {"role": "tool", "tool_call_id": "srvtoolu_1", "content": "WAL https://sqlite.org/wal.html"}
+    assert responses[-1]["output"] == "WAL https://sqlite.org/wal.html"

@@ -113,14 +113,49 @@ def _triples(events: Iterable[Event]) -> Iterator[tuple[str, str | None, _Record
             yield event.kind, event.role, _record(event)
 
 
+def _server_results(record: _Record) -> dict[str, Any]:
+    """Results a reply holds in its own content, by call id: a server tool
+    (Anthropic's web search, as imported Claude Code replies hold it) ran
+    on the provider's side, and its ``*_tool_result`` part follows its
+    ``server_tool_use`` in the same message. Its text for the views."""
+    content = record.get("content")
+    found: dict[str, Any] = {}
+    if isinstance(content, list):
+        for part in content:
+            if (
+                isinstance(part, dict)
+                and str(part.get("type", "")).endswith("_tool_result")
+                and isinstance(part.get("tool_use_id"), str)
+            ):
+                found[part["tool_use_id"]] = _server_result_text(part.get("content"))
+    return found
+
+
+def _server_result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        lines = []
+        for item in content:
+            if isinstance(item, dict) and (item.get("title") or item.get("url")):
+                lines.append(" ".join(str(item[k]) for k in ("title", "url") if item.get(k)))
+            elif isinstance(item, dict) and isinstance(item.get("text"), str):
+                lines.append(item["text"])
+        if lines:
+            return "\n".join(lines)
+    return json.dumps(content, default=str)
+
+
 def _neutral(triples: Iterable[tuple[str, str | None, _Record]], repair: bool) -> list[_Msg | _Result]:
     out: list[_Msg | _Result] = []
     open_calls: list[str] = []  # ids of the latest call group still awaiting results
+    inline: dict[str, Any] = {}  # results the group's reply holds itself (server tools)
 
     def close_group() -> None:
         if repair:
-            out.extend(_Result(cid, INTERRUPTED) for cid in open_calls)
+            out.extend(_Result(cid, inline.get(cid, INTERRUPTED)) for cid in open_calls)
         open_calls.clear()
+        inline.clear()
 
     for kind, role, rec in triples:
         if kind == "tool_call":
@@ -132,6 +167,8 @@ def _neutral(triples: Iterable[tuple[str, str | None, _Record]], repair: bool) -
                 close_group()
                 last = _Msg("assistant", {"content": None})
                 out.append(last)
+            if not last.calls and repair:
+                inline.update(_server_results(last.record))
             last.calls.append(rec)
             open_calls.append(call_id)
         elif kind == "tool_result":
@@ -204,15 +241,24 @@ def _part_type(part: Any) -> str:
 
 
 #: Content parts that hold a model's thinking (Anthropic's, as Claude Code
-#: and pi record them). Neither OpenAI API takes them as content; the
-#: records keep them, and the exports show them.
-_THINKING_PARTS = frozenset({"thinking", "redacted_thinking"})
+#: and pi record them), and a server tool's call and result inside a reply
+#: (sent as a call and its result instead, ``_server_results``). Neither
+#: OpenAI API takes them as content; the records keep them, and the
+#: exports show them.
+_THINKING_PARTS = frozenset({"thinking", "redacted_thinking", "server_tool_use"})
 
 
 def _without_thinking(content: Any) -> Any:
     if not isinstance(content, list):
         return content
-    return [p for p in content if not (isinstance(p, dict) and p.get("type") in _THINKING_PARTS)]
+    return [
+        p
+        for p in content
+        if not (
+            isinstance(p, dict)
+            and (p.get("type") in _THINKING_PARTS or str(p.get("type", "")).endswith("_tool_result"))
+        )
+    ]
 
 
 def _render_chat(items: list[_Msg | _Result], system: Any, repair: bool = False) -> list[dict[str, Any]]:
