@@ -22,6 +22,7 @@ from agentlog.backends.files import FileBackend
 from agentlog.backends.files.gc import collect, usage
 from agentlog.errors import StorageError
 from cli_support import error, ok, ok_json, run
+from pg_support import needs_pg, pg_url, sql
 
 _AGENTLOG = os.path.join(os.path.dirname(sys.executable), "agentlog")
 
@@ -142,3 +143,17 @@ def test_piped_output_is_whole(tmp_path: Path) -> None:
     )
     hint = [line for line in logged.stdout.splitlines() if "agentlog checkout" in line]
     assert len(hint) == 1 and len(hint[0]) > 240 and hint[0].rstrip().endswith("picks one)"), logged.stdout
+
+
+@needs_pg
+@pytest.mark.parametrize("command", [["ls"], ["fsck"], ["search", "foo"], ["log", "x"]])
+def test_a_read_only_command_on_a_postgresql_schema_with_no_store_creates_none(
+    pg_schema: str, command: list[str]
+) -> None:
+    url = pg_url(pg_schema).replace("postgres@", "postgres:secret@", 1)
+    result = run(url, *command)
+    said = result.stdout + result.stderr
+    assert "there is no store" in said and "secret" not in said
+    assert sql("SELECT count(*) FROM information_schema.schemata WHERE schema_name = %s", pg_schema) == [(0,)]
+    assert run(url, "new", "--name", "made").exit_code == 0  # a command that creates still does
+    assert sql("SELECT count(*) FROM information_schema.schemata WHERE schema_name = %s", pg_schema) == [(1,)]

@@ -545,6 +545,15 @@ class Backend(ABC):
         """The store's local directory, where it has one."""
         return None
 
+    @classmethod
+    def missing_at(cls, url: str) -> str | None:
+        """Where the store ``url`` names would be, as shown to people, when
+        none is there yet; None when it is there, or when only opening can
+        tell. Looks without creating anything: a read-only command on a
+        mistyped location reports it rather than making an empty store
+        (the file and SQLite stores are told apart by their paths, in the CLI)."""
+        return None
+
     @abstractmethod
     def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> SessionStorage:
         """Create a session and return it open for writing, its lease held.

@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import InvalidOption, UnknownBackend
 from .base import Backend, check_durability
 
-__all__ = ["BackendFactory", "local_path", "open_backend", "scheme_of"]
+__all__ = ["BackendFactory", "local_path", "missing_at", "open_backend", "scheme_of"]
 
 GROUP = "agentlog.backends"
 
@@ -148,6 +148,15 @@ def open_backend(location: str | os.PathLike[str], *, durability: str = "full", 
     if options:
         _check_options(scheme, factory, options)
     return factory.from_url(url, durability=durability, **options)
+
+
+def missing_at(location: str) -> str | None:
+    """Where the store ``location`` names would be, shown, when none is
+    there yet (``Backend.missing_at``); None when it is there or only
+    opening can tell (a factory that is no ``Backend`` cannot say)."""
+    look = getattr(_load(scheme_of(location)), "missing_at", None)
+    found = look(location) if callable(look) else None
+    return found if isinstance(found, str) else None
 
 
 def _check_options(scheme: str, factory: Any, options: dict[str, Any]) -> None:

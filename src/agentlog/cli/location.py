@@ -14,7 +14,7 @@ import os
 
 import click
 
-from ..backends.registry import check_local_url, local_path, scheme_of
+from ..backends.registry import check_local_url, local_path, missing_at, scheme_of
 from ..store import default_location
 
 __all__ = ["NoStore", "missing_store", "shown", "store_location"]
@@ -61,10 +61,11 @@ def store_location(ctx: click.Context, home: str | None, store_url: str | None) 
 
 
 def missing_store(location: str | None) -> str | None:
-    """The path a file or SQLite store would have, when nothing is there
-    yet; None when it is there, when only opening can tell (memory:, a
-    server's URL), or when opening would fail anyway (a file in the way),
-    which then says why. Parsed as the backends parse their URLs."""
+    """The path a file or SQLite store would have, or the URL of a server's
+    store (its backend's ``missing_at``), when nothing is there yet; None
+    when it is there, when only opening can tell (memory:), or when opening
+    would fail anyway (a file in the way), which then says why. Parsed as
+    the backends parse their URLs."""
     url = location or default_location()
     scheme = scheme_of(url)
     # A host, query or fragment a local URL would drop is refused, store or
@@ -80,7 +81,8 @@ def missing_store(location: str | None) -> str | None:
     if scheme == "sqlite":
         path = local_path("sqlite", url)
         return None if not path or os.path.exists(path) else _creatable(path)
-    return None
+    # A server's store (PostgreSQL): its backend looks without creating one.
+    return missing_at(url)
 
 
 def _creatable(path: str) -> str | None:

@@ -82,6 +82,39 @@ def _seconds(text: str) -> float | str:
         return text
 
 
+def _split_url(url: str, options: dict[str, Any]) -> str:
+    """The libpq DSN of a store URL; agentlog's own parameters (schema,
+    lease, lease_ttl) go into ``options`` unless given there already."""
+    parts = urlsplit(url)
+    ours = {"schema", "lease", "lease_ttl"}
+    # Blank values kept: "?schema=" dropped would mean the default schema,
+    # a store other than the one asked for.
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    seen: set[str] = set()
+    for key, value in query:
+        if key not in ours:
+            continue
+        if not value:
+            raise UnknownBackend(f"{key}= is empty in the store URL: give a value, or leave {key} out")
+        if key in seen:
+            raise UnknownBackend(f"{key} is given twice in the store URL")
+        seen.add(key)
+        options.setdefault(key, _seconds(value) if key == "lease_ttl" else value)
+    # The rest goes to libpq as written: re-encoding it (urlencode) wrote a
+    # space as "+", which libpq does not decode, so ``options=-c%20x%3Dy``
+    # reached the server as "-c+x=y" and every connection was refused.
+    rest = [part for part in parts.query.split("&") if part and unquote_plus(part.partition("=")[0]) not in ours]
+    return urlunsplit(parts._replace(query="&".join(rest)))
+
+
+def _shown_url(dsn: str, schema: str) -> str:
+    """The store's URL as shown to people: user and host, never a password."""
+    parts = urlsplit(dsn)
+    shown = parts._replace(netloc=parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc)
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit(shown._replace(netloc=user + shown.netloc, query=urlencode({"schema": schema})))
+
+
 class PostgresBackend(Backend):
     """Sessions in a PostgreSQL schema (created and migrated on first use)."""
 
@@ -113,10 +146,7 @@ class PostgresBackend(Backend):
         self.durability = durability
         self.lease_mode = lease
         self.lease_ttl = lease_ttl
-        parts = urlsplit(dsn)
-        shown = parts._replace(netloc=parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc)
-        user = f"{parts.username}@" if parts.username else ""
-        self.url = urlunsplit(shown._replace(netloc=user + shown.netloc, query=urlencode({"schema": schema})))
+        self.url = _shown_url(dsn, schema)
         with self.errors():
             with psycopg.connect(dsn, autocommit=True) as conn:
                 migrate(conn, schema)
@@ -135,27 +165,27 @@ class PostgresBackend(Backend):
 
     @classmethod
     def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> PostgresBackend:
-        parts = urlsplit(url)
-        ours = {"schema", "lease", "lease_ttl"}
-        # Blank values kept: "?schema=" dropped would mean the default schema,
-        # a store other than the one asked for.
-        query = parse_qsl(parts.query, keep_blank_values=True)
-        seen: set[str] = set()
-        for key, value in query:
-            if key not in ours:
-                continue
-            if not value:
-                raise UnknownBackend(f"{key}= is empty in the store URL: give a value, or leave {key} out")
-            if key in seen:
-                raise UnknownBackend(f"{key} is given twice in the store URL")
-            seen.add(key)
-            options.setdefault(key, _seconds(value) if key == "lease_ttl" else value)
-        # The rest goes to libpq as written: re-encoding it (urlencode) wrote a
-        # space as "+", which libpq does not decode, so ``options=-c%20x%3Dy``
-        # reached the server as "-c+x=y" and every connection was refused.
-        rest = [part for part in parts.query.split("&") if part and unquote_plus(part.partition("=")[0]) not in ours]
-        dsn = urlunsplit(parts._replace(query="&".join(rest)))
+        dsn = _split_url(url, options)
         return cls(dsn, durability=durability, **options)
+
+    @classmethod
+    def missing_at(cls, url: str) -> str | None:
+        """The store's URL (password hidden) when its schema holds no store
+        yet: opening would create it, which a read-only command must not."""
+        options: dict[str, Any] = {}
+        dsn = _split_url(url, options)
+        schema = options.get("schema", "agentlog")
+        shown = _shown_url(dsn, str(schema))
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                row = conn.execute(
+                    "SELECT 1 FROM information_schema.tables"
+                    " WHERE table_schema = %s AND table_name = 'schema_migrations'",
+                    (schema,),
+                ).fetchone()
+        except psycopg.Error as exc:
+            raise StorageError("postgresql", shown, None, str(exc).strip() or type(exc).__name__) from None
+        return None if row is not None else shown
 
     # --- one place where the driver's errors become ours ----------------------------
     @contextmanager
