@@ -45,7 +45,11 @@ def test_fork_at_head_copies_the_path_only(store):
             meta = f.meta
             assert meta["forked_from"]["session"] == s.id
             assert meta["forked_from"]["event"] == c.id
-            assert (meta["name"], meta["working_dir"], meta["model"]) == ("src", "/tmp", "m")
+            assert (meta["name"], meta["working_dir"], meta["model"]) == (
+                "src (fork)",
+                "/tmp",
+                "m",
+            )  # not the same name: a name is a ref
         assert len(s) == 5 and s.head == c.id  # the source is untouched
 
 

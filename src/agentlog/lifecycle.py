@@ -134,9 +134,15 @@ def render_summary(
 
 
 def fork_meta(session: SessionView, at: str, name: str | None) -> dict[str, Any]:
+    """A fork's metadata. Without a name of its own, a fork of a named
+    session is named "<name> (fork)": the same name on both would make it
+    name no session (a name is a ref, docs/cli.md)."""
     meta = session.meta
+    source_name = meta.get("name")
+    if name is None and isinstance(source_name, str) and source_name:
+        name = f"{source_name} (fork)"
     return {
-        "name": name if name is not None else meta.get("name"),
+        "name": name,
         "working_dir": meta.get("working_dir"),
         "model": meta.get("model"),
         "forked_from": {

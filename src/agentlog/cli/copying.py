@@ -8,7 +8,8 @@ import click
 
 from ..copying import copy_sessions
 from ..store import Store
-from .common import App, emit_json, json_option, pass_app
+from .common import App, CliError, emit_json, json_option, pass_app
+from .location import missing_store, shown
 from .progress import progress_bar
 from .refs import resolve_session
 from .render import counted
@@ -28,6 +29,11 @@ def copy(app: App, source: str | None, target: str, sessions: tuple[str, ...], a
     copies only what is new; a session whose events differ on the target
     is refused, never overwritten (its HEAD, metadata and sidecars follow
     the source's)."""
+    # A source that is not there is a mistake to say, before the target is
+    # made: copying "nothing" from a typo would read as success.
+    missing = missing_store(source if source else app.home)
+    if missing is not None:
+        raise CliError(f"there is no store at {shown(missing)}: nothing to copy (check --from, --home or --store)")
     src = Store(source, durability=app.durability) if source else app.store
     dst = Store(target, durability=app.durability)
     # SESSION refs are resolved in the source store, as every command
