@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .backends.base import IndexEntry
 from .errors import CopyDiverged, SessionNotFound
 from .event import NIL_ID
 from .session import Session
@@ -35,36 +36,42 @@ class CopyReport:
     events: int = 0
 
 
-def _shape(session: Session) -> list[tuple[str, str, str | None, str, str | None, str, str | None]]:
-    return [(e.id, e.parent_id, e.branch_from, e.kind, e.role, e.timestamp, e.digest) for e in session.entries()]
+def _shape(entries: Sequence[IndexEntry]) -> list[tuple[str, str, str | None, str, str | None, str, str | None]]:
+    return [(e.id, e.parent_id, e.branch_from, e.kind, e.role, e.timestamp, e.digest) for e in entries]
 
 
 def _copy_one(source: Session, target: Store, report: CopyReport, updated_ns: int) -> int:
+    # One snapshot of the source, HEAD first: a writer may append while the
+    # copy runs (a SQL store's reader sees it at once), and an event list
+    # read before HEAD could lack the event HEAD names by then. What comes
+    # after the snapshot is for the next copy.
+    head = source.head
     entries = source.entries()
     meta = source.meta
     if not target.exists(source.id):
         first = [source.event(e.id) for e in entries[:BATCH]]
-        head = source.head if len(entries) <= BATCH else (first[-1].id if first else NIL_ID)
-        timeline = target.create_timeline(source.id, meta, first, source.storage, head)
+        first_head = head if len(entries) <= BATCH else (first[-1].id if first else NIL_ID)
+        timeline = target.create_timeline(source.id, meta, first, source.storage, first_head)
         copied = Session(target, timeline)
         report.created.append(source.id)
         done = len(first)
     else:
         copied = target.open(source.id)
-        have = _shape(copied)
-        if have != _shape(source)[: len(have)]:
+        have = _shape(copied.entries())
+        if have != _shape(entries)[: len(have)]:
             copied.close()
             raise CopyDiverged(f"session {source.id!r} differs on the target: not overwritten")
         done = len(have)
-        (report.extended if done < len(entries) or copied.head != source.head else report.unchanged).append(source.id)
+        changed = done < len(entries) or copied.head != head or copied.meta != meta
+        (report.extended if changed else report.unchanged).append(source.id)
     try:
         added = len(entries) - done
         while done < len(entries):
             batch = [source.event(e.id) for e in entries[done : done + BATCH]]
             copied.import_events(batch, source)
             done += len(batch)
-        if copied.head != source.head:
-            copied.checkout(source.head)
+        if copied.head != head:
+            copied.checkout(head)
         if copied.meta != meta:
             copied.storage.write_meta(meta)
         # Last: every write above dated the copy now; it keeps its source's date.
@@ -73,7 +80,7 @@ def _copy_one(source: Session, target: Store, report: CopyReport, updated_ns: in
         if sidecars and source.id in report.unchanged:
             report.unchanged.remove(source.id)
             report.extended.append(source.id)
-        if _shape(copied) != _shape(source) or copied.head != source.head or copied.meta != meta:
+        if _shape(copied.entries()) != _shape(entries) or copied.head != head or copied.meta != meta:
             raise CopyDiverged(f"session {source.id!r}: the copy does not match its source after copying")
         if any(copied.read_sidecar(name) != data for name, data in sidecars.items()):
             raise CopyDiverged(f"session {source.id!r}: a sidecar of the copy does not match its source")

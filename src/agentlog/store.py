@@ -24,6 +24,7 @@ from .backends.memory import MemoryBackend
 from .backends.registry import open_backend
 from .errors import (
     CorruptionError,
+    InvalidEvent,
     InvalidOption,
     NothingToContinue,
     RecoveryWarning,
@@ -267,6 +268,10 @@ class Store:
         staged, blobs = stage_existing(events, source, self.blob_threshold)
         if head is None:
             head = staged[-1].id
+        elif head != NIL_ID and head not in {e.id for e in staged}:
+            # HEAD must name one of the events the session starts with: a
+            # HEAD outside them is a session whose active path is broken.
+            raise InvalidEvent(f"HEAD {head} is not one of the {len(staged)} events the session is created with")
         return Commit(tuple(staged), head, NIL_ID, blobs)
 
     def create_timeline(

@@ -391,8 +391,22 @@ def import_bundle(
             session.import_events(batch)  # records are loaded: no blob source needed
         if session.head != bundle.head:
             session.checkout(bundle.head)  # an event of the bundle (checked): cannot be refused
+        _keep_date(session, bundle)
         added = len(bundle.events) - len(entries)
         return BundleImportReport(sid, "extended", added, len(bundle.events), session.head)
+
+
+def _keep_date(session: Session, bundle: _Bundle) -> None:
+    """Date the session as its source was dated when exported, not by the
+    import (the last write): ``ls`` orders it, and ``prune`` ages it, by its
+    own history, as a copy between stores keeps it (copying.py)."""
+    updated = bundle.meta.get("updated_at")
+    try:
+        updated_ns = parse_timestamp(updated) if isinstance(updated, str) else None
+    except ValueError:
+        updated_ns = None  # a hand-edited header: the import's own date stands
+    if updated_ns is not None:
+        session.storage.set_updated_ns(updated_ns)
 
 
 def _create(
@@ -413,4 +427,5 @@ def _create(
             session.import_events(batch)
         if bundle.events and session.head != bundle.head:
             session.checkout(bundle.head)  # an event of the bundle (checked): cannot be refused
+        _keep_date(session, bundle)
         return BundleImportReport(session.id, "created", len(bundle.events), len(bundle.events), session.head)
