@@ -117,7 +117,9 @@ class Session:
 
     def __len__(self) -> int:
         self._check_open()
-        return self.storage.event_count()
+        # A SQL store keeps the count in a column: a hand-edited negative one
+        # must not make len() itself fail (fsck reports the count).
+        return max(self.storage.event_count(), 0)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -242,7 +244,9 @@ class Session:
             yield from events
             seen += len(events)
             if seen > bound:
-                raise CorruptionError(self.id, None, f"parent links loop at {current}")
+                raise CorruptionError(
+                    self.id, None, f"parent links loop at {current}, or the event count is wrong; see agentlog fsck"
+                )
             current = events[-1].parent_id
             page = min(page * 2, _LAST_PAGE)
 

@@ -33,7 +33,7 @@ from .backends.base import (
     Ticket,
     split_payload,
 )
-from .errors import AgentlogError, EventNotFound, InvalidEvent, ReadOnlySession
+from .errors import AgentlogError, CorruptionError, EventNotFound, InvalidEvent, ReadOnlySession
 from .event import (
     NIL_ID,
     Event,
@@ -43,6 +43,7 @@ from .event import (
     check_record,
     check_role,
     format_timestamp,
+    is_event_id,
     stored_record_problem,
 )
 
@@ -185,6 +186,12 @@ class Timeline:
         self.blob_threshold = blob_threshold
         self._lock = threading.Lock()
         last = storage.last_id()
+        if last and not is_event_id(last):
+            # A hand-edited row (SQL stores keep it in a column): ids could
+            # not be kept increasing after it, so nothing is written.
+            raise CorruptionError(
+                f"session {storage.session_id}", None, f"its newest event id {last!r} is not an event id"
+            )
         self._ids = IdGenerator(last or None)
         # HEAD after every commit submitted so far (the next commit's
         # expected HEAD); the storage's HEAD catches up as commits land.

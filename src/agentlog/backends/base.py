@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 
 from ..errors import AgentlogError, CorruptionError, EventNotFound, InvalidOption, SessionNotFound
-from ..event import NIL_ID, Event, digest_of, make_event
+from ..event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, Event, digest_of, make_event, parse_timestamp
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
@@ -54,11 +54,14 @@ __all__ = [
     "Ticket",
     "check_durability",
     "check_links",
+    "check_rows",
     "event_from_row",
+    "listing_row",
     "path_by_scan",
     "path_from_rows",
     "read_path",
     "split_payload",
+    "stored_meta",
 ]
 
 DEFAULT_BLOB_THRESHOLD = 16 * 1024
@@ -246,9 +249,42 @@ class Problem:
         return f"{self.session_id}: {where}: {self.message}"
 
 
+def stored_meta(session_id: str, value: Any, where: str) -> dict[str, Any]:
+    """A SQL row's session metadata, as an object: JSON text is parsed; what
+    is not an object (a hand-edited row) is a CorruptionError naming the
+    session, so one damaged row is reported, never a whole listing failed."""
+    if isinstance(value, str | bytes):
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError as exc:
+            raise CorruptionError(where, None, f"metadata of session {session_id} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise CorruptionError(where, None, f"metadata of session {session_id} is {type(value).__name__}, not an object")
+    return value
+
+
+def listing_row(session_id: str, meta: Any, event_count: Any, updated_ns: Any, where: str) -> ListingRow:
+    """A SQL backend's listing row; a damaged one carries its error."""
+    try:
+        return ListingRow(
+            session_id, stored_meta(session_id, meta, where), SessionStats(int(event_count), int(updated_ns))
+        )
+    except CorruptionError as exc:
+        return ListingRow(session_id, {}, None, exc)
+    except (TypeError, ValueError) as exc:
+        return ListingRow(session_id, {}, None, CorruptionError(where, None, f"counts of session {session_id}: {exc}"))
+
+
+def _record_of(event_id: Any, text: Any) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptionError(f"event {event_id}", None, f"its record is not JSON: {exc}") from None
+
+
 def event_from_row(row: Sequence[Any]) -> Event:
     """An event from a SQL row (id, parent_id, kind, role, timestamp, record JSON text, digest, branch_from)."""
-    record = None if row[5] is None else orjson.loads(row[5])
+    record = None if row[5] is None else _record_of(row[0], row[5])
     return make_event(row[0], row[1], row[2], row[3], row[4], record, row[6], row[7], {})
 
 
@@ -258,7 +294,12 @@ def path_from_rows(
     """The events of a SQL path query, checked: more rows than the session
     holds is a loop in the parent links; none is an unknown ``from_id``."""
     if len(rows) > bound:
-        raise CorruptionError(where, None, f"parent links loop in session {storage.session_id}")
+        raise CorruptionError(
+            where,
+            None,
+            f"parent links loop in session {storage.session_id}, or its event count ({bound - 1}) is wrong;"
+            " see agentlog fsck",
+        )
     if not rows and from_id != NIL_ID:
         raise EventNotFound(from_id, storage.session_id)
     return [event_from_row(row) for row in rows]
@@ -325,7 +366,6 @@ def path_by_scan(
     which the caller continues with from the returned id."""
     out: list[Event] = []
     want = from_id
-    loads = orjson.loads
     build = make_event
     skipped = 0
     for row in rows:
@@ -337,7 +377,7 @@ def path_by_scan(
             if skipped > SCAN_SKIP_BOUND and skipped > len(out):
                 return out, want  # mostly other branches here: the recursive query goes on
             continue  # another branch's event
-        record = None if row[5] is None else loads(row[5])
+        record = None if row[5] is None else _record_of(event_id, row[5])
         out.append(build(event_id, row[1], row[2], row[3], row[4], record, row[6], row[7], {}))
         want = row[1]
         if want == NIL_ID or len(out) == limit or row[2] == until_kind or event_id == until_id:
@@ -381,6 +421,84 @@ def read_path(
     if not rows:
         return events  # a missing parent ends the path, as the recursive query ends it
     return events + path_from_rows(storage, rest, rows, bound, where)
+
+
+def check_rows(backend: Backend, storage: SessionStorage, where: str) -> list[Problem]:
+    """What fsck finds in a backend that keeps rows (SQLite, PostgreSQL,
+    memory), reading every one: metadata that is not an object, a count
+    that disagrees with the events held, an event whose kind, role or time
+    is malformed or whose record cannot be read, parent links that loop,
+    and what ``check_links`` finds. Each is named with its session and
+    event; one damaged row never hides the others."""
+    sid, problems = storage.session_id, []
+
+    def add(message: str) -> None:
+        problems.append(Problem(sid, where, None, message))
+
+    try:
+        backend.read_meta(sid)
+    except CorruptionError as exc:
+        add(exc.reason)
+    try:
+        entries = list(storage.entries())
+    except (CorruptionError, ValueError, TypeError) as exc:  # a row the backend cannot even list
+        add(f"its events cannot be listed: {getattr(exc, 'reason', exc)}")
+        return problems
+    try:
+        count = backend.stats(sid).event_count
+    except (AgentlogError, ValueError, TypeError) as exc:
+        add(f"its event count cannot be read: {exc}")
+    else:
+        if count != len(entries):
+            add(f"its event count says {count}, and it holds {len(entries)} events")
+    try:
+        last = storage.last_id()
+    except (AgentlogError, ValueError, TypeError) as exc:
+        add(f"its newest event id cannot be read: {exc}")
+    else:
+        newest = max((e.id for e in entries), default="")
+        if last != newest:
+            add(f"its newest event id is kept as {last!r}, and the newest it holds is {newest!r}")
+    parents: dict[str, str] = {}
+    for entry in entries:
+        parents[entry.id] = entry.parent_id
+        if not KIND_PATTERN.match(entry.kind):
+            add(f"event {entry.id} has a malformed kind {entry.kind!r}")
+        if entry.role is not None and not ROLE_PATTERN.match(entry.role):
+            add(f"event {entry.id} has a malformed role {entry.role!r}")
+        try:
+            parse_timestamp(entry.timestamp)
+        except (ValueError, TypeError):
+            add(f"event {entry.id} has a malformed time {entry.timestamp!r}")
+        if entry.digest is None:  # a blob's record is read and checked by check_links
+            try:
+                storage.get(entry.id)
+            except CorruptionError as exc:
+                add(f"{exc.reason} (event {entry.id})")
+    for event_id in _in_loops(parents):
+        add(f"event {event_id}'s parent links loop: no path from it reaches the root")
+    return problems + check_links(storage, where)
+
+
+def _in_loops(parents: Mapping[str, str]) -> list[str]:
+    """The events whose parent links come back to themselves (at most one
+    named per loop); a walk ends at the root or at an event known to reach it."""
+    reaches: set[str] = {NIL_ID}
+    found: list[str] = []
+    for start in parents:
+        walk: list[str] = []
+        on_walk: set[str] = set()
+        at = start
+        while at not in reaches and at in parents and at not in on_walk:
+            walk.append(at)
+            on_walk.add(at)
+            at = parents[at]
+        if at in on_walk:
+            found.append(at)
+            reaches.update(walk)  # reported once: the walk is not retried
+        else:
+            reaches.update(walk)
+    return found
 
 
 def check_links(storage: SessionStorage, where: str) -> list[Problem]:

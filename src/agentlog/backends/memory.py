@@ -27,7 +27,7 @@ from .base import (
     StagedEvent,
     Ticket,
     check_durability,
-    check_links,
+    check_rows,
 )
 
 __all__ = ["MemoryBackend"]
@@ -203,7 +203,7 @@ class MemoryBackend(Backend):
         return self._breadcrumbs.get(working_dir)
 
     def verify(self, session_id: str) -> list[Problem]:
-        return check_links(MemorySessionStorage(session_id, self._data(session_id), readonly=True), "memory")
+        return check_rows(self, MemorySessionStorage(session_id, self._data(session_id), readonly=True), "memory")
 
     def repair(self, session_id: str) -> list[str]:
         self._data(session_id)

@@ -44,10 +44,12 @@ from .base import (
     SessionStorage,
     Ticket,
     check_durability,
-    check_links,
+    check_rows,
     event_from_row,
+    listing_row,
     paged_scan,
     read_path,
+    stored_meta,
 )
 from .registry import local_path
 
@@ -365,14 +367,11 @@ class SqliteBackend(Backend):
         row = self.query("SELECT meta FROM sessions WHERE id = ?", (check_session_id(session_id),), one=True)
         if row is None:
             raise SessionNotFound(session_id)
-        meta = orjson.loads(row[0])
-        if not isinstance(meta, dict):
-            raise CorruptionError(self.path, None, f"metadata of session {session_id} is not an object")
-        return meta
+        return stored_meta(session_id, row[0], self.path)
 
     def listing(self) -> Iterator[ListingRow]:
         rows = self.query("SELECT id, meta, event_count, updated_ns FROM sessions")
-        return iter([ListingRow(r[0], orjson.loads(r[1]), SessionStats(r[2], r[3])) for r in rows])
+        return iter([listing_row(r[0], r[1], r[2], r[3], self.path) for r in rows])
 
     def stats(self, session_id: str) -> SessionStats:
         row = self.query("SELECT event_count, updated_ns FROM sessions WHERE id = ?", (session_id,), one=True)
@@ -416,7 +415,7 @@ class SqliteBackend(Backend):
             for row in self.query("PRAGMA quick_check")
             if row[0] != "ok"
         ]
-        return problems + check_links(SqliteSessionStorage(self, session_id, None), self.path)
+        return problems + check_rows(self, SqliteSessionStorage(self, session_id, None), self.path)
 
     def repair(self, session_id: str) -> list[str]:
         return []  # SQLite recovers its own journal; damage beyond it is reported by verify

@@ -45,7 +45,9 @@ from ..base import (
     SessionStats,
     SessionStorage,
     check_durability,
-    check_links,
+    check_rows,
+    listing_row,
+    stored_meta,
 )
 from .lease import LEASE_MODES, PostgresLease, held_here
 from .schema import migrate
@@ -303,8 +305,7 @@ class PostgresBackend(Backend):
         row = self.query(f"SELECT {_META} FROM sessions WHERE id = %s", (check_session_id(session_id),), one=True)
         if row is None:
             raise SessionNotFound(session_id)
-        meta: dict[str, Any] = row[0]
-        return meta
+        return stored_meta(session_id, row[0], self.url)
 
     def stats(self, session_id: str) -> SessionStats:
         row = self.query("SELECT event_count, updated_ns FROM sessions WHERE id = %s", (session_id,), one=True)
@@ -315,7 +316,7 @@ class PostgresBackend(Backend):
     def listing(self) -> Iterator[ListingRow]:
         """Every session's metadata and counts in one query."""
         rows = self.query(f"SELECT id, {_META}, event_count, updated_ns FROM sessions")
-        return iter([ListingRow(str(r[0]), r[1], SessionStats(int(r[2]), int(r[3]))) for r in rows])
+        return iter([listing_row(str(r[0]), r[1], r[2], r[3], self.url) for r in rows])
 
     def delete(self, session_id: str) -> None:
         lease = self._lease(session_id, exists=True)
@@ -365,7 +366,7 @@ class PostgresBackend(Backend):
         return None if row is None else str(row[0])
 
     def verify(self, session_id: str) -> list[Problem]:
-        return check_links(PostgresSessionStorage(self, session_id, None), self.url)
+        return check_rows(self, PostgresSessionStorage(self, session_id, None), self.url)
 
     def search(
         self,

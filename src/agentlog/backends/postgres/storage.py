@@ -23,7 +23,7 @@ from ...errors import (
 )
 from ...event import NIL_ID, Event, digest_of
 from ...recordtext import record_text, strip_terminal_codes
-from ..base import Commit, IndexEntry, SessionStorage, Ticket, event_from_row, paged_scan, read_path
+from ..base import Commit, IndexEntry, SessionStorage, Ticket, event_from_row, paged_scan, read_path, stored_meta
 from .lease import PostgresLease
 
 if TYPE_CHECKING:  # the backend module imports this one; the name is for annotations only
@@ -279,10 +279,10 @@ class PostgresSessionStorage(SessionStorage):
         # Through ``_query``: a writer reads on its own connection. The pool
         # would open a second server connection per agent process (idle for a
         # minute after), doubling what a fleet of writers holds.
-        meta: dict[str, Any] | None = self._one(f"SELECT {META} FROM sessions WHERE id = %s")
+        meta: Any = self._one(f"SELECT {META} FROM sessions WHERE id = %s")
         if meta is None:
             raise SessionNotFound(self.session_id)
-        return meta
+        return stored_meta(self.session_id, meta, self._db.url)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         self._write(
