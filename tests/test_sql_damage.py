@@ -103,3 +103,19 @@ def test_a_newest_id_that_is_no_event_id_is_refused_on_open(damaged: tuple[Store
     assert any("newest event id is kept as 'zzz'" in m for m in _problems(store))
     with store.open("fine") as s:
         s.append("message", {"content": "still writable"}, role="user")
+
+
+def test_an_export_of_a_broken_active_path_is_refused_not_written_short(damaged: tuple[Store, Edit]) -> None:
+    import io
+
+    from agentlog.export import export_session
+
+    store, edit = damaged
+    with store.open("hurt", readonly=True) as s:
+        second = s.entries()[1].id
+    missing = "01a23d3f-0000-7000-8000-000000000000"
+    edit("UPDATE events SET parent_id = %s WHERE id = %s", (missing, second))
+    with store.open("hurt", readonly=True) as s:
+        for fmt in ("md", "html"):
+            with pytest.raises(CorruptionError, match=f"active path is broken: it names a missing event, {missing}"):
+                export_session(s, fmt, io.BytesIO())

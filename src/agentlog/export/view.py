@@ -105,6 +105,13 @@ def load_view(session: Session, *, redactor: Redactor | None = None, progress: P
     while current in entries and current not in active:
         active.append(current)
         current = entries[current].parent_id
+    if current != NIL_ID:
+        # A parent that is no event of the session, or links that loop: an
+        # export must not present what is left as the whole conversation.
+        what = "loops back to" if current in entries else "names a missing event,"
+        raise CorruptionError(
+            session.id, None, f"the active path is broken: it {what} {current}; see 'agentlog fsck {session.id}'"
+        )
     active.reverse()
     shown = set(active)
     branches: list[Branch] = []
