@@ -110,3 +110,14 @@ def test_fsck_of_a_session_whose_writer_is_open_in_another_process_reports_nothi
     # The writer ended without closing the session: now the stale HEAD file is news.
     [problem] = Store(home).fsck()
     assert problem.severity == "warning" and "HEAD file says" in problem.message
+
+
+def test_a_reader_derives_the_index_from_the_log_when_it_cannot_read_the_file(tmp_path: Path) -> None:
+    store = Store(tmp_path / "home")
+    with store.create(session_id="s") as s:
+        ids = [s.append("message", {"content": f"m{n}"}, role="user").id for n in range(3)]
+    index = tmp_path / "home" / "sessions" / "s" / "index.bin"
+    index.unlink()
+    index.mkdir()  # what stands in its place cannot be read as a file (as root, a mode of 000 can)
+    with store.open("s", readonly=True) as reader:
+        assert [e.id for e in reader.transcript()] == ids

@@ -29,6 +29,7 @@ from the log and removes the old one.
 from __future__ import annotations
 
 import calendar
+import errno
 import os
 import re
 import struct
@@ -325,7 +326,16 @@ class Index:
             self._fd, self.count, self.torn_bytes = -1, 0, 0
             return
         flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
-        self._fd = self.fs.open(path, flags)
+        try:
+            self._fd = self.fs.open(path, flags)
+        except StorageError as exc:
+            if writable or exc.errno not in (errno.EACCES, errno.EPERM, errno.EISDIR):
+                raise  # a writer needs its index; and an I/O error is the OS's to say
+            # A reader that may not read the index (its mode, a directory in
+            # its place) derives every entry from the log, as for a missing
+            # one (invariant 2); fsck reports the file.
+            self._fd, self.count, self.torn_bytes = -1, 0, 0
+            return
         try:
             self._load_header(legacy_path)
         except BaseException:
