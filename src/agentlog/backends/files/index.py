@@ -328,6 +328,11 @@ class Index:
         flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
         try:
             self._fd = self.fs.open(path, flags)
+            try:
+                self._load_header(legacy_path)
+            except BaseException:
+                self.close()
+                raise
         except StorageError as exc:
             if writable or exc.errno not in (errno.EACCES, errno.EPERM, errno.EISDIR):
                 raise  # a writer needs its index; and an I/O error is the OS's to say
@@ -335,12 +340,6 @@ class Index:
             # its place) derives every entry from the log, as for a missing
             # one (invariant 2); fsck reports the file.
             self._fd, self.count, self.torn_bytes = -1, 0, 0
-            return
-        try:
-            self._load_header(legacy_path)
-        except BaseException:
-            self.close()
-            raise
 
     def _load_header(self, legacy_path: str | None) -> None:
         size = self.fs.size(self._fd, self.path)
