@@ -149,7 +149,8 @@ def test_malformed_sessions_are_left_out_and_reported(file_store):
     # index.bin is derived: a session without one is whole in its log, and listed
     assert sorted(r.id for r in rows) == sorted([good, no_index])
     broken = {b.id: b.reason for b in file_store.broken()}
-    assert set(broken) == {bad_json, not_object, no_meta, "garbage"}
+    assert set(broken) == {bad_json, not_object, no_meta, "garbage", "stray-file"}
+    assert "is not a directory" in broken["stray-file"]  # a file where a session should be: reported
     assert "does not parse" in broken[bad_json]
     assert "not a JSON object" in broken[not_object]
 

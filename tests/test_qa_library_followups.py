@@ -121,3 +121,13 @@ def test_a_reader_derives_the_index_from_the_log_when_it_cannot_read_the_file(tm
     index.mkdir()  # what stands in its place cannot be read as a file (as root, a mode of 000 can)
     with store.open("s", readonly=True) as reader:
         assert [e.id for e in reader.transcript()] == ids
+
+
+def test_a_file_where_a_sessions_directory_should_be_is_reported_not_skipped(tmp_path: Path) -> None:
+    store = Store(tmp_path / "home")
+    store.create(session_id="fine").close()
+    (tmp_path / "home" / "sessions" / "flat").write_text("not a directory")
+    rows, broken = store.scan()
+    assert [r.id for r in rows] == ["fine"] and [b.id for b in broken] == ["flat"]
+    [problem] = store.fsck()
+    assert problem.session_id == "flat" and "is not a directory" in problem.message

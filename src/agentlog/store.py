@@ -457,6 +457,11 @@ class Store:
         """Verify one session or all; returns every problem found (changes nothing)."""
         ids = [check_session_id(session_id)] if session_id is not None else sorted(self.backend.session_ids())
         problems: builtins.list[Problem] = []
+        if session_id is None:
+            # What listing reports but no session holds (a file where a
+            # session's directory should be) is a problem too.
+            known = set(ids)
+            problems += [Problem(b.id, self.home, None, b.reason) for b in self.broken() if b.id not in known]
         for sid in ids:
             if not self.backend.exists(sid):
                 raise SessionNotFound(sid)

@@ -252,9 +252,18 @@ class FileBackend(Backend):
 
     def listing(self) -> Iterator[ListingRow]:
         """The base class's listing, with each session's two paths built once
-        from the name just listed (and validated by ``session_ids``)."""
+        from the name just listed (one scan of ``sessions/``, as
+        ``session_ids``). A file where a session's directory should be is
+        reported, never skipped."""
         sessions = self.layout.sessions + os.sep
-        for session_id in self.session_ids():
+        for entry in self.fs.scandir(self.layout.sessions):
+            session_id = entry.name
+            if session_id.startswith(".") or not _is_session_name(session_id):
+                continue  # work in progress (.new-*, .del-*), or nothing of ours
+            if not entry.is_dir():
+                reason = "is not a directory: a session is a directory of its own"
+                yield ListingRow(session_id, {}, None, CorruptionError(entry.path, None, reason))
+                continue
             where = sessions + session_id + os.sep
             try:
                 meta = self._read_meta(session_id, where + "session.json")
@@ -386,3 +395,11 @@ class FileBackend(Backend):
                 self.chunk_size,
                 lambda: self.storage(session_id, readonly=False),
             )
+
+
+def _is_session_name(name: str) -> bool:
+    try:
+        check_session_id(name)
+    except ValueError:
+        return False
+    return True
