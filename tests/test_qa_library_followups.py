@@ -131,3 +131,24 @@ def test_a_file_where_a_sessions_directory_should_be_is_reported_not_skipped(tmp
     assert [r.id for r in rows] == ["fine"] and [b.id for b in broken] == ["flat"]
     [problem] = store.fsck()
     assert problem.session_id == "flat" and "is not a directory" in problem.message
+
+
+def test_a_blob_the_os_will_not_read_is_no_missing_blob_and_the_export_marks_it(tmp_path: Path) -> None:
+    import io
+
+    from agentlog import StorageError
+    from agentlog.export import export_session
+
+    store = Store(tmp_path / "home", blob_threshold=16)
+    with store.create(session_id="b") as s:
+        s.append("message", {"content": "before"}, role="user")
+        big = s.append("tool_result", {"tool_call_id": "c", "content": "x" * 200}, role="tool")
+    blob = max((tmp_path / "home" / "sessions" / "b" / "blobs").iterdir(), key=lambda p: p.stat().st_size)
+    blob.unlink()
+    blob.mkdir()  # the OS refuses to read it as a file (as root, a mode of 000 would not)
+    with store.open("b", readonly=True) as s:
+        with pytest.raises(StorageError, match="Is a directory"):
+            s.resolve(s.event(big.id))
+        out = io.BytesIO()
+        export_session(s, "html", out)
+    assert b"payload unreadable" in out.getvalue() and b"before" in out.getvalue()

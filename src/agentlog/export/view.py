@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.base import IndexEntry
-from ..errors import CorruptionError
+from ..errors import CorruptionError, StorageError
 from ..event import NIL_ID, Event
 from ..session import Session
 from ..shortid import short_ids
@@ -72,7 +72,10 @@ class ExportView:
         stored = self.session.event(eid)
         try:
             return self.session.resolve(stored)
-        except CorruptionError as exc:  # a blob missing or damaged (BlobIntegrityError too)
+        except (CorruptionError, StorageError) as exc:
+            # A blob missing or damaged (BlobIntegrityError too), or one the
+            # OS would not read (its mode, a directory in its place): that
+            # event is marked, named in a warning, and the rest is written.
             self.unreadable[eid] = str(exc)
             return stored.with_record(None)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 
@@ -66,9 +67,14 @@ class BlobStore:
 
     def get(self, digest: str) -> bytes:
         path = self.path(digest)
-        if not self.fs.exists(path):
-            raise BlobIntegrityError(path, None, f"blob {digest} is missing")
-        data = self.fs.read_file(path)
+        try:
+            data = self.fs.read_file(path)
+        except StorageError as exc:
+            # Only a blob that is not there is missing; a read the OS refused
+            # (permissions, EIO) is its failure to say, never damage.
+            if exc.errno == errno.ENOENT:
+                raise BlobIntegrityError(path, None, f"blob {digest} is missing") from None
+            raise
         actual = digest_of(data)
         if actual != digest:
             raise BlobIntegrityError(path, None, f"content hashes to {actual}, not {digest}")
