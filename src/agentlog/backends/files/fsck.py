@@ -502,11 +502,17 @@ def repair_session(
         if scan.torn is not None and _cut_after_ack(scan.torn, acknowledged_end_of(fs, layout.index(session_id))):
             torn = _keep_cut_batch(scan, plan)
             where = f"{log.path(scan.torn.chunk)}@{scan.torn.offset}"
-            actions.append(
-                f"kept the {len(scan.torn_batch)} intact records of an acknowledged batch cut short at {where}, "
-                f"written back in place as a whole batch of {len(scan.torn_batch)} (their bytes as they were, "
-                f"and the torn rest, are in {log.path(scan.torn.chunk)}.quarantine)"
-            )
+            if scan.torn_batch:
+                actions.append(
+                    f"kept the {len(scan.torn_batch)} intact records of an acknowledged batch cut short at {where}, "
+                    f"written back in place as a whole batch of {len(scan.torn_batch)} (their bytes as they were, "
+                    f"and the torn rest, are in {log.path(scan.torn.chunk)}.quarantine)"
+                )
+            else:  # one acknowledged record cut short: nothing of it is whole
+                actions.append(
+                    f"moved the acknowledged record cut short at {where} to "
+                    f"{log.path(scan.torn.chunk)}.quarantine (no part of it was whole)"
+                )
         for b in scan.bad + torn:
             by_chunk.setdefault(b.chunk, []).append(b)
         already_cut = _cut_before(scan, planned)
