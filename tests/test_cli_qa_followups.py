@@ -157,3 +157,12 @@ def test_a_read_only_command_on_a_postgresql_schema_with_no_store_creates_none(
     assert sql("SELECT count(*) FROM information_schema.schemata WHERE schema_name = %s", pg_schema) == [(0,)]
     assert run(url, "new", "--name", "made").exit_code == 0  # a command that creates still does
     assert sql("SELECT count(*) FROM information_schema.schemata WHERE schema_name = %s", pg_schema) == [(1,)]
+
+
+def test_an_event_is_named_by_the_start_of_its_short_id_as_printed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with Store(home).create(session_id="s") as s:
+        ids = [s.append("message", {"content": f"m{n}"}, role="user").id for n in range(3)]
+    shown = ok(home, "log", "s").split()[0]  # the first event's short id, as log prints it
+    assert ids[0].replace("-", "").endswith(shown)
+    assert ok_json(home, "show", "s", shown[:4])["id"] == ids[0]

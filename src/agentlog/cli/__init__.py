@@ -146,7 +146,8 @@ class AgentlogGroup(click.Group):
 def main(ctx: click.Context, home: str | None, store_url: str | None, durability: str) -> None:
     """agentlog: a durable, navigable event timeline for AI agent sessions.
 
-    Sessions and events can be named by a unique prefix of their id. Every
+    Sessions and events can be named by the short id printed (or its
+    start), a unique prefix of their id, or (sessions) their name. Every
     command takes --json for one JSON document on stdout."""
     creates = ctx.invoked_subcommand in CREATING_COMMANDS
     ctx.obj = App(store_location(ctx, home, store_url), durability, creates=creates)

@@ -55,12 +55,17 @@ def _matches(ids: Iterable[str], text: str) -> list[str]:
     digits = _hex(text)
     low = digits.lower()
     tail = _HEX.match(low) is not None
+    # The start of a short form as printed (its last SHORT_LEN digits):
+    # "814c" of "814c19a4", which every listing shows.
+    short_start = tail and len(low) < SHORT_LEN
     found = []
     for i in ids:
         h = _hex(i)
         if i == text or h.startswith(digits):
             found.append(i)
-        elif is_uuid(i) and (h.startswith(low) or (tail and h.endswith(low))):
+        elif is_uuid(i) and (
+            h.startswith(low) or (tail and h.endswith(low)) or (short_start and h[-SHORT_LEN:].startswith(low))
+        ):
             found.append(i)
     return found
 

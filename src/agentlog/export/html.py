@@ -278,7 +278,8 @@ def html_chunks(view: ExportView) -> Iterator[str]:
         ("created", meta.get("created_at") or "-"),
         (
             "events",
-            f"{len(view.order):,} ({len(view.active):,} on the active path, {len(view.branches):,} other branches)",
+            f"{len(view.order):,} ({len(view.active):,} on the active path, {len(view.branches):,} other "
+            f"{'branch' if len(view.branches) == 1 else 'branches'})",
         ),
     ]
     yield "\n".join(

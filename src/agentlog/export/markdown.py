@@ -114,7 +114,7 @@ def markdown_chunks(view: ExportView, *, all_branches: bool = False) -> Iterator
         f"- created: {meta.get('created_at') or '-'}",
         f"- HEAD: `{view.head}`",
         f"- events: {len(view.order):,} ({len(view.active):,} on the active path, "
-        f"{len(view.branches):,} other branches)",
+        f"{len(view.branches):,} other {'branch' if len(view.branches) == 1 else 'branches'})",
         f"- tokens (active path): {_totals(view)}",
         "",
         "## Active path",
