@@ -192,8 +192,9 @@ def main() -> int:
     step("6. The tree and the active context")
     from .cli import main as cli
 
+    command = _command()
     for args in (["tree", sid], ["context", sid], ["fsck"]):
-        console.print(f"[dim]$ agentlog --home {os.path.relpath(HOME)} {' '.join(args)}[/]")
+        console.print(f"[dim]$ {command} --home {os.path.relpath(HOME)} {' '.join(args)}[/]")
         try:
             cli.main(["--home", HOME, *args], prog_name="agentlog", standalone_mode=False)
         except SystemExit as exc:  # fsck's exit status: 0 when clean
@@ -201,9 +202,20 @@ def main() -> int:
                 raise
     console.print(
         f"\n[bold]done in {time.perf_counter() - started:.1f} s.[/] Browse it: "
-        f"agentlog --home {os.path.relpath(HOME)} ls"
+        f"{command} --home {os.path.relpath(HOME)} ls"
     )
     return 0
+
+
+def _command() -> str:
+    """How to run agentlog from here, as printed: ``agentlog`` when the
+    shell finds this installation's, else its path (``make demo`` runs in a
+    virtualenv that is not on PATH, so ``.venv/bin/agentlog``)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "agentlog")
+    found = shutil.which("agentlog")
+    if found and os.path.realpath(found) == os.path.realpath(beside):
+        return "agentlog"
+    return os.path.relpath(beside) if os.path.exists(beside) else "agentlog"
 
 
 if __name__ == "__main__":

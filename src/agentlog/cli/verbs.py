@@ -18,6 +18,7 @@ import click
 from ..errors import AgentlogError, NothingToContinue
 from ..session import Session
 from ..store import Store
+from ..tokens import context_tokens
 from .common import App, CliError, emit_json, json_option, pass_app
 from .completion import complete_event, complete_session
 from .location import shown
@@ -96,6 +97,10 @@ def compact(app: App, session: str, keep_tokens: int | None, as_json: bool) -> N
     with app.open(session, write=True) as opened:
         event = opened.compact(keep_tokens=keep_tokens)
         doc: dict[str, Any] = {"session": opened.id, "compacted": event is not None}
+        if event is None:
+            # Say why: what is kept verbatim already holds the whole context.
+            kept = opened.compaction.keep_tokens if keep_tokens is None else keep_tokens
+            doc.update(context_tokens=context_tokens(opened.context(resolve=True)), keep_tokens=kept)
         if event is not None:
             record = event.record or {}
             doc.update(
@@ -106,7 +111,10 @@ def compact(app: App, session: str, keep_tokens: int | None, as_json: bool) -> N
     if as_json:
         emit_json(doc)
     elif event is None:
-        click.echo(f"{doc['session']}: nothing to compact")
+        click.echo(
+            f"{doc['session']}: nothing to compact: its context, about {doc['context_tokens']:,} tokens, is "
+            f"within the {doc['keep_tokens']:,} kept verbatim (--keep-tokens) and the turn in progress"
+        )
     else:
         click.echo(
             f"{doc['session']}: compacted ({doc['tokens_before']:,} -> "
