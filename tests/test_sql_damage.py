@@ -119,3 +119,14 @@ def test_an_export_of_a_broken_active_path_is_refused_not_written_short(damaged:
         for fmt in ("md", "html"):
             with pytest.raises(CorruptionError, match=f"active path is broken: it names a missing event, {missing}"):
                 export_session(s, fmt, io.BytesIO())
+
+
+def test_a_sqlite_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
+    from agentlog import UnknownBackend
+
+    path = tmp_path / "store.db"
+    Store(f"sqlite:///{path}").create(session_id="s").close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE schema_version SET version = 999")
+    with pytest.raises(UnknownBackend, match="schema version is 999"):
+        Store(f"sqlite:///{path}")

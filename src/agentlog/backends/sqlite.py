@@ -246,12 +246,27 @@ class SqliteBackend(Backend):
             # corrupts the file, where OFF can; ``fsck --repair`` has nothing
             # to repair a corrupt SQLite file with.
             self._conn.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
+        try:
+            self._create_schema()
+        except UnknownBackend:
+            self._conn.close()
+            raise
+
+    def _create_schema(self) -> None:
         with self.transaction() as db:
             for statement in _SCHEMA.split(";"):  # executescript would commit mid-transaction
                 if statement.strip():
                     db.execute(statement)
-            if db.execute("SELECT version FROM schema_version").fetchone() is None:
+            row = db.execute("SELECT version FROM schema_version").fetchone()
+            if row is None:
                 db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            elif row[0] != SCHEMA_VERSION:
+                # Another agentlog's tables (a newer one, or a hand edit):
+                # reading them as these would be silently wrong.
+                raise UnknownBackend(
+                    f"{self.path}: its schema version is {row[0]!r}, and this agentlog reads version "
+                    f"{SCHEMA_VERSION} (a store written by a newer agentlog: upgrade to open it)"
+                )
 
     @classmethod
     def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> SqliteBackend:
