@@ -59,11 +59,16 @@ def _damage_record(store: Store, sid: str, text: bytes) -> None:
     chunk.write_bytes(data[:at] + text.upper() + data[at + len(text) :])
 
 
-def test_a_reader_that_met_a_damaged_record_still_reads_every_other_event(tmp_path: Path) -> None:
+def _six_notes_the_third_damaged(tmp_path: Path) -> tuple[Store, list[str]]:
     store = Store(tmp_path / "home")
     with store.create(session_id="d") as s:
         ids = [s.append("message", {"content": f"note {n}"}, role="user").id for n in range(6)]
     _damage_record(store, "d", b"note 2")
+    return store, ids
+
+
+def test_a_reader_that_met_a_damaged_record_still_reads_every_other_event(tmp_path: Path) -> None:
+    store, ids = _six_notes_the_third_damaged(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RecoveryWarning)  # "index rebuilt from the chunks"
         with store.open("d", readonly=True) as reader:
@@ -74,10 +79,7 @@ def test_a_reader_that_met_a_damaged_record_still_reads_every_other_event(tmp_pa
 
 
 def test_a_replay_past_a_damaged_record_names_it_alone_and_sends_the_rest(tmp_path: Path) -> None:
-    store = Store(tmp_path / "home")
-    with store.create(session_id="d") as s:
-        ids = [s.append("message", {"content": f"note {n}"}, role="user").id for n in range(6)]
-    _damage_record(store, "d", b"note 2")
+    store, ids = _six_notes_the_third_damaged(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RecoveryWarning)
         with live_server(store) as base, httpx.Client(base_url=base) as client:
