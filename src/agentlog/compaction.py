@@ -134,8 +134,8 @@ def compact(
     check_count("keep_tokens", keep_tokens)
     check_flag("split_turn", split_turn)
     # The compaction goes where the next append goes: after a select(), on
-    # the selected path, so that path (not HEAD's) is what it summarizes.
-    context = session.context(at=session.pending, resolve=True)
+    # the selected path, which is the path context() reads.
+    context = session.context(resolve=True)
     previous = context[0] if context and context[0].kind == "compaction" else None
     body = context[1:] if previous else context
     cut = choose_cut(body, keep_tokens)

@@ -9,7 +9,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 import uuid_utils
 
@@ -31,6 +31,7 @@ __all__ = [
     "check_sidecar_name",
     "digest_of",
     "is_event_id",
+    "is_session_id",
     "stored_record_problem",
     "format_timestamp",
     "parse_timestamp",
@@ -81,11 +82,16 @@ def digest_of(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def is_session_id(value: object) -> TypeGuard[str]:
+    """True for a safe session id (what ``check_session_id`` accepts)."""
+    return isinstance(value, str) and _SESSION_ID.match(value) is not None
+
+
 def check_session_id(value: object) -> str:
     """Return ``value`` if it is a safe session id, else raise InvalidSessionId.
 
     Checked before any path is built from it (invariant 8)."""
-    if not isinstance(value, str) or not _SESSION_ID.match(value):
+    if not is_session_id(value):
         raise InvalidSessionId(value)
     return value
 

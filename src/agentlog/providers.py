@@ -245,18 +245,17 @@ def _part_type(part: Any) -> str:
 #: (sent as a call and its result instead, ``_server_results``). Neither
 #: OpenAI API takes them as content; the records keep them, and the
 #: exports show them.
-_THINKING_PARTS = frozenset({"thinking", "redacted_thinking", "server_tool_use"})
+_UNSENT_PARTS = frozenset({"thinking", "redacted_thinking", "server_tool_use"})
 
 
-def _without_thinking(content: Any) -> Any:
+def _without_unsent(content: Any) -> Any:
     if not isinstance(content, list):
         return content
     return [
         p
         for p in content
         if not (
-            isinstance(p, dict)
-            and (p.get("type") in _THINKING_PARTS or str(p.get("type", "")).endswith("_tool_result"))
+            isinstance(p, dict) and (p.get("type") in _UNSENT_PARTS or str(p.get("type", "")).endswith("_tool_result"))
         )
     ]
 
@@ -276,7 +275,7 @@ def _render_chat(items: list[_Msg | _Result], system: Any, repair: bool = False)
             continue
         content = item.record.get("content")
         if repair:
-            content = _chat_content(_without_thinking(content))
+            content = _chat_content(_without_unsent(content))
             if content == [] and item.role == "assistant":
                 content = None  # the APIs refuse an empty list of parts: no content (or "", below)
         if content is None and (item.role != "assistant" or (repair and not item.calls)):
@@ -385,7 +384,7 @@ def to_responses_input(events: Iterable[Event], system: Any = None) -> list[dict
                 output = _responses_content("user", item.content)
             items.append({"type": "function_call_output", "call_id": item.call_id, "output": output})
             continue
-        content = _without_thinking(item.record.get("content"))
+        content = _without_unsent(item.record.get("content"))
         if item.role == "assistant" and content == []:
             content = None  # an empty list of parts, which the API refuses, says what None says
         if not (item.calls and content in (None, "", [])):

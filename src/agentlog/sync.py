@@ -33,9 +33,9 @@ def new_suffix(session: SessionView, messages: Sequence[Any]) -> list[NewEvent]:
     names: dict[str, str] = {}  # call id -> tool name, carried across messages
     per_message = [chat_messages_to_drafts([m], names)[0] for m in plain]
     incoming = [events_to_chat_messages(_as_events(d)) for d in per_message]
-    # Compared with the path the append continues: after a select(), the
-    # selected one, not HEAD's.
-    saved = events_to_chat_messages(session.context(at=session.pending, resolve=True))
+    # Compared with the path the append continues (context()'s): after a
+    # select(), the selected one, not HEAD's.
+    saved = events_to_chat_messages(session.context(resolve=True))
     if len(incoming) < len(saved):
         raise ContextMismatch(
             f"sync() got {len(incoming)} messages but {len(saved)} are saved; a harness list may only grow"

@@ -97,8 +97,8 @@ def estimate_tokens(text: str) -> int:
     if not text.isascii():
         wide = len(text) - len(_WIDE.sub("", text))
         astral = len(text) - len(_ASTRAL.sub("", text))
-        other = len(text.encode("ascii", "ignore"))  # the ASCII characters
-        other = len(text) - other - wide - astral
+        ascii_chars = len(text.encode("ascii", "ignore"))
+        other = len(text) - ascii_chars - wide - astral
         quarter = 1 / CHARS_PER_TOKEN
         tokens += wide * (_WIDE_TOKENS - quarter) + astral * (_ASTRAL_TOKENS - quarter)
         tokens += other * (_OTHER_TOKENS - quarter)

@@ -481,23 +481,20 @@ def check_rows(backend: Backend, storage: SessionStorage, where: str) -> list[Pr
 
 
 def _in_loops(parents: Mapping[str, str]) -> list[str]:
-    """The events whose parent links come back to themselves (at most one
-    named per loop); a walk ends at the root or at an event known to reach it."""
-    reaches: set[str] = {NIL_ID}
+    """The events whose parent links come back to themselves (one named per
+    loop). A walk ends at the root, at a missing parent (check_links names
+    it), at an event an earlier walk went through, or on its own track."""
+    walked: set[str] = {NIL_ID}
     found: list[str] = []
     for start in parents:
-        walk: list[str] = []
-        on_walk: set[str] = set()
+        track: set[str] = set()
         at = start
-        while at not in reaches and at in parents and at not in on_walk:
-            walk.append(at)
-            on_walk.add(at)
+        while at not in walked and at in parents and at not in track:
+            track.add(at)
             at = parents[at]
-        if at in on_walk:
+        if at in track:
             found.append(at)
-            reaches.update(walk)  # reported once: the walk is not retried
-        else:
-            reaches.update(walk)
+        walked |= track
     return found
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from ..errors import AmbiguousRef, BadRef, EventNotFound, InvalidSessionId, SessionNotFound
-from ..event import NIL_ID, check_session_id
+from ..event import NIL_ID, is_session_id
 from ..session import Session
 from ..shortid import SHORT_LEN, is_uuid, short_ids
 from ..shortid import hex_digits as _hex
@@ -97,7 +97,7 @@ def resolve_session(store: Store, text: str) -> str:
     text = text.strip()
     if not text:
         raise SessionNotFound(text)
-    as_id = _valid_session_id(text)
+    as_id = is_session_id(text)
     if as_id and store.exists(text):
         return text
     ids = list(store.backend.session_ids())
@@ -118,14 +118,6 @@ def resolve_session(store: Store, text: str) -> str:
         # has it, and why it cannot be an id either.
         raise InvalidSessionId(text, "no session has that name, and an id is 1 to 128 of A-Z a-z 0-9 _ -")
     raise SessionNotFound(text)
-
-
-def _valid_session_id(text: str) -> bool:
-    try:
-        check_session_id(text)
-    except InvalidSessionId:
-        return False
-    return True
 
 
 # --- events -----------------------------------------------------------------------

@@ -41,6 +41,7 @@ __all__ = [
     "SearchWarning",
     "catch_up",
     "index_location",
+    "index_unwritable",
     "reindex",
     "search",
 ]
@@ -114,15 +115,24 @@ def reindex(store: Store, progress: ProgressFn | None = None) -> IndexStats:
     return stats
 
 
-def _check_writable(path: str) -> None:
-    """A SearchError unless the index file at ``path`` and the directory it
-    lives in (SQLite makes its journal files there) may be written."""
+def index_unwritable(path: str) -> str | None:
+    """What keeps the index file at ``path`` from being written: the file,
+    or the directory it lives in (SQLite makes its journal files there, and
+    the nearest that exists stands for one not made yet); None if nothing."""
     at = os.path.dirname(os.path.abspath(path))
     while not os.path.lexists(at):  # the root exists, so this ends
         at = os.path.dirname(at)
     for where in (path, at) if os.path.lexists(path) else (at,):
         if not os.access(where, os.W_OK):
-            raise SearchError(f"cannot rebuild the search index {path}: {where} cannot be written (a read-only home?)")
+            return where
+    return None
+
+
+def _check_writable(path: str) -> None:
+    """A SearchError unless the index file at ``path`` may be written."""
+    where = index_unwritable(path)
+    if where is not None:
+        raise SearchError(f"cannot rebuild the search index {path}: {where} cannot be written (a read-only home?)")
 
 
 #: The largest limit SQLite and PostgreSQL bind (a signed 64-bit integer).

@@ -361,12 +361,14 @@ class Feed:
         """Whether the session this feed opened is still there (not deleted,
         nor deleted and made again under its id)."""
         try:
-            if not self.store.exists(self.session_id):
-                return False
+            # One read a wake: the metadata says both (a deleted session's is
+            # SessionNotFound); only when it cannot be read does existence decide.
             born = self._birth()
-            return self._born is None or born is None or born == self._born
+            if born is None:
+                return self.store.exists(self.session_id)
+            return self._born is None or born == self._born
         except SessionNotFound:
-            return False  # deleted between the two looks
+            return False
         except Exception as exc:  # noqa: BLE001 - cannot tell: keep the feed, and say why
             log.warning("feed %s: cannot tell whether the session still exists: %s", self.session_id, exc)
             return True

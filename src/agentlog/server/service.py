@@ -21,7 +21,6 @@ runs waits for it rather than indexing the same sessions a second time.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -31,7 +30,7 @@ import anyio.to_thread
 from .. import Session, Store
 from ..agent import LiveHub
 from ..backends.base import Backend
-from ..search import catch_up, index_location
+from ..search import catch_up, index_location, index_unwritable
 from .errors import ApiError
 from .feed import Feeds
 
@@ -74,7 +73,7 @@ class Service:
         if not self.own_index or self._warmer is not None:
             return
         path = index_location(self.store.home)
-        if path is not None and not _writable(path):
+        if path is not None and index_unwritable(path) is not None:
             return
         self._warmer = threading.Thread(target=self._warm, name="agentlog-search-warm-up", daemon=True)
         self._warmer.start()
@@ -136,15 +135,6 @@ class Service:
                         self.feeds.notify(session_id)
 
         return await anyio.to_thread.run_sync(work)
-
-
-def _writable(path: str) -> bool:
-    """Whether the index file at ``path`` (or, before it exists, the
-    nearest directory that does) may be written."""
-    at = path
-    while not os.path.lexists(at) and os.path.dirname(at) != at:
-        at = os.path.dirname(at)
-    return os.access(at, os.W_OK)
 
 
 def if_match_header(value: str | None) -> str | None:

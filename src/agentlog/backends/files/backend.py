@@ -24,7 +24,7 @@ from ...errors import (
     StorageError,
     UnknownBackend,
 )
-from ...event import NIL_ID, check_session_id
+from ...event import NIL_ID, check_session_id, is_session_id
 from ..base import Backend, Commit, ListingRow, Problem, SessionStats, check_durability
 from ..registry import local_path
 from .fsck import repair_session, verify_session
@@ -241,13 +241,8 @@ class FileBackend(Backend):
     def session_ids(self) -> Iterator[str]:
         for entry in self.fs.scandir(self.layout.sessions):
             name = entry.name
-            if name.startswith("."):
-                continue
-            try:
-                check_session_id(name)
-            except ValueError:
-                continue  # not a session directory name: nothing of ours
-            if entry.is_dir():
+            # work in progress (.new-*, .del-*), or a name that is nothing of ours
+            if not name.startswith(".") and is_session_id(name) and entry.is_dir():
                 yield name
 
     def listing(self) -> Iterator[ListingRow]:
@@ -258,7 +253,7 @@ class FileBackend(Backend):
         sessions = self.layout.sessions + os.sep
         for entry in self.fs.scandir(self.layout.sessions):
             session_id = entry.name
-            if session_id.startswith(".") or not _is_session_name(session_id):
+            if session_id.startswith(".") or not is_session_id(session_id):
                 continue  # work in progress (.new-*, .del-*), or nothing of ours
             if not entry.is_dir():
                 reason = "is not a directory: a session is a directory of its own"
@@ -395,11 +390,3 @@ class FileBackend(Backend):
                 self.chunk_size,
                 lambda: self.storage(session_id, readonly=False),
             )
-
-
-def _is_session_name(name: str) -> bool:
-    try:
-        check_session_id(name)
-    except ValueError:
-        return False
-    return True
