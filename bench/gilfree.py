@@ -129,6 +129,18 @@ def _model(
     return rate, (flusher.syncs() - syncs) / (threads * per_thread)
 
 
+def _pure(ext: Any, work: str, threads: int, gather: bool) -> tuple[float, float]:
+    """Lines/s and syncs a line of ``threads`` C threads for two seconds."""
+    path = os.path.join(work, f"pure-{threads}-{gather}")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+    try:
+        lines, syncs = ext.pure(fd, threads, 2.0, gather)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return lines / 2.0, syncs / lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.gilfree", description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=4000, help="events per measurement (default 4000)")
@@ -169,6 +181,20 @@ def main(argv: list[str] | None = None) -> int:
                 note(f"{label}: syncs an event at 8 threads", s8)
             c8, _ = _model(home, flushers[0][1], line, 8, n // 8, python=False)
             note("C alone, no Python work, one sync at a time: 8 threads / agentlog 1 thread", c8 / one)
+            # The same with the commit delay: the group waits for every
+            # appending thread, which the disk rewards once no Python work
+            # stands between a thread's acknowledgement and its next line.
+            d8, ds8 = _model(home, flushers[-1][1], line, 8, n // 8, python=False)
+            note("C alone, no Python work, 100 us commit delay: 8 threads / agentlog 1 thread", d8 / one)
+            note("C alone, no Python work, 100 us commit delay: syncs an event at 8 threads", ds8)
+            # And with no Python anywhere: C threads that never take the GIL.
+            lone, _ = _pure(ext, work, 1, False)
+            for gather in (False, True):
+                p8, ps8 = _pure(ext, work, 8, gather)
+                how = "the leader gathers all 8 lines" if gather else "one sync at a time"
+                note(f"C threads, no GIL at all, {how}: 8 threads / 1 C thread", p8 / lone)
+                note(f"C threads, no GIL at all, {how}: 8 threads / agentlog 1 thread", p8 / one)
+                note(f"C threads, no GIL at all, {how}: syncs an event at 8 threads", ps8)
             note("agentlog 1 thread, events/s", one)
             shutil.rmtree(home)
             print(f"round {r + 1}: agentlog 1 thread {one:,.0f}/s, 8 threads {eight:,.0f}/s", flush=True)

@@ -17,10 +17,17 @@
  *     while fewer than in_flight syncs are running (several syncs at once).
  *   delay_ns > 0: before writing a group, the C thread waits up to that long
  *     for as many lines as threads were appending (PostgreSQL's commit_delay).
+ *
+ * pure(fd, threads, seconds, gather) -> (lines, syncs): the disk's own bound,
+ *   with no Python at all: C threads append a line each in a loop for that
+ *   long, the first to find no sync running syncs everything written so far.
+ *   With gather, that leader first waits (up to 100 us) until every thread
+ *   has written its next line, so each group holds them all.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -216,7 +223,86 @@ static PyTypeObject FlusherType = {
     .tp_methods = flusher_methods,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "gilfree_flusher", NULL, -1, NULL};
+
+typedef struct {
+    int fd, threads, gather, syncing;
+    volatile int stop;
+    long written, synced, syncs;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char line[582];
+} Pure;
+
+static double pure_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void *pure_main(void *arg) {
+    Pure *p = arg;
+    while (!p->stop) {
+        pthread_mutex_lock(&p->mu);
+        write_all(p->fd, p->line, sizeof p->line);
+        long mine = ++p->written;
+        while (p->synced < mine) {
+            if (p->syncing) {
+                pthread_cond_wait(&p->cv, &p->mu);
+                continue;
+            }
+            p->syncing = 1;
+            double until = pure_now() + 100e-6;
+            while (p->gather && p->written - p->synced < p->threads && pure_now() < until) {
+                pthread_mutex_unlock(&p->mu);
+                sched_yield();
+                pthread_mutex_lock(&p->mu);
+            }
+            long target = p->written;
+            pthread_mutex_unlock(&p->mu);
+            if (fdatasync(p->fd) != 0)
+                abort();
+            pthread_mutex_lock(&p->mu);
+            p->synced = target;
+            p->syncs++;
+            p->syncing = 0;
+            pthread_cond_broadcast(&p->cv);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+static PyObject *pure(PyObject *self, PyObject *args) {
+    Pure p;
+    double seconds;
+    memset(&p, 0, sizeof p);
+    if (!PyArg_ParseTuple(args, "iidp", &p.fd, &p.threads, &seconds, &p.gather))
+        return NULL;
+    if (p.threads < 1 || p.threads > 64) {
+        PyErr_SetString(PyExc_ValueError, "threads must be 1 to 64");
+        return NULL;
+    }
+    memset(p.line, 'x', sizeof p.line);
+    p.line[sizeof p.line - 1] = '\n';
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
+    pthread_t threads[64];
+    Py_BEGIN_ALLOW_THREADS
+    for (int i = 0; i < p.threads; i++)
+        pthread_create(&threads[i], NULL, pure_main, &p);
+    usleep((useconds_t)(seconds * 1e6));
+    p.stop = 1;
+    for (int i = 0; i < p.threads; i++)
+        pthread_join(threads[i], NULL);
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("ll", p.written, p.syncs);
+}
+
+static PyMethodDef module_methods[] = {
+    {"pure", pure, METH_VARARGS, "C threads alone: (lines, syncs) written in that many seconds."},
+    {NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "gilfree_flusher", NULL, -1, module_methods};
 
 PyMODINIT_FUNC PyInit_gilfree_flusher(void) {
     if (PyType_Ready(&FlusherType) < 0)
