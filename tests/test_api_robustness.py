@@ -78,11 +78,13 @@ def test_a_hand_edited_session_json_does_not_break_the_listing(file_store: Store
     meta = orjson.loads(path.read_bytes())
     meta.update(title=5, name=["x"], status=7, working_dir=9, summary={"a": 1}, archived="no")
     path.write_bytes(orjson.dumps(meta))
-    infos = {i.id: i for i in file_store.list()}
-    odd = infos[sid]
-    assert odd.title is None and odd.name is None and odd.working_dir is None and odd.summary is None
-    assert odd.status == "active" and odd.archived is False  # "no" is not True
-    assert infos[other.id].title == "plain"
+    # Not shown with those fields blanked (wrong data, without a word): the
+    # session is reported, each field named, and the others are listed.
+    infos, broken = file_store.scan()
+    assert [i.title for i in infos] == ["plain"]
+    assert [b.id for b in broken] == [sid]
+    for field in ("title", "name", "status", "working_dir", "summary", "archived"):
+        assert f"field {field!r}" in broken[0].reason
 
 
 def test_metadata_named_like_create_options_survives_a_bundle_round_trip(tmp_path: Path) -> None:

@@ -193,14 +193,31 @@ def test_listing_survives_a_session_deleted_mid_listing(tmp_path):
     assert broken == []
 
 
-@pytest.mark.parametrize("updated_at", ["yesterday", None, 42])
-def test_unreadable_updated_at_falls_back_to_the_index_time(file_store, updated_at):
+def test_a_null_updated_at_falls_back_to_the_index_time(file_store):
     sid = fill(file_store, "s", 1)
+    path = session_dir(file_store, sid) / "session.json"
+    import orjson
+
+    meta = orjson.loads(path.read_bytes())
+    meta["updated_at"] = None  # unknown: the index's time says when the session last changed
+    path.write_bytes(orjson.dumps(meta))
+    (row,) = file_store.list()
+    assert row.id == sid and row.updated_at.endswith("Z")
+
+
+@pytest.mark.parametrize("updated_at", ["yesterday", 42])
+def test_an_updated_at_that_is_no_time_is_reported_not_replaced(file_store, updated_at):
+    """Before, such a value was passed over for the index's time without a
+    word; it is damage, reported with the file and the field
+    (tests/test_session_json_damage.py has every case)."""
+    sid = fill(file_store, "s", 1)
+    other = fill(file_store, "t", 1)
     path = session_dir(file_store, sid) / "session.json"
     import orjson
 
     meta = orjson.loads(path.read_bytes())
     meta["updated_at"] = updated_at
     path.write_bytes(orjson.dumps(meta))
-    (row,) = file_store.list()
-    assert row.id == sid and row.updated_at.endswith("Z")
+    rows, broken = file_store.scan()
+    assert [r.id for r in rows] == [other]
+    assert [b.id for b in broken] == [sid] and "field 'updated_at'" in broken[0].reason

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentlog import Store
+from agentlog import SearchWarning, Store
 from agentlog.backends.files.gc import collect
 from cli_support import run
 
@@ -221,12 +221,19 @@ def test_gc_says_which_sessions_kept_their_blobs_and_why(tmp_path: Path) -> None
 
 
 def test_search_survives_a_hand_edited_working_dir(tmp_path: Path) -> None:
+    """The session whose session.json is damaged is named in a warning and
+    left out (as one that does not parse always was), the others are
+    searched; after fsck --repair it is found again."""
     home = tmp_path / "home"
     _session(home)
+    _session(home, "t")
     path = home / "sessions" / "s" / "session.json"
     path.write_text(path.read_text().replace(f'"working_dir": "{tmp_path}"', '"working_dir": {"x": 1}'))
     assert '"x": 1' in path.read_text()
-    assert [h.session_id for h in Store(home).search("event")] == ["s"]
+    with pytest.warns(SearchWarning, match="search cannot read session s: .*field 'working_dir'"):
+        assert [h.session_id for h in Store(home).search("event")] == ["t"]
+    Store(home).repair("s")
+    assert sorted(h.session_id for h in Store(home).search("event")) == ["s", "t"]
 
 
 def test_a_search_limit_past_what_sql_binds_means_all(tmp_path: Path) -> None:

@@ -223,6 +223,25 @@ def parse_timestamp(text: str) -> int:
     return int(dt.timestamp()) * 1_000_000_000 + int((frac or "0").ljust(9, "0")[:9])
 
 
+def is_timestamp(value: object) -> bool:
+    """True for text ``parse_timestamp`` reads. Cheaper than parsing for
+    agentlog's own form (listing checks two a session): the form by its
+    pattern, the date and time by the C parser of their ISO form."""
+    if not isinstance(value, str):
+        return False
+    if _CANONICAL_TIME.fullmatch(value) is not None:
+        try:
+            datetime.fromisoformat(value[:19])
+            return True
+        except ValueError:
+            pass  # a form fromisoformat refuses (a leap second): parse_timestamp decides
+    try:
+        parse_timestamp(value)
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One durable fact on a session's timeline.

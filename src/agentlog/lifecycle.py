@@ -14,6 +14,7 @@ import orjson
 from ._text import content_text
 from .errors import InvalidMeta, SessionLocked
 from .event import NIL_ID, format_timestamp
+from .metafields import DEFAULT_META, field_problem
 from .view import SessionView
 
 __all__ = [
@@ -27,26 +28,9 @@ __all__ = [
     "render_summary",
 ]
 
-#: Fields every session.json has; older files get these when read.
-DEFAULT_META: dict[str, Any] = {
-    "schema": 1,
-    "name": None,
-    "title": None,
-    "working_dir": None,
-    "model": None,
-    "archived": False,
-    "status": "active",
-    "summary": "",
-    "summary_structured": None,
-    "forked_from": None,
-}
-
 #: Fields the store writes itself: a caller's value would make session.json
 #: contradict the session it sits in.
 RESERVED_META = frozenset({"id", "schema"})
-#: Known fields and the types every reader of them expects (``agentlog ls``,
-#: ``SessionInfo``, the server); None is allowed wherever the default is None.
-_TEXT_META = frozenset({"name", "title", "working_dir", "model", "status", "summary", "created_at", "updated_at"})
 
 SUMMARY_MESSAGES = 6
 SUMMARY_CHARS = 2000
@@ -62,25 +46,25 @@ def meta_with_defaults(meta: dict[str, Any]) -> dict[str, Any]:
 def check_meta(changes: Mapping[str, Any]) -> None:
     """Refuse metadata that cannot be stored as given, before anything is
     written, the same on every backend: a value JSON cannot hold (a set,
-    an integer beyond 64 bits), a reserved field, a known field of the
-    wrong type (a title that is not text would break every listing), or a
-    working directory no path can be. NaN becomes null, as in records."""
+    an integer beyond 64 bits), a reserved field, or a known field that
+    breaks its rule (``metafields``: a title that is not text would break
+    every listing, a working directory no path can be, a time that is not
+    one). A read applies the same rule to what is stored, so what this
+    lets through reads back. NaN becomes null, as in records."""
     for key, value in changes.items():
         if key in RESERVED_META:
             raise InvalidMeta(f"metadata field {key!r} is kept by the store and cannot be set")
-        if key in _TEXT_META and value is not None and not isinstance(value, str):
-            raise InvalidMeta(f"metadata field {key!r} must be text or None, not {type(value).__name__}")
-        if key == "working_dir" and isinstance(value, str) and "\x00" in value:
-            # No path can hold one; PostgreSQL could not even store it.
-            raise InvalidMeta("metadata field 'working_dir' holds a NUL character (U+0000): no path can")
-        if key == "archived" and not isinstance(value, bool):
-            raise InvalidMeta(f"metadata field 'archived' must be True or False, not {type(value).__name__}")
-        if key == "summary_structured" and value is not None and not isinstance(value, dict):
-            shown = type(value).__name__
-            raise InvalidMeta(f"metadata field 'summary_structured' must be an object or None, not {shown}")
+        why = field_problem(key, value)
+        if why is not None:
+            raise InvalidMeta(f"metadata field {key!r} {why}")
     try:
         orjson.dumps(dict(changes))
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        for key, value in changes.items():  # name the field (a read names it too)
+            try:
+                orjson.dumps({key: value})
+            except TypeError as why:
+                raise InvalidMeta(f"metadata field {key!r} is not JSON: {why}") from None
         raise InvalidMeta(f"metadata is not JSON: {exc}") from None
 
 

@@ -7,6 +7,10 @@ of an OpenAI-style API:
 - ``to_chat_messages``: Chat Completions ``messages``;
 - ``to_responses_input``: Responses API ``input`` items.
 
+(``providers_anthropic`` renders the same neutral form for Anthropic's
+Messages API, where thinking is kept and system text moves out of the
+messages.)
+
 A ``compaction`` or ``branch_summary`` becomes a framed user message;
 ``state``, ``label``, ``custom`` and other custom kinds are never sent.
 Both views keep the **pairing guarantee** providers enforce: every tool
@@ -96,6 +100,7 @@ class _Msg:
 class _Result:
     call_id: Any  # a str, except in the faithful view of a result with a bad id
     content: Any
+    is_error: bool = False  # the Chat and Responses views cannot say it; the Anthropic view does
 
 
 def _record(event: Event) -> dict[str, Any]:
@@ -153,7 +158,10 @@ def _neutral(triples: Iterable[tuple[str, str | None, _Record]], repair: bool) -
 
     def close_group() -> None:
         if repair:
-            out.extend(_Result(cid, inline.get(cid, INTERRUPTED)) for cid in open_calls)
+            out.extend(
+                _Result(cid, inline[cid]) if cid in inline else _Result(cid, INTERRUPTED, is_error=True)
+                for cid in open_calls
+            )
         open_calls.clear()
         inline.clear()
 
@@ -177,7 +185,7 @@ def _neutral(triples: Iterable[tuple[str, str | None, _Record]], repair: bool) -
                 open_calls.remove(call_id)
             elif repair:
                 continue  # orphan: its call is absent or already answered
-            out.append(_Result(call_id, rec.get("content")))
+            out.append(_Result(call_id, rec.get("content"), rec.get("is_error") is True))
         else:
             close_group()
             if kind == "compaction":
@@ -314,6 +322,12 @@ def events_to_chat_messages(events: Iterable[Event], system: Any = None) -> list
 
 
 # --- Responses API -----------------------------------------------------------------
+
+
+def _system_prompt_text(contents: Iterable[Any]) -> str:
+    """Several system texts as one system prompt: joined by a blank line
+    (the rule of ``chat_messages_to_drafts`` and of the Anthropic view)."""
+    return "\n\n".join(_text_of(c) for c in contents)
 
 
 def _text_of(content: Any) -> str:
@@ -481,7 +495,7 @@ def chat_messages_to_drafts(
     elif len(system) == 1:
         prompt = system[0]
     else:
-        prompt = "\n\n".join(_text_of(s) for s in system)
+        prompt = _system_prompt_text(system)
     return drafts, prompt
 
 

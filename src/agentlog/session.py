@@ -35,6 +35,7 @@ from .errors import (
 from .event import NIL_ID, Event, check_event_id, check_sidecar_name, format_timestamp, is_event_id
 from .lifecycle import LAZY_IDS, check_meta, ensure_summary_text, fork_meta, meta_with_defaults, render_summary
 from .providers import to_chat_messages, to_responses_input
+from .providers_anthropic import to_anthropic_input
 from .state import Checkpoint, state_record
 from .summarize import ExtractiveSummarizer, Summarizer
 from .sync import new_suffix
@@ -549,6 +550,13 @@ class Session:
     def to_responses_input(self, system: str | None = None) -> list[dict[str, Any]]:
         """The context as OpenAI Responses API input items."""
         return to_responses_input(self.context(resolve=True), system=system)
+
+    def to_anthropic_input(self, system: str | None = None) -> dict[str, Any]:
+        """The context as Anthropic Messages API keyword arguments:
+        ``messages``, and ``system`` when there is system text (``system``,
+        then the context's system messages). ``**`` them into
+        ``messages.create(model=..., max_tokens=..., ...)``."""
+        return to_anthropic_input(self.context(resolve=True), system=system)
 
     def sync(self, messages: Sequence[Any]) -> list[Event]:
         """Append only the new suffix of a harness's plain message list.

@@ -36,6 +36,7 @@ import orjson
 
 from ..errors import AgentlogError, CorruptionError, EventNotFound, InvalidOption, SessionNotFound
 from ..event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, Event, digest_of, make_event, parse_timestamp
+from ..metafields import MetaProblem, document_problems, meta_problems
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
@@ -250,17 +251,22 @@ class Problem:
 
 
 def stored_meta(session_id: str, value: Any, where: str) -> dict[str, Any]:
-    """A SQL row's session metadata, as an object: JSON text is parsed; what
-    is not an object (a hand-edited row) is a CorruptionError naming the
-    session, so one damaged row is reported, never a whole listing failed."""
+    """A SQL row's session metadata, as an object, checked by the rule every
+    write is held to (``metafields``): JSON text is parsed; what is not an
+    object, or breaks the rule (a hand-edited row), is a CorruptionError
+    naming the session and each field at fault, so one damaged row is
+    reported, never a whole listing failed."""
     if isinstance(value, str | bytes):
-        try:
-            value = orjson.loads(value)
-        except orjson.JSONDecodeError as exc:
-            raise CorruptionError(where, None, f"metadata of session {session_id} is not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise CorruptionError(where, None, f"metadata of session {session_id} is {type(value).__name__}, not an object")
-    return value
+        meta, problems = document_problems(value.encode() if isinstance(value, str) else value, session_id)
+    elif isinstance(value, dict):
+        meta, problems = value, meta_problems(value, session_id)
+    else:
+        meta, problems = None, [MetaProblem(None, f"is {type(value).__name__}, not an object")]
+    errors = [p for p in problems if p.severity == "error"]
+    if errors or meta is None:
+        subject = f"metadata of session {session_id}"
+        raise CorruptionError(where, None, "; ".join(p.text(subject) for p in errors))
+    return meta
 
 
 def listing_row(session_id: str, meta: Any, event_count: Any, updated_ns: Any, where: str) -> ListingRow:

@@ -54,8 +54,13 @@ def fsck(app: App, session: str | None, repair: bool, as_json: bool) -> None:
     deleting it, writes a tombstone with the damaged event's id and parent
     in its place (so every intact event keeps its path and HEAD stays),
     and says what it moved and why, and which events, if any, are no
-    longer reachable. Repair takes the writer's lease, so it fails on a
-    session another process is writing."""
+    longer reachable. A session.json field of the wrong type is an error
+    naming the field; --repair keeps the old file beside it as
+    session.json.quarantine and writes it again without the fields at
+    fault (each then reads as its default; 'id' and 'schema' are set
+    again), or with defaults when nothing of it can be read. Repair takes
+    the writer's lease, so it fails on a session another process is
+    writing."""
     store = app.store
     sid = resolve_session(store, session) if session is not None else None
     if sid is not None:

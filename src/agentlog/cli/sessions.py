@@ -14,7 +14,7 @@ from ..store import SessionInfo
 from .common import App, emit_json, json_option, pass_app
 from .location import shown
 from .refs import check_text
-from .render import abbreviate, columns, console, local_time, one_line, print_lines
+from .render import abbreviate, columns, console, counted, local_time, one_line, print_lines
 
 __all__ = ["COMMANDS"]
 
@@ -76,16 +76,27 @@ def ls(app: App, archived: bool, show_all: bool, as_json: bool) -> None:
     """List sessions, most recently updated first.
 
     Reads each session's metadata and one file status, never its events.
-    Archived sessions are left out unless --archived (or --all) is given. An
-    imported session shows the directory it was recorded in, marked
-    "(imported)": it has no working directory of its own, so --continue never
-    opens it."""
+    Archived sessions are left out unless --archived (or --all) is given. A
+    session whose metadata cannot be read (a damaged session.json) is left
+    out with a warning on stderr naming it; --all lists it as broken, with
+    the reason. An imported session shows the directory it was recorded in,
+    marked "(imported)": it has no working directory of its own, so
+    --continue never opens it."""
     infos, broken = app.store.scan()
     if not (archived or show_all):
         infos = [i for i in infos if not i.archived]
     rows = [_row(i) for i in infos]
     if show_all:
         rows += [_broken_row(b.id, b.reason) for b in sorted(broken, key=lambda b: b.id)]
+    elif broken:
+        # Left out of the rows (they have none to show), never without a word.
+        ids = ", ".join(sorted(b.id for b in broken)[:5]) + (", ..." if len(broken) > 5 else "")
+        click.echo(
+            f"agentlog: warning: {counted(len(broken), 'session')} cannot be read and "
+            f"{'is' if len(broken) == 1 else 'are'} not listed ({ids}): 'agentlog ls --all' says why, "
+            "'agentlog fsck' tells more",
+            err=True,
+        )
     if as_json:
         emit_json(rows)
         return

@@ -286,7 +286,7 @@ class FileBackend(Backend):
             if needs_migration(self.fs, self.layout, session_id):
                 return legacy_meta(self.fs, self.layout, session_id)
             raise CorruptionError(path, None, f"cannot read session.json: {exc.detail}") from None
-        return parse_meta(path, data)
+        return parse_meta(path, data, session_id)
 
     def stats(self, session_id: str) -> SessionStats:
         """From one stat of the index: its size counts entries, its mtime dates them.

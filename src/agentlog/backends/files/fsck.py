@@ -7,7 +7,9 @@ deleting it), writes a tombstone in the place of each damaged event
 record whose id and parent it can recover (tombstone.py), so that every
 intact event keeps its path and HEAD stays, rewrites the chunk (temp file,
 sync, rename), then lets the next open rebuild the index and HEAD from
-the log.
+the log. Before any of that it rewrites a session.json that fails its
+check without the fields at fault, the old one kept beside it
+(``meta.repair_meta_file``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from .blobs import BlobStore
 from .chunklog import ChunkLog, Line
 from .index import ENTRY_SIZE, HEADER_SIZE, Index, IndexDamaged, NamesBehind, acknowledged_end_of
 from .layout import Layout, chunk_name, parse_chunk_name
-from .meta import encode_meta, read_meta_file
+from .meta import meta_file_problems, repair_meta_file
 from .tombstone import fits, index_entries_by_location, neighbour_txn, recover, tombstone_line
 
 _STAMP_OK = re.compile(r"[ !#-\[\]-~]{1,40}\Z")  # what stored_record_problem accepts
@@ -216,11 +218,7 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
     # closes), completes the index as it commits, and may be mid-write at
     # the log's end: what would otherwise be warnings is the writer at work.
     live = writer_is_live(layout.locks, session_id) is True
-    meta_path = layout.meta(session_id)
-    try:
-        read_meta_file(fs, meta_path)
-    except CorruptionError as exc:
-        add(meta_path, None, exc.reason)
+    problems += meta_file_problems(fs, layout.meta(session_id), session_id)
     try:
         log = ChunkLog(fs, layout.chunks(session_id), chunk_size=1 << 62, durable=False, writable=False)
     except (CorruptionError, StorageError) as exc:
@@ -468,17 +466,7 @@ def repair_session(
     A damaged event record whose id and parent can be recovered
     (tombstone.py) is replaced by a tombstone in the same place, so every
     intact event after it keeps its path and HEAD stays."""
-    actions: list[str] = []
-    meta_path = layout.meta(session_id)
-    try:
-        read_meta_file(fs, meta_path)
-    except CorruptionError as exc:
-        if fs.exists(meta_path):
-            fs.rename(meta_path, meta_path + ".quarantine")
-            actions.append(f"moved {meta_path} to {meta_path}.quarantine ({exc.reason})")
-        meta = {"schema": 1, "id": session_id, "name": None, "created_at": None}
-        fs.write_atomic(meta_path, encode_meta(meta), durable=True)
-        actions.append(f"wrote a fresh {meta_path} with defaults")
+    actions = repair_meta_file(fs, layout.meta(session_id), session_id)
     actions += _restore_layout(fs, layout, session_id)
     log = ChunkLog(fs, layout.chunks(session_id), chunk_size=chunk_size, durable=True, writable=True)
     try:

@@ -20,8 +20,6 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
 from ..._codec import LineError, decode_line
 from ..._fs import OsFs
 from ...errors import (
@@ -44,7 +42,7 @@ from .index import Entry, Index, IndexDamaged, Placed, entry_of
 from .layout import Layout
 from .legacy_index import LegacyIndex
 from .lines import entry_to_index, is_event
-from .meta import read_meta_file
+from .meta import encode_meta, read_meta_file
 from .pathread import read_ancestors
 
 __all__ = ["FileSessionStorage"]
@@ -578,7 +576,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
 
     def read_meta(self) -> dict[str, Any]:
         try:
-            return read_meta_file(self.fs, self.layout.meta(self.session_id))
+            return read_meta_file(self.fs, self.layout.meta(self.session_id), self.session_id)
         except (StorageError, CorruptionError):
             self._raise_if_deleted()
             raise
@@ -587,7 +585,7 @@ class FileSessionStorage(GroupCommit, SessionStorage):
         self._check_writable()
         self.fs.write_atomic(
             self.layout.meta(self.session_id),
-            orjson.dumps(meta, option=orjson.OPT_INDENT_2),
+            encode_meta(meta),
             durable=self.durable,
         )
 
