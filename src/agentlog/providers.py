@@ -86,18 +86,20 @@ _RECORD_ONLY_RESULT_KEYS = ("role", "tool_call_id", "content", "name", "is_error
 #: with any extra fields a provider sent, so read defensively.
 _Record = Mapping[str, Any]
 
-# --- the neutral form both views render --------------------------------------
+# --- the neutral form every view renders --------------------------------------
+# Shared with providers_anthropic, so named without an underscore; not in
+# __all__: it is the provider views' own, not the library's surface.
 
 
 @dataclass
-class _Msg:
+class NeutralMessage:
     role: str
     record: _Record
     calls: list[_Record] = field(default_factory=list)
 
 
 @dataclass
-class _Result:
+class NeutralResult:
     call_id: Any  # a str, except in the faithful view of a result with a bad id
     content: Any
     is_error: bool = False  # the Chat and Responses views cannot say it; the Anthropic view does
@@ -112,13 +114,13 @@ def _record(event: Event) -> dict[str, Any]:
     return record
 
 
-def _triples(events: Iterable[Event]) -> Iterator[tuple[str, str | None, _Record]]:
+def event_triples(events: Iterable[Event]) -> Iterator[tuple[str, str | None, _Record]]:
     for event in events:
         if event.kind in ("message", "tool_call", "tool_result", "compaction", "branch_summary"):
             yield event.kind, event.role, _record(event)
 
 
-def _server_results(record: _Record) -> dict[str, Any]:
+def server_results(record: _Record) -> dict[str, Any]:
     """Results a reply holds in its own content, by call id: a server tool
     (Anthropic's web search, as imported Claude Code replies hold it) ran
     on the provider's side, and its ``*_tool_result`` part follows its
@@ -151,15 +153,17 @@ def _server_result_text(content: Any) -> str:
     return json.dumps(content, default=str)
 
 
-def _neutral(triples: Iterable[tuple[str, str | None, _Record]], repair: bool) -> list[_Msg | _Result]:
-    out: list[_Msg | _Result] = []
+def neutral_form(
+    triples: Iterable[tuple[str, str | None, _Record]], repair: bool
+) -> list[NeutralMessage | NeutralResult]:
+    out: list[NeutralMessage | NeutralResult] = []
     open_calls: list[str] = []  # ids of the latest call group still awaiting results
     inline: dict[str, Any] = {}  # results the group's reply holds itself (server tools)
 
     def close_group() -> None:
         if repair:
             out.extend(
-                _Result(cid, inline[cid]) if cid in inline else _Result(cid, INTERRUPTED, is_error=True)
+                NeutralResult(cid, inline[cid]) if cid in inline else NeutralResult(cid, INTERRUPTED, is_error=True)
                 for cid in open_calls
             )
         open_calls.clear()
@@ -171,12 +175,12 @@ def _neutral(triples: Iterable[tuple[str, str | None, _Record]], repair: bool) -
             if not isinstance(call_id, str):
                 raise InvalidEvent(f"tool_call record without a string id: {rec!r}")
             last = out[-1] if out else None
-            if not (isinstance(last, _Msg) and last.role == "assistant"):
+            if not (isinstance(last, NeutralMessage) and last.role == "assistant"):
                 close_group()
-                last = _Msg("assistant", {"content": None})
+                last = NeutralMessage("assistant", {"content": None})
                 out.append(last)
             if not last.calls and repair:
-                inline.update(_server_results(last.record))
+                inline.update(server_results(last.record))
             last.calls.append(rec)
             open_calls.append(call_id)
         elif kind == "tool_result":
@@ -185,15 +189,15 @@ def _neutral(triples: Iterable[tuple[str, str | None, _Record]], repair: bool) -
                 open_calls.remove(call_id)
             elif repair:
                 continue  # orphan: its call is absent or already answered
-            out.append(_Result(call_id, rec.get("content"), rec.get("is_error") is True))
+            out.append(NeutralResult(call_id, rec.get("content"), rec.get("is_error") is True))
         else:
             close_group()
             if kind == "compaction":
-                out.append(_Msg("user", {"content": COMPACTION_PREFIX + str(rec.get("summary", ""))}))
+                out.append(NeutralMessage("user", {"content": COMPACTION_PREFIX + str(rec.get("summary", ""))}))
             elif kind == "branch_summary":
-                out.append(_Msg("user", {"content": BRANCH_PREFIX + str(rec.get("summary", ""))}))
+                out.append(NeutralMessage("user", {"content": BRANCH_PREFIX + str(rec.get("summary", ""))}))
             elif role in MESSAGE_ROLES:
-                out.append(_Msg(role, rec))
+                out.append(NeutralMessage(role, rec))
             else:
                 raise InvalidEvent(f"message with role {role!r}: expected one of {MESSAGE_ROLES}")
     close_group()
@@ -240,17 +244,17 @@ def _chat_tool_content(content: Any) -> Any:
     if not isinstance(parts, list) or all(isinstance(p, dict) and p.get("type") == "text" for p in parts):
         return parts
     return "\n".join(
-        p.get("text", "") if isinstance(p, dict) and p.get("type") == "text" else f"[{_part_type(p)}]" for p in parts
+        p.get("text", "") if isinstance(p, dict) and p.get("type") == "text" else f"[{part_type(p)}]" for p in parts
     )
 
 
-def _part_type(part: Any) -> str:
+def part_type(part: Any) -> str:
     return str(part.get("type") or "part") if isinstance(part, dict) else "part"
 
 
 #: Content parts that hold a model's thinking (Anthropic's, as Claude Code
 #: and pi record them), and a server tool's call and result inside a reply
-#: (sent as a call and its result instead, ``_server_results``). Neither
+#: (sent as a call and its result instead, ``server_results``). Neither
 #: OpenAI API takes them as content; the records keep them, and the
 #: exports show them.
 _UNSENT_PARTS = frozenset({"thinking", "redacted_thinking", "server_tool_use"})
@@ -268,7 +272,9 @@ def _without_unsent(content: Any) -> Any:
     ]
 
 
-def _render_chat(items: list[_Msg | _Result], system: Any, repair: bool = False) -> list[dict[str, Any]]:
+def _render_chat(
+    items: list[NeutralMessage | NeutralResult], system: Any, repair: bool = False
+) -> list[dict[str, Any]]:
     """The chat messages for ``items``. ``repair`` marks the view sent to a
     provider: it also turns Responses parts (as the Agents SDK adapter
     stores them) into Chat parts. The faithful view keeps content as stored,
@@ -277,7 +283,7 @@ def _render_chat(items: list[_Msg | _Result], system: Any, repair: bool = False)
     if system is not None:
         messages.append({"role": "system", "content": system})
     for item in items:
-        if isinstance(item, _Result):
+        if isinstance(item, NeutralResult):
             result = _chat_tool_content(item.content) if repair else item.content
             messages.append({"role": "tool", "tool_call_id": item.call_id, "content": result})
             continue
@@ -312,19 +318,19 @@ def to_chat_messages(events: Iterable[Event], system: Any = None) -> list[dict[s
     """Chat Completions ``messages`` for a context, pairing repaired.
 
     ``system`` (the system prompt, not a durable event) comes first."""
-    return _render_chat(_neutral(_triples(events), repair=True), system, repair=True)
+    return _render_chat(neutral_form(event_triples(events), repair=True), system, repair=True)
 
 
 def events_to_chat_messages(events: Iterable[Event], system: Any = None) -> list[dict[str, Any]]:
     """The faithful chat view (no pairing repair): the inverse of
     ``chat_messages_to_drafts`` for ``sync()`` comparisons."""
-    return _render_chat(_neutral(_triples(events), repair=False), system)
+    return _render_chat(neutral_form(event_triples(events), repair=False), system)
 
 
 # --- Responses API -----------------------------------------------------------------
 
 
-def _system_prompt_text(contents: Iterable[Any]) -> str:
+def system_prompt_text(contents: Iterable[Any]) -> str:
     """Several system texts as one system prompt: joined by a blank line
     (the rule of ``chat_messages_to_drafts`` and of the Anthropic view)."""
     return "\n\n".join(_text_of(c) for c in contents)
@@ -388,8 +394,8 @@ def to_responses_input(events: Iterable[Event], system: Any = None) -> list[dict
     items: list[dict[str, Any]] = []
     if system is not None:
         items.append({"type": "message", "role": "system", "content": system})
-    for item in _neutral(_triples(events), repair=True):
-        if isinstance(item, _Result):
+    for item in neutral_form(event_triples(events), repair=True):
+        if isinstance(item, NeutralResult):
             output: Any = _text_of(item.content)
             if isinstance(item.content, list) and any(
                 isinstance(p, dict) and p.get("type") not in ("text", "input_text", "output_text") for p in item.content
@@ -495,7 +501,7 @@ def chat_messages_to_drafts(
     elif len(system) == 1:
         prompt = system[0]
     else:
-        prompt = _system_prompt_text(system)
+        prompt = system_prompt_text(system)
     return drafts, prompt
 
 
@@ -504,4 +510,4 @@ def normalize_chat_messages(messages: Iterable[Any]) -> list[dict[str, Any]]:
     reading it back with ``events_to_chat_messages`` gives."""
     drafts, system = chat_messages_to_drafts(messages)
     triples = ((kind, role, record) for kind, record, role in drafts)
-    return _render_chat(_neutral(triples, repair=False), system)
+    return _render_chat(neutral_form(triples, repair=False), system)

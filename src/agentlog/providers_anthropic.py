@@ -67,7 +67,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .event import Event
-from .providers import _Msg, _neutral, _part_type, _Result, _server_results, _system_prompt_text, _triples
+from .providers import (
+    NeutralMessage,
+    NeutralResult,
+    event_triples,
+    neutral_form,
+    part_type,
+    server_results,
+    system_prompt_text,
+)
 
 __all__ = ["LEADING_USER_TEXT", "to_anthropic_input"]
 
@@ -95,8 +103,8 @@ def to_anthropic_input(events: Iterable[Event], system: Any = None) -> dict[str,
     systems: list[str] = [] if system is None else [_plain_text(system)]
     turns: list[dict[str, Any]] = []
     answered_inline: set[str] = set()  # server calls whose result is in their own reply
-    for item in _neutral(_triples(events), repair=True):
-        if isinstance(item, _Result):
+    for item in neutral_form(event_triples(events), repair=True):
+        if isinstance(item, NeutralResult):
             if item.call_id not in answered_inline:
                 _add(turns, "user", [_tool_result(item)])
         elif item.role in ("system", "developer"):
@@ -110,7 +118,7 @@ def to_anthropic_input(events: Iterable[Event], system: Any = None) -> dict[str,
     if turns and turns[0]["role"] == "assistant":
         turns.insert(0, {"role": "user", "content": _text_blocks(LEADING_USER_TEXT)})
     out: dict[str, Any] = {"messages": turns}
-    prompt = _system_prompt_text(t for t in systems if t.strip())
+    prompt = system_prompt_text(t for t in systems if t.strip())
     if prompt:
         out["system"] = prompt
     return out
@@ -148,7 +156,7 @@ def _trim_final_assistant(turns: list[dict[str, Any]]) -> None:
 # --- assistant turns: text, thinking, tool calls, server tools ----------------------
 
 
-def _assistant_blocks(msg: _Msg) -> tuple[list[Block], set[str]]:
+def _assistant_blocks(msg: NeutralMessage) -> tuple[list[Block], set[str]]:
     """The blocks of an assistant message and its calls, and the ids of the
     server calls its own content answers (their results are not sent again)."""
     record = msg.record
@@ -156,7 +164,7 @@ def _assistant_blocks(msg: _Msg) -> tuple[list[Block], set[str]]:
     refusal = record.get("refusal")  # Chat Completions: the reply's text when the model refused
     if isinstance(refusal, str):
         blocks.extend(_text_blocks(refusal))
-    inline = set(_server_results(record)) if msg.calls else set()
+    inline = set(server_results(record)) if msg.calls else set()
     present = {b.get("id") for b in blocks if b.get("type") == "server_tool_use"}
     answered: set[str] = set()
     for call in msg.calls:
@@ -236,7 +244,7 @@ def _thinking(part: dict[str, Any], pi_signatures: bool) -> list[Block]:
 # --- tool results ---------------------------------------------------------------------
 
 
-def _tool_result(item: _Result) -> Block:
+def _tool_result(item: NeutralResult) -> Block:
     block: Block = {"type": "tool_result", "tool_use_id": _tool_id(item.call_id)}
     content: Any = item.content
     if isinstance(content, list):
@@ -302,7 +310,7 @@ def _part_blocks(part: Any, where: str, pi_signatures: bool) -> list[Block]:
         return [dict(part)]
     if kind in _NATIVE_ANYWHERE or (where == "tool_result" and kind in _NATIVE_IN_RESULTS):
         return [dict(part)]
-    return [_left_out(_part_type(part))]
+    return [_left_out(part_type(part))]
 
 
 def _text_blocks(text: str) -> list[Block]:
@@ -360,4 +368,4 @@ def _plain_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     blocks = _blocks(content, "user")
-    return "\n".join(b["text"] if b.get("type") == "text" else _left_out(_part_type(b))["text"] for b in blocks)
+    return "\n".join(b["text"] if b.get("type") == "text" else _left_out(part_type(b))["text"] for b in blocks)
