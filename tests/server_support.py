@@ -23,6 +23,7 @@ import uvicorn  # noqa: E402
 
 from agentlog import Session, Store  # noqa: E402
 from agentlog.server import create_app  # noqa: E402
+from agentlog.server.run import server_config  # noqa: E402
 
 #: The stores every backend-independent server test runs on.
 BACKENDS = ["files", "memory"]
@@ -136,11 +137,9 @@ def live_server(store: Store, **options: Any) -> Iterator[str]:
     """The app under a real uvicorn on loopback, in a thread; yields its base URL."""
     app = create_app(store, **options)
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
-        )
-    )
+    # The command's own settings (keep-alive included), with a short
+    # graceful shutdown so that an open stream does not hold a test up.
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, timeout_graceful_shutdown=2))
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -421,3 +421,29 @@ def test_integer_parameters_take_plain_digits_only() -> None:
             response = client.get(f"{API}/sessions", params={"limit": odd})
             assert response.status_code == 400, odd
             assert response.json()["error"]["code"] == "invalid_parameter"
+
+
+def test_an_idle_keep_alive_connection_outlasts_the_clients_pool_expiry(tmp_path: Path) -> None:
+    """A connection left idle past httpx's 5 s pool expiry (uvicorn's own
+    default keep-alive, which raced it and reset a POST under load) still
+    carries the next request: the server holds idle connections longer than
+    the clients that reuse them."""
+    import http.client
+
+    store = Store(tmp_path / "home", durability="off")
+    with store.create(name="idle") as s:
+        sid = s.id
+    with live_server(store) as url:
+        host, port = url.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        connection.request("GET", f"{API}/sessions/{sid}")
+        first = connection.getresponse()
+        assert first.status == 200 and first.read()
+        socket_used = connection.sock
+        time.sleep(6)
+        body = b'{"kind": "message", "role": "user", "record": {"content": "after a pause"}}'
+        connection.request("POST", f"{API}/sessions/{sid}/events", body, {"Content-Type": "application/json"})
+        second = connection.getresponse()
+        assert connection.sock is socket_used  # the same connection, not a new one
+        assert second.status == 201, second.read()
+        connection.close()

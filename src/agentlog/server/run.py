@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 import uvicorn
@@ -13,7 +14,14 @@ from .. import Store
 from .app import create_app
 from .security import is_loopback
 
-__all__ = ["bind", "run_server", "viewer_url"]
+__all__ = ["KEEP_ALIVE_SECONDS", "bind", "run_server", "server_config", "viewer_url"]
+
+#: How long an idle keep-alive connection stays open. It must outlast the
+#: idle expiry of the clients' pools (httpx: 5 s; uvicorn's own default is
+#: also 5 s) and of proxies in front (nginx, load balancers: 60 s): when the
+#: server closes first, a request the client sends at that moment on the
+#: reused connection is reset, and clients do not resend a POST.
+KEEP_ALIVE_SECONDS = 75
 
 
 def viewer_url(host: str, port: int, token: str | None) -> str:
@@ -32,6 +40,18 @@ def bind(host: str, port: int) -> socket.socket:
     return socket.create_server(address[:2], family=family, backlog=2048)
 
 
+def server_config(app: Any, host: str, port: int, **overrides: Any) -> uvicorn.Config:
+    """uvicorn's settings for the app: quiet, with the keep-alive above."""
+    settings: dict[str, Any] = {
+        "log_level": "warning",
+        "access_log": False,
+        "lifespan": "on",
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+        **overrides,
+    }
+    return uvicorn.Config(app, host=host, port=port, **settings)
+
+
 def run_server(
     store: Store, *, host: str, port: int, token: str | None, max_body: int, announce: Callable[[str], None]
 ) -> None:
@@ -39,9 +59,7 @@ def run_server(
     Raises OSError when the address cannot be bound."""
     sock = bind(host, port)
     app = create_app(store, token=token, max_body=max_body, loopback_only=is_loopback(host))
-    server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
-    )
+    server = uvicorn.Server(server_config(app, host, port))
 
     async def main() -> None:
         task = asyncio.create_task(server.serve(sockets=[sock]))
