@@ -1,4 +1,4 @@
-"""python -m bench [--quick] [--dir DIR] [append] [open] [big] [listing] [path] [scale] [search] [import]"""
+"""python -m bench [--quick] [--dir DIR] [append] [open] [big] [listing] [path] [scale] [search] [import] [startup]"""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 import time
 from typing import Any
 
-from . import append, big, imports, listing, open_context, path, scale, search
+from . import append, big, imports, listing, open_context, path, scale, search, startup
 from ._common import code_version, describe_machine, machine
 
-PARTS = {m.NAME: m for m in (append, open_context, big, listing, path, scale, search, imports)}
+PARTS = {m.NAME: m for m in (append, open_context, big, listing, path, scale, search, imports, startup)}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

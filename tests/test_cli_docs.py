@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentlog.cli import main
+from agentlog.cli import all_commands
 from agentlog.cli._docgen import BEGIN, END, command_help, regenerate
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
@@ -17,7 +17,7 @@ def page() -> str:
     return DOC.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("name", sorted(main.commands))
+@pytest.mark.parametrize("name", sorted(all_commands()))
 def test_every_command_has_a_section(page, name):
     assert f"### `agentlog {name}`" in page, (
         f"docs/cli.md has no section for `agentlog {name}`: run python -m agentlog.cli._docgen"
@@ -25,9 +25,9 @@ def test_every_command_has_a_section(page, name):
     assert command_help(name) in page
 
 
-@pytest.mark.parametrize("name", sorted(main.commands))
+@pytest.mark.parametrize("name", sorted(all_commands()))
 def test_every_command_says_what_it_does(name):
-    command = main.commands[name]
+    command = all_commands()[name]
     assert command.help and command.help.strip(), f"{name} has no help text"
     assert any(p.name == "as_json" for p in command.params), f"{name} has no --json"
 

@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 import pytest
 
 from agentlog import Store
-from agentlog.cli import main
+from agentlog.cli import all_commands, main
 from agentlog.cli.transfer import IMPORT_FORMATS
 from cli_support import error, ok, ok_json, run
 
@@ -405,7 +405,7 @@ def test_completion_offers_sessions_and_labels(home):
 
 
 def test_every_command_has_json_and_help():
-    for name, command in main.commands.items():
+    for name, command in all_commands().items():
         assert any(p.name == "as_json" for p in command.params), name
         assert command.help, name
 

@@ -1,7 +1,8 @@
 """The ``agentlog`` command line.
 
 Each command group is one module exposing ``COMMANDS``; registering a new
-group is adding its module to ``GROUPS`` below. Every failure a user can
+command is adding it to its module's ``COMMANDS`` and to ``COMMAND_MODULES``
+below, which tests/test_cli_lazy.py holds to them. Every failure a user can
 cause (an AgentlogError, a usage error, an OS error) leaves as one line on
 stderr, ``agentlog: error: ...``, with exit status 2 for usage errors and 1
 otherwise. See docs/cli.md.
@@ -10,6 +11,7 @@ otherwise. See docs/cli.md.
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import sys
 import warnings
@@ -19,13 +21,28 @@ import click
 
 from .. import __version__
 from ..errors import AgentlogError, RecoveryWarning
-from . import check, copying, events, housekeeping, imports, search, serve, sessions, transfer, verbs
 from .common import CREATING_COMMANDS, App
 from .location import shown, store_location
 
-__all__ = ["main"]
+__all__ = ["COMMAND_MODULES", "all_commands", "main"]
 
-GROUPS = (sessions, events, verbs, search, transfer, imports, housekeeping, check, copying, serve)
+#: Every command, by the module of this package that defines it. A
+#: command's module is imported only when that command runs, is completed
+#: or shows its help, so that `agentlog ls` (or a Tab press) does not load
+#: the importers, the exporters, fsck and the progress bars: start-up time
+#: is paid on every command (docs/performance.md, "CLI start-up").
+COMMAND_MODULES: dict[str, str] = {
+    **dict.fromkeys(["ls", "new"], "sessions"),
+    **dict.fromkeys(["append", "log", "tree", "show", "checkout", "context"], "events"),
+    **dict.fromkeys(["fork", "compact", "archive", "unarchive", "rename", "label", "continue", "rm"], "verbs"),
+    "search": "search",
+    "export": "transfer",
+    "import": "imports",
+    **dict.fromkeys(["gc", "prune", "du", "stats"], "housekeeping"),
+    "fsck": "check",
+    "copy": "copying",
+    "serve": "serve",
+}
 
 #: Set to see the traceback of an unexpected failure (a bug in agentlog).
 DEBUG_ENV = "AGENTLOG_DEBUG"
@@ -58,7 +75,19 @@ def _show_warning(
 
 
 class AgentlogGroup(click.Group):
-    """A group whose ``main`` turns every expected failure into one line."""
+    """A group whose ``main`` turns every expected failure into one line,
+    and which loads a command's module when the command is first asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMAND_MODULES) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = COMMAND_MODULES.get(cmd_name)
+        if module_name is not None and cmd_name not in self.commands:
+            module = importlib.import_module(f"{__name__}.{module_name}")
+            for command in module.COMMANDS:
+                self.add_command(command)
+        return super().get_command(ctx, cmd_name)
 
     def main(
         self,
@@ -154,6 +183,9 @@ def main(ctx: click.Context, home: str | None, store_url: str | None, durability
     _APPS.append(ctx.obj)
 
 
-for _group in GROUPS:
-    for _command in _group.COMMANDS:
-        main.add_command(_command)
+def all_commands() -> dict[str, click.Command]:
+    """Every command by name, each module loaded (for the reference docs
+    and the tests; the command line itself loads them one at a time)."""
+    with click.Context(main) as ctx:
+        commands = {name: main.get_command(ctx, name) for name in main.list_commands(ctx)}
+    return {name: command for name, command in commands.items() if command is not None}

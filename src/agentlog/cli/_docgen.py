@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from . import main
+from . import all_commands, main
 
 __all__ = ["BEGIN", "END", "command_help", "reference", "regenerate"]
 
@@ -29,14 +29,14 @@ def command_help(name: str | None = None) -> str:
     )
     if name is None:
         return main.get_help(root)
-    command = main.commands[name]
+    command = all_commands()[name]
     ctx = click.Context(command, info_name=name, parent=root, terminal_width=WIDTH, max_content_width=WIDTH)
     return command.get_help(ctx)
 
 
 def reference() -> str:
     parts = [BEGIN, "", "### `agentlog`", "", "```text", command_help(), "```", ""]
-    for name in sorted(main.commands):
+    for name in sorted(all_commands()):
         parts += [f"### `agentlog {name}`", "", "```text", command_help(name), "```", ""]
     parts.append(END)
     return "\n".join(parts)
