@@ -76,7 +76,7 @@ def test_a_search_index_that_cannot_be_written_is_a_search_error(
     with Store(home).create(name="n") as s:
         s.append("message", {"content": "findme"}, role="user")
 
-    def full(conn: sqlite3.Connection) -> None:
+    def full(conn: sqlite3.Connection, store: Store) -> None:
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr("agentlog.search.index._setup", full)

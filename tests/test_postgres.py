@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(not PG_DSN, reason="AGENTLOG_TEST_PG is not set:
 if PG_DSN:
     import psycopg
 
-    from agentlog.backends.postgres.schema import MIGRATIONS, migrate, pending
+    from agentlog.backends.postgres.schema import MIGRATIONS, apply_step, migrate, pending
 
 
 @pytest.fixture
@@ -71,8 +71,8 @@ def test_migrations_apply_from_every_earlier_version(schema, done):
         conn.execute(f'SET search_path TO "{schema}"')
         conn.execute("CREATE TABLE schema_migrations (name text PRIMARY KEY, applied_at timestamptz DEFAULT now())")
         for name, statements in MIGRATIONS[:done]:
-            for statement in statements:
-                conn.execute(statement)
+            for step in statements:
+                apply_step(conn, step)
             conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
         assert pending(conn) == [name for name, _ in MIGRATIONS[done:]]
     store = Store(url(schema))

@@ -30,6 +30,8 @@ from ..errors import AgentlogError, CorruptionError, SessionNotFound
 from ..recordtext import record_text, strip_terminal_codes
 from .query import SearchError, SearchWarning
 from .scripts import split
+from .transaction import write
+from .upgrade import UPGRADED_IN_PLACE, upgrade
 
 if TYPE_CHECKING:  # annotations only: the store imports this package to offer search()
     from ..store import Store
@@ -38,9 +40,10 @@ __all__ = ["SCHEMA_VERSION", "SearchIndex", "IndexStats", "index_location", "ope
 
 #: 3: a character of the scripts written without spaces (``scripts.py``)
 #: is a word of its own; 4: a terminal's escape codes are not part of the
-#: text (``recordtext.strip_terminal_codes``). An index of version 2 or 3
-#: is upgraded in place.
-SCHEMA_VERSION = "4"
+#: text (``recordtext.strip_terminal_codes``); 5: the text of thinking
+#: parts is (``recordtext.reasoning_text``). An index of version 2 to 4 is
+#: upgraded in place (``upgrade.py``).
+SCHEMA_VERSION = "5"
 #: Events written per transaction: short enough that another process's
 #: catch-up waits milliseconds, long enough to amortize the commit.
 BATCH = 500
@@ -131,14 +134,14 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _setup(conn: sqlite3.Connection) -> None:
-    """Create the tables; an index of version 2 is brought to this one in
-    place (``_upgrade_from_2``), and one of any other version is dropped
-    and rebuilt by the next catch-up (it is derived, so nothing is lost)."""
-    with _write(conn):
+def _setup(conn: sqlite3.Connection, store: Store) -> None:
+    """Create the tables; an index of an earlier version is brought to this
+    one in place (``upgrade``), and one of any other version is dropped and
+    rebuilt by the next catch-up (it is derived, so nothing is lost)."""
+    with write(conn):
         has_info = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='info'").fetchone()
         row = conn.execute("SELECT value FROM info WHERE key='schema'").fetchone() if has_info else None
-        if row is not None and row[0] not in (SCHEMA_VERSION, *_UPGRADED_IN_PLACE):
+        if row is not None and row[0] not in (SCHEMA_VERSION, *UPGRADED_IN_PLACE):
             for table in ("fts", "events", "sessions", "info"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             row = None
@@ -146,52 +149,9 @@ def _setup(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
         if row is None:
             conn.execute("INSERT OR REPLACE INTO info VALUES('schema', ?)", (SCHEMA_VERSION,))
-        upgrade = row is not None and row[0] in _UPGRADED_IN_PLACE
-    if upgrade:
-        _upgrade_in_place(conn)
-
-
-#: The versions whose index is brought to this one by rewriting its texts.
-_UPGRADED_IN_PLACE = ("2", "3")
-
-
-def _upgrade_in_place(conn: sqlite3.Connection) -> None:
-    """Version 2 indexed a run of Chinese or Japanese as one word, and
-    versions 2 and 3 a terminal's escape codes glued to the words they
-    colour. Only the texts holding such characters change, so they are
-    rewritten in place, reading the stored text a batch at a time (seconds
-    for a million events, where rebuilding from every session took
-    minutes), and a store without such text rewrites nothing. Both
-    rewrites leave a text they already rewrote unchanged, so an upgrade
-    cut short (or run by two processes at once) is finished by the next
-    open."""
-    last = 0
-    while True:
-        with _write(conn):
-            rows = conn.execute(
-                "SELECT rowid, text FROM fts WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, BATCH * 4)
-            ).fetchall()
-            for rowid, text in rows:
-                marked = split(strip_terminal_codes(text))
-                if marked != text:
-                    conn.execute("UPDATE fts SET text = ? WHERE rowid = ?", (marked, rowid))
-            if not rows:
-                conn.execute("UPDATE info SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
-                return
-            last = rows[-1][0]
-
-
-@contextlib.contextmanager
-def _write(conn: sqlite3.Connection) -> Iterator[None]:
-    """One short write transaction (BEGIN IMMEDIATE: take the lock up front
-    rather than fail to upgrade a read lock half way)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+        found = row[0] if row is not None else None
+    if found in UPGRADED_IN_PLACE:
+        upgrade(conn, store, found, SCHEMA_VERSION)
 
 
 @contextlib.contextmanager
@@ -203,7 +163,7 @@ def open_index(store: Store) -> Iterator[SearchIndex]:
             conn = _memory.get(store.home)
             if conn is None:
                 conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-                _setup(conn)
+                _setup(conn, store)
                 _memory[store.home] = conn
                 # The index dies with the store's backend, so a new memory
                 # store never inherits an old one's index.
@@ -220,7 +180,7 @@ def open_index(store: Store) -> Iterator[SearchIndex]:
         conn, writable = _read_only(path, exc)
     try:
         if writable:
-            _setup(conn)
+            _setup(conn, store)
         yield SearchIndex(store, conn, writable=writable)
     except sqlite3.Error as exc:
         # A full disk or an I/O error while reading or catching up (what was
@@ -308,7 +268,7 @@ class SearchIndex:
         segments to consult per query."""
         if not self.writable:
             return
-        with _write(self.conn):
+        with write(self.conn):
             self.conn.execute("INSERT INTO fts(fts) VALUES('optimize')")
 
     # --- catching up -------------------------------------------------------------
@@ -327,7 +287,7 @@ class SearchIndex:
         present = set(ids)
         removed = [sid for sid in known if sid not in present]
         for sid in removed:
-            with _write(self.conn):
+            with write(self.conn):
                 self._forget(sid)
         touched = added = 0
         failed: list[tuple[str, str]] = []
@@ -397,12 +357,12 @@ class SearchIndex:
                 if still_there:
                     start = indexed
                 else:  # repaired, or deleted and made again: start over
-                    with _write(self.conn):
+                    with write(self.conn):
                         self._forget(sid)
             added = 0
             for lo in range(start, max(len(entries), start + 1), BATCH):
                 batch = entries[lo : lo + BATCH]
-                with _write(self.conn):
+                with write(self.conn):
                     for entry in batch:
                         if entry.kind in SKIPPED_KINDS:
                             continue

@@ -7,14 +7,21 @@ apply each migration exactly once and a failed one leaves nothing behind.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import cast
 
 import psycopg
 from psycopg import sql
 
 from ...search.scripts import postgres_class
+from .storage import searchable_text
 
-__all__ = ["MIGRATIONS", "applied", "migrate", "pending", "up_to_date"]
+__all__ = ["MIGRATIONS", "Step", "applied", "apply_step", "migrate", "pending", "up_to_date"]
+
+Connection = psycopg.Connection[tuple[object, ...]]
+#: One statement of a migration, or a function that runs its own (for a
+#: change that only Python can compute, as the search text is).
+Step = str | Callable[[Connection], None]
 
 # Advisory-lock key for schema changes ("agentlog" in ASCII, as an int8).
 _MIGRATION_LOCK = 0x6167656E746C6F67
@@ -51,10 +58,53 @@ def _search_columns(words: str) -> tuple[str, ...]:
     )
 
 
+#: Rows rewritten per statement by a step that rewrites search texts.
+_BATCH = 1000
+
+
+def _thinking_text(conn: Connection) -> None:
+    """Until 0010 the text of a thinking part (Claude Code and pi replies)
+    was stored as the word "[thinking]" alone, not its text
+    (recordtext.reasoning_text). Every record holding one therefore has
+    that word in its search text: those records, inline or in a blob, get
+    the text a write makes now. Read a batch at a time, in key order."""
+    last: tuple[str, str] = ("", "00000000-0000-0000-0000-000000000000")
+    while True:
+        rows = conn.execute(
+            "SELECT session_id, id::text, kind, record::text FROM events"
+            " WHERE (session_id, id) > (%s, %s::uuid) AND record IS NOT NULL"
+            " AND strpos(search_text, '[thinking]') > 0 ORDER BY session_id, id LIMIT %s",
+            (*last, _BATCH),
+        ).fetchall()
+        if not rows:
+            break
+        with conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE events SET search_text = %s WHERE session_id = %s AND id = %s::uuid",
+                [(searchable_text(str(kind), str(record).encode()), sid, eid) for sid, eid, kind, record in rows],
+            )
+        last = (str(rows[-1][0]), str(rows[-1][1]))
+    digest = ""
+    while True:
+        blobs = conn.execute(
+            "SELECT digest, data, (SELECT kind FROM events WHERE events.digest = blobs.digest LIMIT 1) FROM blobs"
+            " WHERE digest > %s AND strpos(search_text, '[thinking]') > 0 ORDER BY digest LIMIT %s",
+            (digest, _BATCH),
+        ).fetchall()
+        if not blobs:
+            break
+        with conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE blobs SET search_text = %s WHERE digest = %s",
+                [(searchable_text(str(kind or "custom"), cast(bytes, data)), d) for d, data, kind in blobs],
+            )
+        digest = str(blobs[-1][0])
+
+
 #: (name, statements). Never edit a released migration: add the next one
 #: (nor change what a helper above writes for one: tests/test_postgres.py
 #: applies them in order to an existing schema).
-MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
+MIGRATIONS: Sequence[tuple[str, Sequence[Step]]] = (
     (
         "0001_timeline",
         (
@@ -190,7 +240,16 @@ MIGRATIONS: Sequence[tuple[str, Sequence[str]]] = (
             for table in ("events", "blobs")
         ),
     ),
+    ("0010_thinking_text", (_thinking_text,)),
 )
+
+
+def apply_step(conn: Connection, step: Step) -> None:
+    """Run one step of a migration."""
+    if isinstance(step, str):
+        conn.execute(step)
+    else:
+        step(conn)
 
 
 def applied(conn: psycopg.Connection[tuple[object, ...]]) -> list[str]:
@@ -246,8 +305,8 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> list[s
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             if name in applied(conn):
                 continue  # another process applied it while we waited
-            for statement in statements:
-                conn.execute(statement)
+            for step in statements:
+                apply_step(conn, step)
             conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (name,))
             done_now.append(name)
     return done_now

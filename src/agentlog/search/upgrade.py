@@ -1,0 +1,107 @@
+"""Bringing an index of an earlier schema to this one in place.
+
+The index is derived, so any version could be dropped and rebuilt; but a
+rebuild reads and indexes every event of every session (minutes for a
+million events), where each change so far touched few texts. Each step
+below finds those texts, rewrites them, and can be cut short and run
+again (or by two processes at once): a text it already rewrote comes out
+the same.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import warnings
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from ..errors import AgentlogError, SessionNotFound
+from ..recordtext import record_text, strip_terminal_codes
+from .query import SearchWarning
+from .scripts import split
+from .transaction import write
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["UPGRADED_IN_PLACE", "upgrade"]
+
+#: The versions brought to the current one in place (index.SCHEMA_VERSION).
+UPGRADED_IN_PLACE = ("2", "3", "4")
+#: Rows rewritten per transaction.
+_BATCH = 2000
+
+
+def upgrade(conn: sqlite3.Connection, store: Store, version: str, current: str) -> None:
+    """Bring the index from ``version`` (one of UPGRADED_IN_PLACE) to ``current``."""
+    if version in ("2", "3"):
+        _rewrite_texts(conn)
+    _index_thinking(conn, store)
+    with write(conn):
+        conn.execute("UPDATE info SET value = ? WHERE key = 'schema'", (current,))
+
+
+def _rewrite_texts(conn: sqlite3.Connection) -> None:
+    """Version 2 indexed a run of Chinese or Japanese as one word, and
+    versions 2 and 3 a terminal's escape codes glued to the words they
+    colour. Only the texts holding such characters change, and the stored
+    text says which: it is read from the index alone, a batch at a time
+    (seconds for a million events), and a store without such text
+    rewrites nothing."""
+    last = 0
+    while True:
+        with write(conn):
+            rows = conn.execute(
+                "SELECT rowid, text FROM fts WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, _BATCH)
+            ).fetchall()
+            for rowid, text in rows:
+                marked = split(strip_terminal_codes(text))
+                if marked != text:
+                    conn.execute("UPDATE fts SET text = ? WHERE rowid = ?", (marked, rowid))
+        if not rows:
+            return
+        last = rows[-1][0]
+
+
+def _index_thinking(conn: sqlite3.Connection, store: Store) -> None:
+    """Versions 2 to 4 indexed a thinking part (Claude Code and pi replies)
+    as the word "[thinking]" alone, not its text (recordtext.reasoning_text).
+    Every event holding one therefore holds that word: the index finds them
+    itself, and only their sessions are read, each once, to make their text
+    again as a new catch-up makes it. A session that cannot be read keeps
+    its old texts, and a warning says so."""
+    rows = conn.execute(
+        "SELECT events.rowid, events.session_id, events.event_id FROM fts JOIN events ON events.rowid = fts.rowid "
+        "WHERE fts MATCH 'text : thinking'"
+    ).fetchall()
+    by_session: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for rowid, sid, eid in rows:
+        by_session[sid].append((rowid, eid))
+    for sid, events in sorted(by_session.items()):
+        try:
+            texts = _texts(store, sid, events)
+        except SessionNotFound:
+            continue  # deleted since: the next catch-up forgets its rows
+        except AgentlogError as exc:
+            warnings.warn(
+                SearchWarning(
+                    f"search could not read session {sid} to index the text of its thinking: {exc}; "
+                    f"see 'agentlog fsck {sid}', then 'agentlog search --reindex'"
+                ),
+                stacklevel=5,
+            )
+            continue
+        for lo in range(0, len(texts), _BATCH):
+            with write(conn):
+                conn.executemany("UPDATE fts SET text = ? WHERE rowid = ? AND text != ?", texts[lo : lo + _BATCH])
+
+
+def _texts(store: Store, sid: str, events: list[tuple[int, str]]) -> list[tuple[str, int, str]]:
+    """(text, rowid, text) of each event, as a catch-up indexes it now."""
+    texts = []
+    with store.open(sid, readonly=True) as session:
+        for rowid, eid in events:
+            event = session.resolve(session.event(eid))
+            text = split(strip_terminal_codes(record_text(event.kind, event.record)))
+            texts.append((text, rowid, text))
+    return texts
