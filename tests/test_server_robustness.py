@@ -4,6 +4,7 @@ must refuse."""
 
 from __future__ import annotations
 
+import http.client
 import os
 import socket
 import threading
@@ -428,8 +429,6 @@ def test_an_idle_keep_alive_connection_outlasts_the_clients_pool_expiry(tmp_path
     default keep-alive, which raced it and reset a POST under load) still
     carries the next request: the server holds idle connections longer than
     the clients that reuse them."""
-    import http.client
-
     store = Store(tmp_path / "home", durability="off")
     with store.create(name="idle") as s:
         sid = s.id
