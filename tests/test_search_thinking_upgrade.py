@@ -142,3 +142,23 @@ def test_the_postgresql_migration_gives_old_records_the_text_of_thinking(pg_sche
     assert [hit.event_id for hit in store.search("quokka")] == [ids["blob"]]
     assert [hit.event_id for hit in store.search("lunch")] == [ids["word"]]
     store.close()
+
+
+def test_a_lost_blob_keeps_its_old_text_and_the_rest_are_upgraded(tmp_path: Path) -> None:
+    store = Store(tmp_path / "home")
+    ids = fill(store)
+    catch_up(store)
+    path = index_location(store.home)
+    assert path is not None
+    make_old(path, ids, "4")
+    for blob in (tmp_path / "home" / "sessions" / "s" / "blobs").rglob("*"):
+        if blob.is_file():
+            blob.unlink()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        catch_up(store)
+    said = [str(w.message) for w in caught if issubclass(w.category, SearchWarning)]
+    assert any(f"could not read event {ids['blob']} of session s to index the text of its thinking" in m for m in said)
+    assert found(store, "zebra") == [ids["inline"]]  # the others have their text
+    assert found(store, "quokka") == []

@@ -15,7 +15,7 @@ import warnings
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from ..errors import AgentlogError, SessionNotFound
+from ..errors import AgentlogError, CorruptionError, EventNotFound, SessionNotFound
 from ..recordtext import record_text, strip_terminal_codes
 from .query import SearchWarning
 from .scripts import split
@@ -68,8 +68,8 @@ def _index_thinking(conn: sqlite3.Connection, store: Store) -> None:
     as the word "[thinking]" alone, not its text (recordtext.reasoning_text).
     Every event holding one therefore holds that word: the index finds them
     itself, and only their sessions are read, each once, to make their text
-    again as a new catch-up makes it. A session that cannot be read keeps
-    its old texts, and a warning says so."""
+    again as a new catch-up makes it. A session (or a blob) that cannot be
+    read keeps its old texts, and a warning says so."""
     rows = conn.execute(
         "SELECT events.rowid, events.session_id, events.event_id FROM fts JOIN events ON events.rowid = fts.rowid "
         "WHERE fts MATCH 'text : thinking'"
@@ -78,30 +78,47 @@ def _index_thinking(conn: sqlite3.Connection, store: Store) -> None:
     for rowid, sid, eid in rows:
         by_session[sid].append((rowid, eid))
     for sid, events in sorted(by_session.items()):
+        lost: list[tuple[str, str]] = []
         try:
-            texts = _texts(store, sid, events)
+            texts = _texts(store, sid, events, lost)
         except SessionNotFound:
             continue  # deleted since: the next catch-up forgets its rows
-        except AgentlogError as exc:
-            warnings.warn(
-                SearchWarning(
-                    f"search could not read session {sid} to index the text of its thinking: {exc}; "
-                    f"see 'agentlog fsck {sid}', then 'agentlog search --reindex'"
-                ),
-                stacklevel=5,
-            )
+        except AgentlogError as exc:  # a damaged line fails the session, as in a catch-up
+            _warn(f"search could not read session {sid} to index the text of its thinking: {exc}", sid)
             continue
+        for eid, reason in lost:
+            _warn(
+                f"search could not read event {eid} of session {sid} to index the text of its thinking: {reason}", sid
+            )
         for lo in range(0, len(texts), _BATCH):
             with write(conn):
                 conn.executemany("UPDATE fts SET text = ? WHERE rowid = ? AND text != ?", texts[lo : lo + _BATCH])
 
 
-def _texts(store: Store, sid: str, events: list[tuple[int, str]]) -> list[tuple[str, int, str]]:
-    """(text, rowid, text) of each event, as a catch-up indexes it now."""
+def _texts(
+    store: Store, sid: str, events: list[tuple[int, str]], lost: list[tuple[str, str]]
+) -> list[tuple[str, int, str]]:
+    """(text, rowid, text) of each event, as a catch-up indexes it now;
+    (event id, reason) in ``lost`` for each whose payload (a blob) is lost."""
     texts = []
     with store.open(sid, readonly=True) as session:
         for rowid, eid in events:
-            event = session.resolve(session.event(eid))
+            try:
+                stored = session.event(eid)
+            except EventNotFound:
+                continue  # gone since (a repair): the next catch-up indexes the session again
+            try:
+                event = session.resolve(stored)
+            except CorruptionError as exc:  # one lost blob: the others still get their text
+                lost.append((eid, str(exc)))
+                continue
             text = split(strip_terminal_codes(record_text(event.kind, event.record)))
             texts.append((text, rowid, text))
     return texts
+
+
+def _warn(message: str, sid: str) -> None:
+    """The old text stays for what could not be read: say so, and how to mend it."""
+    warnings.warn(
+        SearchWarning(f"{message}; see 'agentlog fsck {sid}', then 'agentlog search --reindex'"), stacklevel=6
+    )
