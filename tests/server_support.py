@@ -20,6 +20,7 @@ pytest.importorskip("starlette", reason="the 'server' extra is not installed")
 
 import httpx  # noqa: E402
 import uvicorn  # noqa: E402
+from sse_starlette.sse import AppStatus  # noqa: E402
 
 from agentlog import Session, Store  # noqa: E402
 from agentlog.server import create_app  # noqa: E402
@@ -150,8 +151,16 @@ def live_server(store: Store, **options: Any) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
+        # Open streams end (cleanly, with their last chunk) once sse-starlette
+        # hears of the exit, which it does from uvicorn's signal handler, as
+        # `agentlog serve` stops on Ctrl-C. A server in a thread has no
+        # handler, so it is told here, and untold after for the next server
+        # of this process; untold, uvicorn cancelled each stream after the
+        # graceful timeout and a browser logged a torn response.
+        AppStatus.should_exit = True
         server.should_exit = True
         thread.join(10)
+        AppStatus.should_exit = False
 
 
 class SSE:
