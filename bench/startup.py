@@ -1,4 +1,4 @@
-"""Part 9: how long the `agentlog` command takes to start and answer.
+"""Part 8: how long the `agentlog` command takes to start and answer.
 
 Each command runs in a fresh process, as a user at a shell (or a shell
 completion on Tab) runs it, against a bare interpreter start: `python -c

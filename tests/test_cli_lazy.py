@@ -9,6 +9,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import agentlog.cli
@@ -79,3 +80,5 @@ def test_help_and_an_unknown_command_still_see_every_command(tmp_path: Path) -> 
     )
     assert wrong.returncode == 2 and wrong.stdout == ""
     assert wrong.stderr.startswith("agentlog: error: No such command 'lss'.") and wrong.stderr.count("\n") == 1
+    if tuple(int(part) for part in version("click").split(".")[:2]) >= (8, 2):  # click's suggestions
+        assert "Did you mean 'ls'?" in wrong.stderr

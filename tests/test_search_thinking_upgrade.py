@@ -16,6 +16,7 @@ from agentlog import Store
 from agentlog.backends.base import DEFAULT_BLOB_THRESHOLD
 from agentlog.recordtext import readable_content, strip_terminal_codes
 from agentlog.search import SearchWarning, catch_up, search
+from agentlog.search import index as search_index
 from agentlog.search.index import SCHEMA_VERSION, index_location
 from agentlog.search.scripts import split
 from pg_support import needs_pg, pg_url, sql
@@ -162,3 +163,51 @@ def test_a_lost_blob_keeps_its_old_text_and_the_rest_are_upgraded(tmp_path: Path
     assert any(f"could not read event {ids['blob']} of session s to index the text of its thinking" in m for m in said)
     assert found(store, "zebra") == [ids["inline"]]  # the others have their text
     assert found(store, "quokka") == []
+
+
+def test_an_older_index_that_cannot_be_written_is_searched_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not rebuilt in memory on every search of a read-only copy: searched
+    as it is, with a warning that says it lacks some text."""
+    store = Store(tmp_path / "home")
+    ids = fill(store)
+    catch_up(store)
+    path = index_location(store.home)
+    assert path is not None
+    make_old(path, ids, "4")
+
+    def refused(where: str) -> None:
+        raise PermissionError(13, "Permission denied", where)
+
+    monkeypatch.setattr(search_index, "_connect", refused)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert found(store, "lunch") == [ids["word"]]
+        assert found(store, "zebra") == []  # the text version 4 lacks
+    said = [str(w.message) for w in caught if issubclass(w.category, SearchWarning)]
+    assert said and all("searching it as it is" in m and "earlier version (4)" in m for m in said)
+
+
+@needs_pg
+def test_a_record_the_postgresql_migration_cannot_parse_keeps_its_text_and_the_store_opens(pg_schema: str) -> None:
+    store = Store(pg_url(pg_schema))
+    ids = fill(store)
+    [(digest,)] = sql(f"SELECT digest FROM {pg_schema}.blobs")
+    sql(f"UPDATE {pg_schema}.blobs SET data = %s, search_text = %s", b"\xff not json", "[thinking]\nold")
+    sql(
+        f"UPDATE {pg_schema}.events SET search_text = %s WHERE id = %s",
+        old_text(ids["records"]["inline"]),
+        ids["inline"],
+    )
+    sql(f"DELETE FROM {pg_schema}.schema_migrations WHERE name = '0010_thinking_text'")
+    store.close()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store = Store(pg_url(pg_schema))  # opening migrates; the bad blob does not stop it
+    said = [str(w.message) for w in caught if issubclass(w.category, SearchWarning)]
+    assert any(f"left the search text of blob {digest} as it was" in m for m in said), said
+    assert sql(f"SELECT search_text FROM {pg_schema}.blobs") == [("[thinking]\nold",)]
+    assert [hit.event_id for hit in store.search("zebra")] == [ids["inline"]]
+    store.close()

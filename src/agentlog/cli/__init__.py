@@ -27,10 +27,12 @@ from .location import shown, store_location
 __all__ = ["COMMAND_MODULES", "all_commands", "main"]
 
 #: Every command, by the module of this package that defines it. A
-#: command's module is imported only when that command runs, is completed
-#: or shows its help, so that `agentlog ls` (or a Tab press) does not load
-#: the importers, the exporters, fsck and the progress bars: start-up time
-#: is paid on every command (docs/performance.md, "CLI start-up").
+#: command's module is imported only when that command runs, shows its
+#: help or completes its arguments, so that `agentlog ls` (or a Tab press
+#: after a command's name) does not load the importers, the exporters,
+#: fsck and the progress bars: start-up time is paid on every command
+#: (docs/performance.md, "CLI start-up"). Completing a command's name
+#: loads the modules of the names that match, for their help lines.
 COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(["ls", "new"], "sessions"),
     **dict.fromkeys(["append", "log", "tree", "show", "checkout", "context"], "events"),
@@ -84,10 +86,23 @@ class AgentlogGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         module_name = COMMAND_MODULES.get(cmd_name)
         if module_name is not None and cmd_name not in self.commands:
-            module = importlib.import_module(f"{__name__}.{module_name}")
-            for command in module.COMMANDS:
-                self.add_command(command)
+            self._load(module_name)
         return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in COMMAND_MODULES:
+            # Not a command: click's "No such command" suggests the nearest
+            # names among the commands it holds, so it is given them all.
+            for module_name in set(COMMAND_MODULES.values()):
+                self._load(module_name)
+        return super().resolve_command(ctx, args)
+
+    def _load(self, module_name: str) -> None:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        for command in module.COMMANDS:
+            self.add_command(command)
 
     def main(
         self,

@@ -218,11 +218,19 @@ def _read_only(path: str, why: BaseException) -> tuple[sqlite3.Connection, bool]
         except sqlite3.Error:
             row = None
         else:
-            if row is not None and row[0] == SCHEMA_VERSION:
+            if row is not None and row[0] in (SCHEMA_VERSION, *UPGRADED_IN_PLACE):
+                # An older index that would be upgraded in place is searched
+                # as it is too: rebuilding it in memory on every search cost
+                # far more than the texts it lacks.
+                older = (
+                    f"; it is of an earlier version ({row[0]}), which misses some text (reasoning, script, colour)"
+                    if row[0] != SCHEMA_VERSION
+                    else ""
+                )
                 warnings.warn(
                     SearchWarning(
                         f"the search index {path} cannot be written ({reason}): searching it as it is, "
-                        "which may miss what was stored since it was last updated"
+                        f"which may miss what was stored since it was last updated{older}"
                     ),
                     stacklevel=4,
                 )

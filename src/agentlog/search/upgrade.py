@@ -72,7 +72,7 @@ def _index_thinking(conn: sqlite3.Connection, store: Store) -> None:
     read keeps its old texts, and a warning says so."""
     rows = conn.execute(
         "SELECT events.rowid, events.session_id, events.event_id FROM fts JOIN events ON events.rowid = fts.rowid "
-        "WHERE fts MATCH 'text : thinking'"
+        "WHERE fts MATCH 'text : thinking' AND instr(fts.text, '[thinking]') > 0"
     ).fetchall()
     by_session: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for rowid, sid, eid in rows:
@@ -92,14 +92,21 @@ def _index_thinking(conn: sqlite3.Connection, store: Store) -> None:
             )
         for lo in range(0, len(texts), _BATCH):
             with write(conn):
-                conn.executemany("UPDATE fts SET text = ? WHERE rowid = ? AND text != ?", texts[lo : lo + _BATCH])
+                # The row must still be this event's: another process may have
+                # forgotten the session and indexed it again since (new rowids).
+                conn.executemany(
+                    "UPDATE fts SET text = ? WHERE rowid = ? AND text != ?"
+                    " AND rowid IN (SELECT rowid FROM events WHERE session_id = ? AND event_id = ?)",
+                    texts[lo : lo + _BATCH],
+                )
 
 
 def _texts(
     store: Store, sid: str, events: list[tuple[int, str]], lost: list[tuple[str, str]]
-) -> list[tuple[str, int, str]]:
-    """(text, rowid, text) of each event, as a catch-up indexes it now;
-    (event id, reason) in ``lost`` for each whose payload (a blob) is lost."""
+) -> list[tuple[str, int, str, str, str]]:
+    """(text, rowid, text, session id, event id) of each event, as a
+    catch-up indexes it now; (event id, reason) in ``lost`` for each whose
+    payload (a blob) is lost."""
     texts = []
     with store.open(sid, readonly=True) as session:
         for rowid, eid in events:
@@ -113,7 +120,7 @@ def _texts(
                 lost.append((eid, str(exc)))
                 continue
             text = split(strip_terminal_codes(record_text(event.kind, event.record)))
-            texts.append((text, rowid, text))
+            texts.append((text, rowid, text, sid, eid))
     return texts
 
 

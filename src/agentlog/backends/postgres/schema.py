@@ -7,12 +7,14 @@ apply each migration exactly once and a failed one leaves nothing behind.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import cast
 
 import psycopg
 from psycopg import sql
 
+from ...search.query import SearchWarning
 from ...search.scripts import postgres_class
 from .storage import searchable_text
 
@@ -58,8 +60,20 @@ def _search_columns(words: str) -> tuple[str, ...]:
     )
 
 
-#: Rows rewritten per statement by a step that rewrites search texts.
+#: Rows read per statement by a step that rewrites search texts (a blob's
+#: data is read one at a time: it has no upper size).
 _BATCH = 1000
+
+
+def _text_now(kind: str, payload: bytes, where: str) -> str | None:
+    """The search text a write stores now, or None (with a warning) for a
+    record that cannot be parsed: one bad row must not stop a migration,
+    which would stop every process from opening the store."""
+    try:
+        return searchable_text(kind, payload)
+    except ValueError as exc:  # orjson's JSONDecodeError, a UnicodeDecodeError
+        warnings.warn(SearchWarning(f"migration 0010 left the search text of {where} as it was: {exc}"), stacklevel=2)
+        return None
 
 
 def _thinking_text(conn: Connection) -> None:
@@ -67,7 +81,10 @@ def _thinking_text(conn: Connection) -> None:
     was stored as the word "[thinking]" alone, not its text
     (recordtext.reasoning_text). Every record holding one therefore has
     that word in its search text: those records, inline or in a blob, get
-    the text a write makes now. Read a batch at a time, in key order."""
+    the text a write stores when the migration runs (``searchable_text``
+    as it is then: the point is to match new writes). Every row's text is
+    scanned, in key order, a batch at a time; only those rows are read
+    whole and written."""
     last: tuple[str, str] = ("", "00000000-0000-0000-0000-000000000000")
     while True:
         rows = conn.execute(
@@ -78,26 +95,28 @@ def _thinking_text(conn: Connection) -> None:
         ).fetchall()
         if not rows:
             break
+        updates = []
+        for sid, eid, kind, record in rows:
+            text = _text_now(str(kind), str(record).encode(), f"event {eid} of session {sid}")
+            if text is not None:
+                updates.append((text, sid, eid))
         with conn.cursor() as cur:
-            cur.executemany(
-                "UPDATE events SET search_text = %s WHERE session_id = %s AND id = %s::uuid",
-                [(searchable_text(str(kind), str(record).encode()), sid, eid) for sid, eid, kind, record in rows],
-            )
+            cur.executemany("UPDATE events SET search_text = %s WHERE session_id = %s AND id = %s::uuid", updates)
         last = (str(rows[-1][0]), str(rows[-1][1]))
     digest = ""
     while True:
         blobs = conn.execute(
-            "SELECT digest, data, (SELECT kind FROM events WHERE events.digest = blobs.digest LIMIT 1) FROM blobs"
+            "SELECT digest, (SELECT kind FROM events WHERE events.digest = blobs.digest LIMIT 1) FROM blobs"
             " WHERE digest > %s AND strpos(search_text, '[thinking]') > 0 ORDER BY digest LIMIT %s",
             (digest, _BATCH),
         ).fetchall()
         if not blobs:
             break
-        with conn.cursor() as cur:
-            cur.executemany(
-                "UPDATE blobs SET search_text = %s WHERE digest = %s",
-                [(searchable_text(str(kind or "custom"), cast(bytes, data)), d) for d, data, kind in blobs],
-            )
+        for d, kind in blobs:
+            row = conn.execute("SELECT data FROM blobs WHERE digest = %s", (d,)).fetchone()
+            text = _text_now(str(kind or "custom"), cast(bytes, row[0]), f"blob {d}") if row else None
+            if text is not None:
+                conn.execute("UPDATE blobs SET search_text = %s WHERE digest = %s", (text, d))
         digest = str(blobs[-1][0])
 
 
