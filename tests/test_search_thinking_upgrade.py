@@ -6,8 +6,10 @@ sessions silently unsearchable."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,27 @@ def make_old(path: str, ids: dict, version: str) -> None:
     conn.close()
 
 
+def filled_as_version_4(store: Store) -> tuple[dict, str]:
+    """``fill`` the store, index it, and leave the index as version 4
+    wrote it: (the ids, the index's path)."""
+    ids = fill(store)
+    catch_up(store)
+    path = index_location(store.home)
+    assert path is not None
+    make_old(path, ids, "4")
+    return ids, path
+
+
+@contextlib.contextmanager
+def search_warnings() -> Iterator[list[str]]:
+    """The text of each SearchWarning given inside the block."""
+    said: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield said
+    said += [str(w.message) for w in caught if issubclass(w.category, SearchWarning)]
+
+
 @pytest.mark.parametrize("version", ["4", "3", "2"])
 @pytest.mark.parametrize("kind", ["files", "sqlite"])
 def test_an_older_index_gets_the_text_of_thinking_in_place(tmp_path: Path, kind: str, version: str) -> None:
@@ -98,20 +121,14 @@ def test_an_older_index_gets_the_text_of_thinking_in_place(tmp_path: Path, kind:
 
 def test_a_session_that_cannot_be_read_keeps_its_old_text_and_says_so(tmp_path: Path) -> None:
     store = Store(tmp_path / "home")
-    ids = fill(store)
-    catch_up(store)
-    path = index_location(store.home)
-    assert path is not None
-    make_old(path, ids, "4")
+    ids, path = filled_as_version_4(store)
     chunk = next((tmp_path / "home" / "sessions" / "s" / "chunks").iterdir())
     data = chunk.read_bytes()
     at = data.index(b"zebra")
     chunk.write_bytes(data[:at] + b"zebrA" + data[at + 5 :])  # the line's checksum no longer holds
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with search_warnings() as said:
         catch_up(store)
-    said = [str(w.message) for w in caught if issubclass(w.category, SearchWarning)]
     assert any("could not read session s to index the text of its thinking" in m and "fsck s" in m for m in said)
     assert found(store, "zebra") == []  # not found, as before the upgrade; and said
     conn = sqlite3.connect(path)
@@ -147,19 +164,13 @@ def test_the_postgresql_migration_gives_old_records_the_text_of_thinking(pg_sche
 
 def test_a_lost_blob_keeps_its_old_text_and_the_rest_are_upgraded(tmp_path: Path) -> None:
     store = Store(tmp_path / "home")
-    ids = fill(store)
-    catch_up(store)
-    path = index_location(store.home)
-    assert path is not None
-    make_old(path, ids, "4")
+    ids, _ = filled_as_version_4(store)
     for blob in (tmp_path / "home" / "sessions" / "s" / "blobs").rglob("*"):
         if blob.is_file():
             blob.unlink()
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with search_warnings() as said:
         catch_up(store)
-    said = [str(w.message) for w in caught if issubclass(w.category, SearchWarning)]
     assert any(f"could not read event {ids['blob']} of session s to index the text of its thinking" in m for m in said)
     assert found(store, "zebra") == [ids["inline"]]  # the others have their text
     assert found(store, "quokka") == []
@@ -171,21 +182,15 @@ def test_an_older_index_that_cannot_be_written_is_searched_as_it_is(
     """Not rebuilt in memory on every search of a read-only copy: searched
     as it is, with a warning that says it lacks some text."""
     store = Store(tmp_path / "home")
-    ids = fill(store)
-    catch_up(store)
-    path = index_location(store.home)
-    assert path is not None
-    make_old(path, ids, "4")
+    ids, _ = filled_as_version_4(store)
 
     def refused(where: str) -> None:
         raise PermissionError(13, "Permission denied", where)
 
     monkeypatch.setattr(search_index, "_connect", refused)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with search_warnings() as said:
         assert found(store, "lunch") == [ids["word"]]
         assert found(store, "zebra") == []  # the text version 4 lacks
-    said = [str(w.message) for w in caught if issubclass(w.category, SearchWarning)]
     assert said and all("searching it as it is" in m and "earlier version (4)" in m for m in said)
 
 
@@ -203,10 +208,8 @@ def test_a_record_the_postgresql_migration_cannot_parse_keeps_its_text_and_the_s
     sql(f"DELETE FROM {pg_schema}.schema_migrations WHERE name = '0010_thinking_text'")
     store.close()
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with search_warnings() as said:
         store = Store(pg_url(pg_schema))  # opening migrates; the bad blob does not stop it
-    said = [str(w.message) for w in caught if issubclass(w.category, SearchWarning)]
     assert any(f"left the search text of blob {digest} as it was" in m for m in said), said
     assert sql(f"SELECT search_text FROM {pg_schema}.blobs") == [("[thinking]\nold",)]
     assert [hit.event_id for hit in store.search("zebra")] == [ids["inline"]]

@@ -22,12 +22,14 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from .errors import CorruptionError
 from .event import is_event_id, is_session_id, is_timestamp
 
 __all__ = [
     "DEFAULT_META",
     "META_SCHEMA",
     "MetaProblem",
+    "checked_meta",
     "document_problems",
     "field_problem",
     "meta_problems",
@@ -306,6 +308,16 @@ def _lenient(data: bytes) -> Any:
     that the one field holding them is found. Raises ValueError or
     RecursionError when even this cannot read it."""
     return json.loads(data.decode("utf-8", "surrogateescape"))
+
+
+def checked_meta(meta: dict[str, Any] | None, problems: list[MetaProblem], where: str, subject: str) -> dict[str, Any]:
+    """What a read returns of a checked document: ``meta`` itself, or a
+    CorruptionError at ``where`` naming every error of ``subject`` (a
+    warning does not stop the read; fsck says it)."""
+    errors = [p for p in problems if p.severity == "error"]
+    if errors or meta is None:
+        raise CorruptionError(where, None, "; ".join(p.text(subject) for p in errors))
+    return meta
 
 
 def document_problems(data: bytes, session_id: str) -> tuple[dict[str, Any] | None, list[MetaProblem]]:

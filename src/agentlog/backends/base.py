@@ -36,7 +36,7 @@ import orjson
 
 from ..errors import AgentlogError, CorruptionError, EventNotFound, InvalidOption, SessionNotFound
 from ..event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, Event, digest_of, make_event, parse_timestamp
-from ..metafields import MetaProblem, document_problems, meta_problems
+from ..metafields import MetaProblem, checked_meta, document_problems, meta_problems
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
@@ -262,11 +262,7 @@ def stored_meta(session_id: str, value: Any, where: str) -> dict[str, Any]:
         meta, problems = value, meta_problems(value, session_id)
     else:
         meta, problems = None, [MetaProblem(None, f"is {type(value).__name__}, not an object")]
-    errors = [p for p in problems if p.severity == "error"]
-    if errors or meta is None:
-        subject = f"metadata of session {session_id}"
-        raise CorruptionError(where, None, "; ".join(p.text(subject) for p in errors))
-    return meta
+    return checked_meta(meta, problems, where, f"metadata of session {session_id}")
 
 
 def listing_row(session_id: str, meta: Any, event_count: Any, updated_ns: Any, where: str) -> ListingRow:

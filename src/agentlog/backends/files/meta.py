@@ -20,7 +20,7 @@ import orjson
 
 from ..._fs import OsFs
 from ...errors import CorruptionError, StorageError
-from ...metafields import DEFAULT_META, META_SCHEMA, MetaProblem, document_problems
+from ...metafields import DEFAULT_META, META_SCHEMA, MetaProblem, checked_meta, document_problems
 from ..base import Problem
 
 __all__ = ["encode_meta", "meta_file_problems", "parse_meta", "read_meta_file", "repair_meta_file"]
@@ -42,10 +42,7 @@ def parse_meta(path: str, data: bytes, session_id: str) -> dict[str, Any]:
     """The document of session ``session_id`` kept at ``path``, checked:
     CorruptionError naming every field at fault."""
     meta, problems = document_problems(data, session_id)
-    errors = [p for p in problems if p.severity == "error"]
-    if errors or meta is None:
-        raise CorruptionError(path, None, "; ".join(p.text(_SUBJECT) for p in errors))
-    return meta
+    return checked_meta(meta, problems, path, _SUBJECT)
 
 
 def encode_meta(meta: dict[str, Any]) -> bytes:
