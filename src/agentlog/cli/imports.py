@@ -19,7 +19,10 @@ from .transfer import IMPORT_FORMATS, import_file
 __all__ = ["COMMANDS"]
 
 
-def _print_report(report: ImportReport) -> None:
+def _print_report(report: ImportReport, *, unfinished: bool = True) -> None:
+    """The report as text; with ``unfinished``, a note per file whose last
+    line is not whole (--follow leaves those out: a line being written is
+    its normal state there)."""
     out = console()
     new = sum(1 for s in report.sessions if s.created and s.events)
     touched = [s for s in report.sessions if s.events]
@@ -55,6 +58,16 @@ def _print_report(report: ImportReport) -> None:
         click.echo(f"agentlog: warning: {shown(path)}:{line}: {shown(error)} (kept as a custom event)", err=True)
     for path, line, text in report.warnings:
         click.echo(f"agentlog: warning: {shown(path)}:{line}: {shown(text)}", err=True)
+    if unfinished:
+        for fr in report.files:
+            if fr.pending_bytes:
+                # Else a last line cut short (a tool that crashed mid-write)
+                # would be left out of every import without a word.
+                click.echo(
+                    f"agentlog: note: {shown(fr.path)}: an unfinished last line ({fr.pending_bytes} bytes,"
+                    " no newline and not whole JSON) is left for the next import",
+                    err=True,
+                )
     for error in report.errors:
         click.echo(f"agentlog: error: {shown(error)}", err=True)
 
@@ -165,7 +178,7 @@ def _follow(
             return
         total.merge(report)
         if not as_json and (report.events or report.errors or report.malformed or report.warnings):
-            _print_report(report)
+            _print_report(report, unfinished=False)
 
     with Follower(app.store, importer, paths) as follower:
         try:

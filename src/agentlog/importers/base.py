@@ -8,6 +8,7 @@ import hashlib
 import os
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -19,8 +20,10 @@ from .reader import FileData
 
 __all__ = [
     "Importer",
+    "call_places",
     "count",
     "custom_record",
+    "interleaved",
     "parse_source_time",
     "safe_session_id",
     "split_fields",
@@ -108,6 +111,28 @@ def text_parts(content: Any, kinds: tuple[str, ...] | None = ("text",), sep: str
             if isinstance(p, dict) and (kinds is None or p.get("type") in kinds) and isinstance(p.get("text"), str)
         )
     return ""
+
+
+def call_places(blocks: list[Any], is_call: Callable[[Any], bool], before: int = 0) -> list[int]:
+    """For each call block of a reply, in order, how many of the reply's
+    other parts (text, thinking, images) came before it, counting ``before``
+    parts of the reply already read. A message holds the parts and its calls
+    follow it as events of their own, so this is what says where a call sat
+    among the text (a ``tool_use`` between two text blocks)."""
+    places: list[int] = []
+    parts = before
+    for block in blocks:
+        if is_call(block):
+            places.append(parts)
+        else:
+            parts += 1
+    return places
+
+
+def interleaved(places: list[int], parts: int) -> bool:
+    """Whether a part followed a call: else every call sits after all of
+    the reply's ``parts``, as the events already say, and nothing is noted."""
+    return any(place < parts for place in places)
 
 
 def name_from_prompt(text: str) -> str | None:

@@ -10,7 +10,8 @@ summary, progress, file-history-snapshot...), usually ``uuid``,
 - assistant lines: one reply is written over several lines sharing
   ``message.id``; they are merged into one ``message`` (role assistant,
   text and thinking parts, usage of the last line) followed by one
-  ``tool_call`` per ``tool_use`` block.
+  ``tool_call`` per ``tool_use`` block; where a block came before some of
+  the text, the message's ``source.calls_at`` says where.
 - ``system`` lines with subtype ``compact_boundary`` become ``compaction``
   events under their ``logicalParentUuid``; the ``isCompactSummary`` user
   message after one fills in its summary.
@@ -35,7 +36,7 @@ from typing import Any
 import orjson
 
 from ..event import NIL_ID
-from .base import Importer, custom_record, parse_source_time, split_fields, text_parts
+from .base import Importer, call_places, custom_record, interleaved, parse_source_time, split_fields, text_parts
 from .builder import SessionBuilder
 from .model import SourceLine
 from .reader import FileData
@@ -57,6 +58,10 @@ _TOOL_BLOCKS = ("tool_use", "server_tool_use")
 #: How Claude Code's own user lines begin: slash commands, ``!`` commands
 #: and their output in tags, notes about them, an interruption.
 _NOT_TYPED = ("<", "Caveat:", "[Request interrupted")
+
+
+def _is_call(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in _TOOL_BLOCKS
 
 
 class ClaudeImporter(Importer):
@@ -458,13 +463,26 @@ class ClaudeImporter(Importer):
         if isinstance(obj.get("summary"), str):
             b.put(b.meta_changes, "name", obj["summary"])  # Claude Code shows it as the title
 
+    @staticmethod
+    def _placed(group: dict[str, Any], source: dict[str, Any], blocks: list[Any], before: int) -> dict[str, Any]:
+        """``group`` with the places of this line's calls among the reply's
+        parts (``before`` of them already in its message). The calls follow
+        the message as events, so where a ``tool_use`` sat between two text
+        blocks would be lost: when a part follows a call, the message's
+        ``source.calls_at`` keeps, for each of its calls in order, how many
+        of its content parts came before it."""
+        places = [*group.get("calls", ()), *call_places(blocks, _is_call, before)]
+        if interleaved(places, before + sum(1 for x in blocks if not _is_call(x))):
+            source["calls_at"] = places
+        return {**group, "calls": places}
+
     def _assistant(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any], message: dict[str, Any]) -> None:
         parent, literal, unresolved = self._parent(b, obj)
         ts = self.line_time(obj)
         content = message.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
-        calls = [x for x in blocks if isinstance(x, dict) and x.get("type") in _TOOL_BLOCKS]
-        parts = [x for x in blocks if x not in calls]
+        calls = [x for x in blocks if _is_call(x)]
+        parts = [x for x in blocks if not _is_call(x)]
         mid = message.get("id")
         groups: dict[str, Any] = b.state["groups"]
         group = groups.get(mid) if isinstance(mid, str) else None
@@ -474,6 +492,7 @@ class ClaudeImporter(Importer):
         if group is not None and group["message"] in b.by_id and parent in group["events"]:
             group = {**group, "events": set(group["events"])}  # a new one: the old one is restored on rollback
             msg = b.edit(b.by_id[group["message"]])
+            group = self._placed(group, msg["source"], blocks, len(msg["content"]))
             msg["content"].extend(parts)
             msg.update(usage)
             msg["finish_reason"] = message.get("stop_reason")
@@ -491,6 +510,7 @@ class ClaudeImporter(Importer):
             group = {**group, "events": set(group["events"])}
             first_parent = group["last"]
         else:
+            placed = self._placed({}, source, blocks, 0)
             record: dict[str, Any] = {
                 "content": parts,
                 **usage,
@@ -508,7 +528,7 @@ class ClaudeImporter(Importer):
                 literal_parent=literal,
                 keys=() if calls else keys,
             )
-            group = {"message": made.id, "events": {made.id}, "last": made.id}
+            group = {**placed, "message": made.id, "events": {made.id}, "last": made.id}
             first_parent = None
         for i, call in enumerate(calls):
             record = {

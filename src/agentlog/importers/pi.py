@@ -36,7 +36,7 @@ import orjson
 
 from ..event import NIL_ID
 from ..records import UsageRecord
-from .base import Importer, count, custom_record, split_fields, text_parts, usage_record
+from .base import Importer, call_places, count, custom_record, interleaved, split_fields, text_parts, usage_record
 from .builder import SessionBuilder
 from .model import SourceLine
 from .reader import FileData
@@ -44,6 +44,10 @@ from .reader import FileData
 __all__ = ["PiImporter"]
 
 _ENTRY = ("type", "id", "parentId", "timestamp")
+
+
+def _is_call(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "toolCall"
 
 
 def _usage(raw: Any) -> UsageRecord | None:
@@ -269,9 +273,14 @@ class PiImporter(Importer):
             )
         elif role == "assistant":
             parts = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
-            calls = [p for p in parts if isinstance(p, dict) and p.get("type") == "toolCall"]
+            calls = [p for p in parts if _is_call(p)]
             # pi's own usage stays in source.message; the record gets agentlog's shape.
             source["message"] = split_fields(message, ("role", "content", "model", "stopReason", "provider"))
+            places = call_places(parts, _is_call)
+            if interleaved(places, len(parts) - len(calls)):
+                # The calls follow the message as events: where one sat among
+                # the text is kept here (as the Claude Code importer keeps it).
+                source["calls_at"] = places
             record: dict[str, Any] = {
                 "content": [p for p in parts if p not in calls],
                 "model": message.get("model"),

@@ -29,6 +29,9 @@ __all__ = ["FileData", "Tails", "check_state", "parse_lines", "prefix_state", "r
 
 #: Bytes before a followed file's old end compared at each poll.
 TAIL_CHECK = 4096
+#: A UTF-8 byte order mark, which a file's first line may begin with.
+BOM = b"\xef\xbb\xbf"
+BOM_NOTE = "a UTF-8 byte order mark before the line was left out"
 
 
 @dataclass(slots=True)
@@ -110,7 +113,15 @@ def parse_lines(path: str, data: bytes, skip: int = 0, base: int = 0, base_line:
             pos = consumed = end
             last = lineno
             continue
+        bom = pos == 0 and base == 0 and body.startswith(BOM)
+        if bom:
+            # A UTF-8 byte order mark (an editor on Windows writes one) is no
+            # part of the JSON: read without it, and say so (JSON.parse and
+            # orjson both refuse it, and a header line would name no session).
+            body = body[len(BOM) :]
         obj, err, repaired = _parse(body)
+        if bom and obj is not None:
+            repaired = f"{BOM_NOTE}; {repaired}" if repaired else BOM_NOTE
         if nl < 0 and obj is None:
             break  # unfinished: the next import (or poll) reads it whole
         # The text is kept only for a line that will be stored as raw text.
