@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .. import NIL_ID, Event, Session, __version__
+from .. import NIL_ID, Event, IndexEntry, Session, __version__
 from . import params
 from .encode import entry_json, event_json, info_json, json_response, source_cwd, usage_totals
 from .errors import ApiError
@@ -59,6 +59,25 @@ def _warned(session_id: str, session: Session, document: dict[str, Any]) -> dict
         log.warning("session %s: %s", session_id, warning)
     document["warnings"] = warnings
     return document
+
+
+#: Reads of the tree that a busy writer may spoil before one is taken as it is.
+_TREE_TRIES = 5
+
+
+def _tree(session: Session) -> tuple[str, list[IndexEntry]]:
+    """HEAD and every entry as of one moment. SQLite, PostgreSQL and memory
+    sessions read the live store at each call, so an append between the two
+    reads gave entries ending past HEAD (HEAD then stayed behind in the
+    viewer: its stream goes on after the last entry). HEAD unchanged across
+    the read of the entries means no append came in between; under a writer
+    that never pauses, HEAD read first is kept, which the entries hold."""
+    for _ in range(_TREE_TRIES):
+        head = session.head
+        entries = session.entries()
+        if session.head == head:
+            break
+    return head, entries
 
 
 def _events(session: Session, events: list[Event], resolve: bool) -> list[Event]:
@@ -122,10 +141,11 @@ def read_routes(service: Service) -> list[Route]:
 
         def work(session: Session) -> dict[str, Any]:
             labels, notes = _notes(session)
+            head, tree = _tree(session)
             document = {
-                "head": session.head,
+                "head": head,
                 "root": NIL_ID,
-                "entries": [entry_json(e) for e in session.entries()],
+                "entries": [entry_json(e) for e in tree],
                 "labels": labels,
                 "notes": notes,
             }
@@ -139,10 +159,14 @@ def read_routes(service: Service) -> list[Route]:
         resolve = params.flag(request, "resolve")
 
         def work(session: Session) -> dict[str, Any]:
-            events = _events(session, session.path(at), resolve)
+            # HEAD read once, then its path: read after the path, HEAD could
+            # name an event appended meanwhile that the path lacks, and a
+            # client comparing HEADs would never know it is missing.
+            head = session.head
+            events = _events(session, session.path(at or head), resolve)
             document = {
-                "head": session.head,
-                "at": at or session.head,
+                "head": head,
+                "at": at or head,
                 "events": [event_json(e) for e in events],
                 "totals": usage_totals(events),
             }
@@ -155,9 +179,10 @@ def read_routes(service: Service) -> list[Route]:
         resolve = params.flag(request, "resolve")
 
         def work(session: Session) -> dict[str, Any]:
-            events = session.context(resolve=resolve)
+            head = session.head  # once, as for the path above
+            events = session.context(at=head, resolve=resolve)
             document = {
-                "head": session.head,
+                "head": head,
                 "events": [event_json(e) for e in events],
                 "totals": usage_totals(events),
             }

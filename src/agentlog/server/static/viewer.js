@@ -721,7 +721,12 @@ function recordBody(e) {
     if (r.reasoning) parts.unshift(el("details", {}, el("summary", { text: "reasoning" }), el("div", { class: "body dim", text: contentText(r.reasoning) })));
     if (r.usage) {
       const u = r.usage;
-      parts.push(el("div", { class: "usage", text: `${u.input_tokens || 0} in · ${u.output_tokens || 0} out${u.cost_usd ? ` · $${Number(u.cost_usd).toFixed(4)}` : ""}${r.model ? ` · ${r.model}` : ""}` }));
+      // Numbers only, as the totals count them: a string or an object in a
+      // usage was drawn as "$NaN" or "[object Object] in".
+      const count = (value) => (Number.isInteger(value) ? value : 0);
+      const cost = typeof u.cost_usd === "number" && Number.isFinite(u.cost_usd) && u.cost_usd ? ` · $${u.cost_usd.toFixed(4)}` : "";
+      const model = typeof r.model === "string" && r.model ? ` · ${r.model}` : "";
+      parts.push(el("div", { class: "usage", text: `${count(u.input_tokens)} in · ${count(u.output_tokens)} out${cost}${model}` }));
     }
     return el("div", {}, ...parts);
   }
@@ -769,8 +774,11 @@ function stopStream() {
 
 function startStream() {
   stopStream();
-  const after = view.lastId ? `?after=${view.lastId}` : "";
-  const source = new EventSource(`${API}/sessions/${encodeURIComponent(view.sid)}/stream${after}`);
+  // Always from a place in the log, the start (NIL) for a session that was
+  // empty when its tree was read: without one, the stream starts when the
+  // server subscribes, and an event that landed in between was never shown.
+  const after = view.lastId || NIL;
+  const source = new EventSource(`${API}/sessions/${encodeURIComponent(view.sid)}/stream?after=${after}`);
   view.source = source;
   const live = $("live-state");
   source.addEventListener("open", () => { live.textContent = "on"; live.className = "on"; });
