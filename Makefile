@@ -44,7 +44,8 @@ bench: $(STAMP)
 
 # Side by side with the stores users would otherwise pick (installs the `bench` extra):
 # runs every figure, redraws docs/img/peers-*.png and rewrites the Peers tables of
-# docs/performance.md. `make bench-peers PEERS_ARGS=--quick` for the scaled-down run.
+# docs/performance.md. `make bench-peers PEERS_ARGS=--quick` for the scaled-down run,
+# whose tables and plots go to bench-home/peers-quick.md and bench-home/quick-img/.
 PEERS_ARGS ?=
 bench-peers: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

@@ -289,8 +289,10 @@ def text_summary(doc: dict[str, Any]) -> str:
 
 
 def write_doc(doc_path: str, text: str) -> None:
-    with open(doc_path) as f:
-        current = f.read()
+    current = ""
+    if os.path.exists(doc_path):
+        with open(doc_path) as f:
+            current = f.read()
     if BEGIN in current and END in current:
         head, _, rest = current.partition(BEGIN)
         _, _, tail = rest.partition(END)
@@ -309,8 +311,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.peers_report", description=__doc__)
     parser.add_argument("--dir", default=os.path.join(ROOT, "bench-home"))
     parser.add_argument("--quick", action="store_true", help="report the --quick results")
-    parser.add_argument("--doc", default=os.path.join(ROOT, "docs", "performance.md"))
+    parser.add_argument(
+        "--doc", help="the file to write into (default: docs/performance.md; with --quick, DIR/peers-quick.md)"
+    )
     args = parser.parse_args(argv)
+    if args.doc is None:
+        # As for the plots: a --quick run never rewrites the committed tables.
+        quick_doc = os.path.join(args.dir, "peers-quick.md")
+        args.doc = quick_doc if args.quick else os.path.join(ROOT, "docs", "performance.md")
     path = os.path.join(args.dir, "peers-quick.json" if args.quick else "peers.json")
     if not os.path.exists(path):
         print(f"no {path}: run python -m bench.peers first", file=sys.stderr)

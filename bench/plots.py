@@ -228,9 +228,13 @@ def path_plots(plt: Any, doc: dict[str, Any], out_dir: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.plots", description=__doc__)
     parser.add_argument("--dir", default=os.path.join(ROOT, "bench-home"))
-    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "img"))
+    parser.add_argument("--out", help="where the PNGs go (default: docs/img; with --quick, DIR/quick-img)")
     parser.add_argument("--quick", action="store_true", help="plot the --quick peers results")
     args = parser.parse_args(argv)
+    if args.out is None:
+        # A scaled-down run is a try, not a result: it never replaces the
+        # committed plots of a full run.
+        args.out = os.path.join(args.dir, "quick-img") if args.quick else os.path.join(ROOT, "docs", "img")
     try:
         import matplotlib
 

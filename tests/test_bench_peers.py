@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bench import peers_report
@@ -87,8 +88,9 @@ def test_workloads_are_the_same_for_every_store() -> None:
     assert turns[2][2]["tool_call_id"] == turns[1][2]["id"]
 
 
-def test_report_writes_only_between_its_markers(tmp_path: Path) -> None:
-    doc = {
+def _results() -> dict[str, Any]:
+    """A peers run's results, as bench.peers writes them, for two stores."""
+    return {
         "mode": "quick",
         "code": "abc1234",
         "machine": {},
@@ -112,14 +114,29 @@ def test_report_writes_only_between_its_markers(tmp_path: Path) -> None:
             }
         },
     }
+
+
+def test_report_writes_only_between_its_markers(tmp_path: Path) -> None:
     page = tmp_path / "performance.md"
     page.write_text(f"# Perf\n\nbefore\n\n{peers_report.BEGIN}\nold\n{peers_report.END}\n\nafter\n")
-    peers_report.write_doc(str(page), peers_report.markdown(json.loads(json.dumps(doc))))
+    peers_report.write_doc(str(page), peers_report.markdown(json.loads(json.dumps(_results()))))
     text = page.read_text()
     assert text.startswith("# Perf\n\nbefore\n\n") and text.endswith("\n\nafter\n")
     assert "old" not in text
     assert "| pi-style JSONL (no sync) | 40.00 ms | 0.25 |" in text
     assert "skipped: not reachable" in text
+
+
+def test_a_quick_report_leaves_the_docs_alone(tmp_path: Path) -> None:
+    """A scaled-down run is a try: its tables go beside its results, never
+    over the committed ones of a full run."""
+    (tmp_path / "peers-quick.json").write_text(json.dumps(_results()))
+    docs = Path(peers_report.ROOT) / "docs" / "performance.md"
+    before = docs.read_bytes()
+    assert peers_report.main(["--dir", str(tmp_path), "--quick"]) == 0
+    assert docs.read_bytes() == before
+    text = (tmp_path / "peers-quick.md").read_text()
+    assert peers_report.BEGIN in text and "| pi-style JSONL (no sync) | 40.00 ms | 0.25 |" in text
 
 
 def test_the_scale_probe_streams_the_whole_path_and_lists_it(tmp_path: Path) -> None:
