@@ -10,17 +10,27 @@ import time
 
 from .event import format_timestamp
 
-__all__ = ["ago", "at", "parse_age"]
+__all__ = ["AmbiguousAge", "ago", "at", "parse_age"]
+
+
+class AmbiguousAge(ValueError):
+    """An age whose unit could be read two ways (``6M``)."""
+
 
 _AGE = re.compile(r"\A(\d+(?:\.\d+)?)\s*(s|m|h|d|w|y)\Z")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 
 
 def parse_age(text: str) -> float:
-    """Seconds in ``90d`` (s, m, h, d, w, y); ValueError otherwise."""
+    """Seconds in ``90d`` (s, m, h, d, w, y; any case but ``M``); ValueError otherwise."""
     found = _AGE.match(text.strip().lower())
     if not found:
         raise ValueError(f"{text!r} is not an age such as 90d, 12h or 2w")
+    if found[2] == "m" and "M" in text:
+        # 'm' is minutes, but '6M' reads as six months (as in ISO 8601 and
+        # pandas): `prune --older-than 6M` taken as minutes would offer to
+        # delete nearly every session.
+        raise AmbiguousAge(f"{text!r} is ambiguous: 'm' is minutes ({found[1]}m); write months in days (30d a month)")
     seconds = float(found[1]) * _UNIT_S[found[2]]
     if not math.isfinite(seconds):
         raise ValueError(f"{text!r} is too long an age to count")

@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..errors import AgentlogError, RecoveryWarning
+from ..errors import AgentlogError, CorruptionError, RecoveryWarning
 from .common import CREATING_COMMANDS, App
 from .location import shown, store_location
 
@@ -146,6 +146,14 @@ class AgentlogGroup(click.Group):
             return _fail(exc.format_message(), exc.exit_code)
         except click.Abort:
             return _fail("aborted", 1)
+        except CorruptionError as exc:
+            # Damage in a store that opened is news the user can act on:
+            # fsck says what else is damaged, --repair keeps every intact
+            # event. (A store that does not open, a file that is no
+            # database, is nothing fsck can check.)
+            said = str(exc)
+            opened = bool(_APPS) and _APPS[-1].opened
+            return _fail(f"{said}; see 'agentlog fsck'" if opened and "fsck" not in said else said, 1)
         except AgentlogError as exc:
             return _fail(str(exc), 1)
         except OSError as exc:

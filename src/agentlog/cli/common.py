@@ -66,6 +66,11 @@ class App:
         self._store: Store | None = None
 
     @property
+    def opened(self) -> bool:
+        """Whether the store was opened (an error after it is about what it holds)."""
+        return self._store is not None
+
+    @property
     def store(self) -> Store:
         if self._store is None:
             where = None if self.creates else missing_store(self.home)

@@ -45,9 +45,14 @@ def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str
     shorts = short_ids([i.id for i in infos])
     items = []
     for info in infos[:_MAX]:
-        help_text = info.title or ""
+        # zsh and fish print the help beside each value as it comes: a
+        # title holding ESC sequences would retitle or clear the terminal.
+        title = info.title or ""
+        help_text = title if title.isprintable() else ""
         for value in (shorts[info.id], info.meta.get("name")):
-            if isinstance(value, str) and value.startswith(incomplete):
+            if isinstance(value, str) and value.startswith(incomplete) and value.isprintable():
+                # A name with a control character is left out: the shell
+                # would list it raw, and a newline splits click's reply.
                 items.append(CompletionItem(value, help=help_text))
     return items
 

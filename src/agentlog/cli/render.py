@@ -318,7 +318,8 @@ def _draw(root: _Node) -> Text:
     stack = [(child, "", i == len(root.children) - 1) for i, child in reversed(list(enumerate(root.children)))]
     while stack:
         node, prefix, last = stack.pop()
-        line = Text(prefix + ("└── " if last else "├── "), style="dim", no_wrap=True, overflow="ellipsis")
+        # Only the connector is dim: a Text's own style spans all it holds.
+        line = Text(no_wrap=True, overflow="ellipsis").append(prefix + ("└── " if last else "├── "), style="dim")
         line.append_text(node.label)
         lines.append(line)
         inner = prefix + ("    " if last else "│   ")

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import click
 
-from .._ages import ago, at, parse_age
+from .._ages import AmbiguousAge, ago, at, parse_age
 
 __all__ = ["Age", "Since", "ago", "parse_age"]
 
@@ -35,6 +35,8 @@ class Since(click.ParamType[str]):
         text = str(value).strip()
         try:
             age = parse_age(text)
+        except AmbiguousAge as exc:
+            self.fail(str(exc), param, ctx)  # an age, but which: no date looks like it
         except ValueError:
             pass  # not an age: try a date
         else:

@@ -134,7 +134,7 @@ def _resolved(session: Session, event_id: str) -> Event:
             exc.path,
             exc.offset,
             f"{exc.reason}; it is the record of event {event_id}, and a bundle is a faithful copy, "
-            f"so none was written: run 'agentlog fsck --repair {session.id}' first (it keeps every "
+            f"so the export was stopped: run 'agentlog fsck --repair {session.id}' first (it keeps every "
             "intact event, with a tombstone in the damaged one's place)",
         ) from None
     try:
@@ -144,7 +144,7 @@ def _resolved(session: Session, event_id: str) -> Event:
             exc.path,
             exc.offset,
             f"{exc.reason}; it is the payload of event {event_id}, and a bundle is a faithful copy, "
-            f"so none was written: run 'agentlog fsck --repair {session.id}' first, or export "
+            f"so the export was stopped: run 'agentlog fsck --repair {session.id}' first, or export "
             "--format md or html, which mark the unreadable payload",
         ) from None
 
