@@ -11,7 +11,16 @@ from typing import Any
 
 import orjson
 
-__all__ = ["TERMINAL_CODES", "readable_content", "reasoning_text", "record_text", "strip_terminal_codes", "usage_of"]
+__all__ = [
+    "TERMINAL_CODES",
+    "answer_content",
+    "readable_content",
+    "reasoning_shown",
+    "reasoning_text",
+    "record_text",
+    "strip_terminal_codes",
+    "usage_of",
+]
 
 #: A terminal's escape sequences as tools print them into their output:
 #: CSI (colours, ``ESC [ 1 ; 31 m``, cursor moves), OSC (``ESC ] ... BEL``,
@@ -74,6 +83,34 @@ def reasoning_text(record: Any) -> str:
                 if part["thinking"]:
                     pieces.append(part["thinking"])
     return "\n\n".join(pieces)
+
+
+#: Content parts that hold a model's thinking (Anthropic's; a redacted one
+#: holds it encrypted, as ``data``).
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+def answer_content(content: Any) -> str:
+    """What a reply says, for a reader: ``readable_content`` without its
+    thinking parts, which the exports show apart (``reasoning_shown``); in
+    the text they were a line ``[thinking]`` before the answer."""
+    if isinstance(content, list):
+        content = [p for p in content if not (isinstance(p, dict) and p.get("type") in _THINKING)]
+    return readable_content(content)
+
+
+def reasoning_shown(record: Any) -> str:
+    """A message's reasoning as the exports show it: its text, or, for
+    thinking parts that hold none (Claude Code keeps only a signature when
+    the thinking is not shown to the user), a note that the model reasoned
+    and the text was not recorded."""
+    text = reasoning_text(record)
+    if text or not isinstance(record, dict) or not isinstance(record.get("content"), list):
+        return text
+    for part in record["content"]:
+        if isinstance(part, dict) and part.get("type") in _THINKING:
+            return "(the model reasoned here; its text was not recorded, or only in encrypted form)"
+    return ""
 
 
 def _strings(value: Any, out: list[str]) -> None:

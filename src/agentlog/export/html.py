@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from ..event import NIL_ID, Event
-from ..recordtext import readable_content, reasoning_text, record_text
+from ..recordtext import answer_content, readable_content, reasoning_shown, record_text
 from .view import ExportView
 
 __all__ = ["html_chunks", "render_html"]
@@ -100,9 +100,9 @@ def _article(view: ExportView, event: Event) -> str:
             f"see <code>agentlog fsck {_e(view.id)}</code></div>"
         )
     elif event.kind == "message":
-        text = readable_content(record.get("content")) if record else record_text("message", event.record)
+        text = answer_content(record.get("content")) if record else record_text("message", event.record)
         body = f'<div class="text">{_e(text)}</div>'
-        reasoning = reasoning_text(record)
+        reasoning = reasoning_shown(record)
         if reasoning:
             body += f"<details><summary>reasoning</summary><pre>{_e(reasoning)}</pre></details>"
     elif event.kind == "tool_call":
@@ -162,8 +162,11 @@ def _shown_children(view: ExportView) -> dict[str, list[str]]:
 
 
 def _preview(event: Event) -> str:
-    """The sidebar's words for an event: the first line of its text."""
-    return record_text(event.kind, event.record).strip().split("\n", 1)[0][:60]
+    """The sidebar's words for an event: the first line of its text (of a
+    reply's answer, not of its thinking, which is no line of text)."""
+    record = event.record
+    answer = answer_content(record.get("content")) if event.kind == "message" and isinstance(record, dict) else ""
+    return (answer.strip() or record_text(event.kind, record)).strip().split("\n", 1)[0][:60]
 
 
 def _tree(view: ExportView, previews: dict[str, str]) -> str:

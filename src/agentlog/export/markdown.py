@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from ..event import NIL_ID, Event
-from ..recordtext import readable_content, reasoning_text, record_text
+from ..recordtext import answer_content, readable_content, reasoning_shown, record_text
 from .view import ExportView
 
 __all__ = ["markdown_chunks", "session_markdown"]
@@ -53,10 +53,10 @@ def _event(view: ExportView, event: Event) -> list[str]:
     record = event.record if isinstance(event.record, dict) else {}
     if event.kind == "message":
         lines = [f"### {event.role or 'message'} · {where}", ""]
-        text = readable_content(record.get("content")) if record else record_text("message", event.record)
+        text = answer_content(record.get("content")) if record else record_text("message", event.record)
         if text:
             lines += [text, ""]
-        reasoning = reasoning_text(record)
+        reasoning = reasoning_shown(record)
         if reasoning:
             lines += ["<details><summary>reasoning</summary>", "", reasoning, "", "</details>", ""]
         return lines

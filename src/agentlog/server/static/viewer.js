@@ -58,10 +58,31 @@ function contentText(content) {
     return content.map((part) => {
       if (typeof part === "string") return part;
       if (part && typeof part.text === "string") return part.text;
+      // An image or a file is named, as the exports name it: its base64
+      // drawn as JSON would bury the conversation.
+      if (part && typeof part.type === "string" && part.type) return `[${part.type}]`;
       return JSON.stringify(part);
     }).join("\n");
   }
   return JSON.stringify(content, null, 2);
+}
+
+// Parts that hold a model's thinking (Anthropic's, as imported Claude Code
+// and pi replies keep them): shown folded as reasoning, as the exports do,
+// never inside the reply's text.
+const THINKING = new Set(["thinking", "redacted_thinking"]);
+const isThinking = (part) => Boolean(part) && typeof part === "object" && THINKING.has(part.type);
+
+function answerText(content) {
+  return contentText(Array.isArray(content) ? content.filter((part) => !isThinking(part)) : content);
+}
+
+function reasoningText(r) {
+  const pieces = r.reasoning ? [contentText(r.reasoning)] : [];
+  const thinking = Array.isArray(r.content) ? r.content.filter(isThinking) : [];
+  for (const part of thinking) if (typeof part.thinking === "string" && part.thinking) pieces.push(part.thinking);
+  if (!pieces.length && thinking.length) pieces.push("(the model reasoned here; its text was not recorded, or only in encrypted form)");
+  return pieces.join("\n\n");
 }
 
 function prettyJson(text) {
@@ -359,7 +380,7 @@ function nodeText(entry) {
 function remember(e) {
   const r = e.record;
   if (!r || typeof r !== "object") return;
-  const text = e.kind === "message" ? contentText(r.content).slice(0, 2000) : e.kind === "tool_call" ? r.name :
+  const text = e.kind === "message" ? answerText(r.content).slice(0, 2000) : e.kind === "tool_call" ? r.name :
     e.kind === "tool_result" ? r.name : e.kind === "label" ? r.name : "";
   if (text) view.previews.set(e.id, firstLine(text));
 }
@@ -717,8 +738,9 @@ function blobLoader(e) {
 function recordBody(e) {
   const r = e.record;
   if (e.kind === "message" && r && typeof r === "object") {
-    const parts = [el("div", { class: "body", text: contentText(r.content) })];
-    if (r.reasoning) parts.unshift(el("details", {}, el("summary", { text: "reasoning" }), el("div", { class: "body dim", text: contentText(r.reasoning) })));
+    const parts = [el("div", { class: "body", text: answerText(r.content) })];
+    const reasoning = reasoningText(r);
+    if (reasoning) parts.unshift(el("details", {}, el("summary", { text: "reasoning" }), el("div", { class: "body dim", text: reasoning })));
     if (r.usage) {
       const u = r.usage;
       // Numbers only, as the totals count them: a string or an object in a
