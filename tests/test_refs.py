@@ -117,3 +117,17 @@ def test_custom_session_ids_keep_their_case(store):
     assert resolve_session(store, "alpha-2") == "alpha-2"
     with pytest.raises(SessionNotFound):
         resolve_session(store, "ALPHA")
+
+
+def test_short_forms_of_a_few_ids_are_those_of_the_whole_scope():
+    """``only`` (what ``log -n 20`` asks for) gives each id the form the
+    whole scope gives it: unique among every id, not among the few."""
+    rng = random.Random(11)
+    for _ in range(50):
+        alphabet = rng.choice(["01", "0123456789abcdef"])
+        ids = list({_uuid("".join(rng.choice(alphabet) for _ in range(32))) for _ in range(rng.randint(1, 80))})
+        ids += rng.sample(["demo", "0000", "1111aaaa", "x-1"], rng.randint(0, 2))
+        few = rng.sample(ids, min(len(ids), 5))
+        assert short_ids(ids, only=few) == {i: short_ids(ids)[i] for i in few}
+        for i, s in short_ids(ids, only=few).items():
+            assert _names(ids, s) == [i] or s == i  # a UUID's form names it alone; other ids are their own

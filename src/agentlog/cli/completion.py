@@ -67,8 +67,9 @@ def complete_event(ctx: click.Context, param: click.Parameter, incomplete: str) 
                 labels = labels_of(session.meta)
                 values += sorted(labels)
                 entries = session.entries()
-                shorts = short_ids([e.id for e in entries])
-                values += [shorts[e.id] for e in reversed(entries[-_MAX:])]
+                newest = [e.id for e in reversed(entries[-_MAX:])]
+                shorts = short_ids([e.id for e in entries], only=newest)
+                values += [shorts[i] for i in newest]
         except (AgentlogError, OSError, click.ClickException):
             pass  # an unknown session (or store): HEAD is still a fair suggestion
     return [CompletionItem(v) for v in values if v.startswith(incomplete)]

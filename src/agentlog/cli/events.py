@@ -180,7 +180,7 @@ def _emit_or_shorts(session: Session, events: list[Event], as_json: bool) -> dic
     if not events:
         console().print(Text(no_events(session), style="dim"))
         return None
-    return abbreviate(e.id for e in session.entries())
+    return abbreviate((e.id for e in session.entries()), only=[e.id for e in events])
 
 
 @click.command("log")
@@ -323,7 +323,7 @@ def checkout(app: App, session: Session, event: str, as_json: bool) -> None:
         click.echo("HEAD is now the root (the next append starts a new root)")
         return
     shown = session.event(target)
-    shorts = abbreviate(e.id for e in session.entries())
+    shorts = abbreviate((e.id for e in session.entries()), only=[target])
     line = Text("HEAD is now ")
     line.append_text(event_line(shown, shorts[target], preview(shown)))
     console().print(line, no_wrap=True, overflow="ellipsis")

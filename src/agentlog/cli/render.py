@@ -148,9 +148,10 @@ def _cut(text: str, cap: int) -> str:
 
 
 # --- ids and times -------------------------------------------------------------
-def abbreviate(ids: Iterable[str]) -> dict[str, str]:
-    """Each id's short form (see ``refs.short_ids``): a unique random tail."""
-    return short_ids(list(ids))
+def abbreviate(ids: Iterable[str], only: Iterable[str] | None = None) -> dict[str, str]:
+    """Each id's short form (see ``refs.short_ids``): a unique random tail
+    among ``ids``; with ``only``, the forms of those ids alone."""
+    return short_ids(list(ids), only=only)
 
 
 def local_time(timestamp: str | None, *, seconds: bool = True) -> str:
