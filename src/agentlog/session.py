@@ -282,6 +282,14 @@ class Session:
         self._check_open()
         return list(self.storage.entries())
 
+    def events(self) -> Iterator[Event]:
+        """Every event of every branch, in append order, read as it goes
+        (a payload kept in a blob stays unloaded: ``resolve`` loads one).
+        What reads a whole session, as ``agentlog tree`` and the exports
+        do, reads it in bulk this way rather than an ``event()`` at a time."""
+        self._check_open()
+        return self.storage.events()
+
     def children(self) -> dict[str, list[str]]:
         """Parent id -> child ids, for drawing the tree (reads the index only)."""
         tree: dict[str, list[str]] = {}

@@ -588,6 +588,13 @@ class SessionStorage(ABC):
     def entries(self) -> Iterator[IndexEntry]:
         """Every event's index entry, in append order, without payloads."""
 
+    def events(self) -> Iterator[Event]:
+        """Every event, in append order, each as ``get`` gives it (a blob's
+        payload unloaded). This default gets them one by one; a backend
+        whose log can be read in bulk reads it so (the file backend)."""
+        for entry in self.entries():
+            yield self.get(entry.id)
+
     @abstractmethod
     def event_count(self) -> int: ...
 

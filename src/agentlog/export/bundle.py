@@ -37,6 +37,7 @@ from typing import IO, Any, Protocol
 import orjson
 
 from .._json import dumps as dumps_json
+from ..backends.base import IndexEntry
 from ..errors import BundleError, CorruptionError, SessionNotFound, StreamedDeltaError
 from ..event import NIL_ID, Event, check_kind, digest_of, is_event_id, parse_timestamp, stored_record_problem
 from ..session import Session
@@ -108,8 +109,8 @@ def write_bundle(
             }
         )
     )
-    for n, entry in enumerate(entries):
-        event = _resolved(session, entry.id)
+    for n, stored in enumerate(_stored(session, entries)):
+        event = _resolved(session, stored)
         doc = event.to_dict()
         if redactor is not None:
             doc["record"] = redactor.value(doc["record"])
@@ -121,29 +122,41 @@ def write_bundle(
     return len(entries)
 
 
-def _resolved(session: Session, event_id: str) -> Event:
+def _stored(session: Session, entries: list[IndexEntry]) -> Iterator[Event]:
+    """The event of each entry, the log read in bulk (``Session.events``);
+    a damaged record stops the bundle, saying how to go on. A bundle
+    claims to be a faithful copy (it is imported back as the session), so
+    it never stands in a marker for lost bytes the way a Markdown or HTML
+    export does."""
+    events = session.events()
+    for entry in entries:
+        try:
+            stored = next(events, None)
+            if stored is None or stored.id != entry.id:
+                # Not what the entries listed (the log changed since): read it alone.
+                stored = session.event(entry.id)
+        except CorruptionError as exc:
+            # The record itself is damaged: no export format can show it.
+            raise CorruptionError(
+                exc.path,
+                exc.offset,
+                f"{exc.reason}; it is the record of event {entry.id}, and a bundle is a faithful copy, "
+                f"so the export was stopped: run 'agentlog fsck --repair {session.id}' first (it keeps every "
+                "intact event, with a tombstone in the damaged one's place)",
+            ) from None
+        yield stored
+
+
+def _resolved(session: Session, stored: Event) -> Event:
     """The event with its payload; a payload that cannot be read stops the
-    bundle, saying how to go on. A bundle claims to be a faithful copy (it
-    is imported back as the session), so it never stands in a marker for
-    lost bytes the way a Markdown or HTML export does."""
-    try:
-        stored = session.event(event_id)
-    except CorruptionError as exc:
-        # The record itself is damaged: no export format can show it.
-        raise CorruptionError(
-            exc.path,
-            exc.offset,
-            f"{exc.reason}; it is the record of event {event_id}, and a bundle is a faithful copy, "
-            f"so the export was stopped: run 'agentlog fsck --repair {session.id}' first (it keeps every "
-            "intact event, with a tombstone in the damaged one's place)",
-        ) from None
+    bundle, as a damaged record does (``_stored``)."""
     try:
         return session.resolve(stored)
     except CorruptionError as exc:
         raise CorruptionError(
             exc.path,
             exc.offset,
-            f"{exc.reason}; it is the payload of event {event_id}, and a bundle is a faithful copy, "
+            f"{exc.reason}; it is the payload of event {stored.id}, and a bundle is a faithful copy, "
             f"so the export was stopped: run 'agentlog fsck --repair {session.id}' first, or export "
             "--format md or html, which mark the unreadable payload",
         ) from None

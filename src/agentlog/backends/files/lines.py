@@ -9,15 +9,29 @@ import orjson
 
 from ..._cext import speedups
 from ..._codec import encode_line
-from ...event import format_timestamp
+from ...event import Event, format_timestamp
 from ..base import Commit, IndexEntry, StagedEvent
 from .index import Entry
 
-__all__ = ["entry_to_index", "event_object", "frame_commit", "is_event"]
+__all__ = ["entry_to_index", "event_object", "event_of", "frame_commit", "is_event"]
 
 
 def entry_to_index(e: Entry) -> IndexEntry:
     return IndexEntry(e.id, e.parent_id, e.branch_from, e.kind, e.role, e.timestamp, e.digest)
+
+
+def event_of(rec: dict[str, Any]) -> Event:
+    """The Event of a checked event line's members (a blob's payload unloaded)."""
+    return Event(
+        rec["id"],
+        rec["parent_id"],
+        rec["kind"],
+        rec.get("role"),
+        rec["timestamp"],
+        rec.get("record"),
+        rec.get("digest"),
+        rec.get("branch_from"),
+    )
 
 
 def is_event(rec: dict[str, Any]) -> bool:

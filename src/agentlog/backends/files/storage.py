@@ -41,9 +41,10 @@ from .groupcommit import GroupCommit
 from .index import Entry, Index, IndexDamaged, Placed, entry_of
 from .layout import Layout
 from .legacy_index import LegacyIndex
-from .lines import entry_to_index, is_event
+from .lines import entry_to_index, event_of, is_event
 from .meta import encode_meta, read_meta_file
 from .pathread import read_ancestors
+from .scan import scan_events
 
 __all__ = ["FileSessionStorage"]
 
@@ -209,7 +210,12 @@ class FileSessionStorage(GroupCommit, SessionStorage):
             # Checked only past chunk_size (a record may outgrow a chunk, never
             # its file): a damaged huge length must not become a huge read.
             raise IndexDamaged(f"index entry for {eid} runs past the end of its chunk")
-        data = self.log.read(chunk, offset, length)
+        return self.checked_line(entry, self.log.read(chunk, offset, length))
+
+    def checked_line(self, entry: Entry, data: bytes) -> dict[str, Any]:
+        """The record of ``data``, the bytes read where ``entry`` points, as
+        strictly checked as a ``get`` checks it; IndexDamaged otherwise."""
+        eid, chunk, offset, length = entry.id, entry.chunk, entry.offset, entry.length
         if len(data) != length or not data.endswith(b"\n"):
             raise IndexDamaged(f"index entry for {eid} does not frame a record")
         try:
@@ -522,16 +528,12 @@ class FileSessionStorage(GroupCommit, SessionStorage):
                 rec = self._check_entry(entry)
             except IndexDamaged as exc2:  # the rebuilt index read the log: it is the log
                 raise CorruptionError(self.log.path(entry.chunk), entry.offset, str(exc2)) from None
-        return Event(
-            rec["id"],
-            rec["parent_id"],
-            rec["kind"],
-            rec.get("role"),
-            rec["timestamp"],
-            rec.get("record"),
-            rec.get("digest"),
-            rec.get("branch_from"),
-        )
+        return event_of(rec)
+
+    def events(self) -> Iterator[Event]:
+        """Every event in log order, the log read in large blocks (``scan``)."""
+        self._check_open()
+        return scan_events(self, self._index_items())
 
     def has_children(self, event_id: str) -> bool:
         self._check_open()
@@ -546,14 +548,16 @@ class FileSessionStorage(GroupCommit, SessionStorage):
 
     def entries(self) -> Iterator[IndexEntry]:
         self._check_open()
+        for e in self._index_items():
+            yield entry_to_index(e if e.complete else self._completed(e))
+
+    def _index_items(self) -> list[Entry]:
         with self._state:
             try:
-                items = list(self.index)
+                return list(self.index)
             except IndexDamaged as exc:
                 self._rebuild_index(str(exc))
-                items = list(self.index)
-        for e in items:
-            yield entry_to_index(e if e.complete else self._completed(e))
+                return list(self.index)
 
     def _completed(self, entry: Entry) -> Entry:
         """An entry with the fields the index could not hold, from its record."""
