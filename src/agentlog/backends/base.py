@@ -41,6 +41,7 @@ from ..metafields import MetaProblem, checked_meta, document_problems, meta_prob
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
     "DURABILITY_MODES",
+    "EVENTS_PAGE",
     "MAX_BLOB_THRESHOLD",
     "Backend",
     "BlobCopy",
@@ -58,6 +59,8 @@ __all__ = [
     "check_rows",
     "event_from_row",
     "listing_row",
+    "paged_events",
+    "paged_scan",
     "path_by_scan",
     "path_from_rows",
     "read_path",
@@ -345,6 +348,26 @@ def paged_scan(fetch: Callable[[str, bool, int], Sequence[Sequence[Any]]], start
         if len(rows) < size:
             return
         upto, inclusive, size = rows[-1][0], False, size * 2
+
+
+#: Rows a SQL backend's ``events()`` fetches a query at a time: memory
+#: stays bounded whatever the session's size, in few round trips.
+EVENTS_PAGE = 1000
+
+
+def paged_events(fetch: Callable[[int], Sequence[Sequence[Any]]]) -> Iterator[Event]:
+    """``SessionStorage.events()`` of a SQL backend: ``fetch(after)`` returns
+    up to ``EVENTS_PAGE`` of the session's rows with ``seq`` above
+    ``after`` in ``seq`` order, ``seq`` first and then the columns of
+    ``event_from_row`` (keyset paging: no row is read twice)."""
+    after = -1
+    while True:
+        rows = fetch(after)
+        for row in rows:
+            yield event_from_row(row[1:])
+        if len(rows) < EVENTS_PAGE:
+            return
+        after = rows[-1][0]
 
 
 def path_by_scan(

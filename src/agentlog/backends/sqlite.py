@@ -35,6 +35,7 @@ from ..errors import (
 )
 from ..event import NIL_ID, Event, check_session_id, digest_of
 from .base import (
+    EVENTS_PAGE,
     Backend,
     Commit,
     IndexEntry,
@@ -47,6 +48,7 @@ from .base import (
     check_rows,
     event_from_row,
     listing_row,
+    paged_events,
     paged_scan,
     read_path,
     stored_meta,
@@ -84,6 +86,7 @@ WITH RECURSIVE walk (depth, {_COLUMNS}) AS (
 SELECT {_COLUMNS} FROM walk ORDER BY depth"""
 #: A session's events from one id down, newest id first: one range scan of
 #: the primary key (``read_path`` follows the rest of a long path through it).
+_EVENTS = f"SELECT seq, {_COLUMNS} FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
 _PATH_SCAN = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT ?"
 _PATH_SCAN_BELOW = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?"
 
@@ -164,6 +167,13 @@ class SqliteSessionStorage(SessionStorage):
             (self.session_id,),
         )
         return iter([IndexEntry(*row) for row in rows])
+
+    def events(self) -> Iterator[Event]:
+        def fetch(after: int) -> list[tuple[Any, ...]]:
+            rows: list[tuple[Any, ...]] = self._db.query(_EVENTS, (self.session_id, after, EVENTS_PAGE))
+            return rows
+
+        return paged_events(fetch)
 
     def event_count(self) -> int:
         count: int = self._one("SELECT event_count FROM sessions WHERE id = ?") or 0

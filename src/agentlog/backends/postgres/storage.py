@@ -23,7 +23,18 @@ from ...errors import (
 )
 from ...event import NIL_ID, Event, digest_of
 from ...recordtext import record_text, strip_terminal_codes
-from ..base import Commit, IndexEntry, SessionStorage, Ticket, event_from_row, paged_scan, read_path, stored_meta
+from ..base import (
+    EVENTS_PAGE,
+    Commit,
+    IndexEntry,
+    SessionStorage,
+    Ticket,
+    event_from_row,
+    paged_events,
+    paged_scan,
+    read_path,
+    stored_meta,
+)
 from .lease import PostgresLease
 
 if TYPE_CHECKING:  # the backend module imports this one; the name is for annotations only
@@ -263,6 +274,14 @@ class PostgresSessionStorage(SessionStorage):
             (self.session_id,),
         )
         return iter([IndexEntry(*row) for row in rows])
+
+    def events(self) -> Iterator[Event]:
+        def fetch(after: int) -> list[tuple[Any, ...]]:
+            statement = f"SELECT seq, {_COLUMNS} FROM events WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s"
+            rows: list[tuple[Any, ...]] = self._query(statement, (self.session_id, after, EVENTS_PAGE))
+            return rows
+
+        return paged_events(fetch)
 
     def event_count(self) -> int:
         count: int | None = self._one("SELECT event_count FROM sessions WHERE id = %s")
