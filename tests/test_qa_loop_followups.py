@@ -75,7 +75,7 @@ def test_the_provider_views_send_tool_results_and_parts_as_the_apis_take_them(st
     outputs = [i for i in responses if i["type"] == "function_call_output"]
     assert outputs[0]["output"] == [
         {"type": "input_text", "text": "screenshot"},
-        {"type": "input_image", "image_url": "data:image/png;base64,iVBOR"},
+        {"type": "input_image", "image_url": "data:image/png;base64,iVBOR", "detail": "auto"},
     ]
     assert outputs[1]["output"] == ""
     assert responses[-1]["content"][1] == {

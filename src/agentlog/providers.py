@@ -117,7 +117,21 @@ def _record(event: Event) -> dict[str, Any]:
 def event_triples(events: Iterable[Event]) -> Iterator[tuple[str, str | None, _Record]]:
     for event in events:
         if event.kind in ("message", "tool_call", "tool_result", "compaction", "branch_summary"):
-            yield event.kind, event.role, _record(event)
+            record = _record(event)
+            # ``append`` takes any role and record, so a view meets what no API
+            # takes. Named here, with the event, so it can be found and stepped
+            # around (``neutral_form`` says the same without an id).
+            if event.kind == "message" and event.role not in MESSAGE_ROLES:
+                raise InvalidEvent(
+                    f"message event {event.id} has role {event.role!r}, which no provider takes "
+                    f"(expected one of {', '.join(MESSAGE_ROLES)}); select() the event before it to branch around it"
+                )
+            if event.kind == "tool_call" and not isinstance(record.get("id"), str):
+                raise InvalidEvent(
+                    f"tool_call event {event.id} has no string id (its result could not name it): "
+                    f"{record.get('id')!r}; select() the event before it to branch around it"
+                )
+            yield event.kind, event.role, record
 
 
 def server_results(record: _Record) -> dict[str, Any]:
@@ -193,15 +207,23 @@ def neutral_form(
         else:
             close_group()
             if kind == "compaction":
-                out.append(NeutralMessage("user", {"content": COMPACTION_PREFIX + str(rec.get("summary", ""))}))
+                out.append(NeutralMessage("user", {"content": COMPACTION_PREFIX + _summary_text(rec)}))
             elif kind == "branch_summary":
-                out.append(NeutralMessage("user", {"content": BRANCH_PREFIX + str(rec.get("summary", ""))}))
+                out.append(NeutralMessage("user", {"content": BRANCH_PREFIX + _summary_text(rec)}))
             elif role in MESSAGE_ROLES:
                 out.append(NeutralMessage(role, rec))
             else:
                 raise InvalidEvent(f"message with role {role!r}: expected one of {MESSAGE_ROLES}")
     close_group()
     return out
+
+
+def _summary_text(record: _Record) -> str:
+    """A summary record's text; a missing or null one is no text (not "None")."""
+    summary = record.get("summary")
+    if summary is None:
+        return ""
+    return summary if isinstance(summary, str) else json.dumps(summary, default=str)
 
 
 # --- Chat Completions ------------------------------------------------------------
@@ -234,13 +256,23 @@ def _chat_content(content: Any) -> Any:
     return parts
 
 
+def _as_json_text(value: Any) -> Any:
+    """Content or arguments the APIs take only as text (or, for content, a
+    list of parts), when a record holds other JSON (an object, a number: a
+    plain ``append`` stores whatever it is given): sent as its JSON text,
+    as the Anthropic view sends it, never as a value the API refuses."""
+    if value is None or isinstance(value, str | list):
+        return value
+    return json.dumps(value, default=str)
+
+
 def _chat_tool_content(content: Any) -> Any:
     """A tool result as Chat Completions takes it: a string or text parts
     only (a ``tool`` message carries no image or file); other parts are
     named in the text, as the Markdown export names them."""
     if content is None:
         return ""
-    parts = _chat_content(content)
+    parts = _chat_content(_as_json_text(content))
     if not isinstance(parts, list) or all(isinstance(p, dict) and p.get("type") == "text" for p in parts):
         return parts
     return "\n".join(
@@ -289,7 +321,7 @@ def _render_chat(
             continue
         content = item.record.get("content")
         if repair:
-            content = _chat_content(_without_unsent(content))
+            content = _chat_content(_without_unsent(_as_json_text(content)))
             if content == [] and item.role == "assistant":
                 content = None  # the APIs refuse an empty list of parts: no content (or "", below)
         if content is None and (item.role != "assistant" or (repair and not item.calls)):
@@ -306,7 +338,8 @@ def _render_chat(
                 {
                     "id": c["id"],
                     "type": "function",
-                    "function": {"name": c.get("name", ""), "arguments": c.get("arguments", "")},
+                    # Text, as chat_messages_to_drafts stores arguments given as an object.
+                    "function": {"name": c.get("name", ""), "arguments": _as_json_text(c.get("arguments", ""))},
                 }
                 for c in item.calls
             ]
@@ -360,7 +393,7 @@ def _responses_content(role: str, content: Any) -> Any:
     """Chat-style parts to Responses parts: text -> input_text / output_text,
     image_url -> input_image; anything else passes through."""
     if not isinstance(content, list):
-        return content if content is not None else ""
+        return _as_json_text(content) if content is not None else ""
     text_type = "output_text" if role == "assistant" else "input_text"
     parts: list[Any] = []
     for part in content:
@@ -377,10 +410,12 @@ def _responses_content(role: str, content: Any) -> Any:
         elif kind == "image_url":
             image = part.get("image_url") or {}
             url = image.get("url") if isinstance(image, dict) else image
-            new: dict[str, Any] = {"type": "input_image", "image_url": url}
-            if isinstance(image, dict) and image.get("detail"):
-                new["detail"] = image["detail"]
-            parts.append(new)
+            detail = image.get("detail") if isinstance(image, dict) else None
+            parts.append({"type": "input_image", "image_url": url, "detail": detail or "auto"})
+        elif kind == "input_image" and not part.get("detail"):
+            # The API's own type requires ``detail`` (its default is "auto"),
+            # as it requires an output_text's annotations.
+            parts.append({**part, "detail": "auto"})
         else:
             parts.append(part)
     return parts
@@ -415,7 +450,7 @@ def to_responses_input(events: Iterable[Event], system: Any = None) -> list[dict
                     "type": "function_call",
                     "call_id": call["id"],
                     "name": call.get("name", ""),
-                    "arguments": call.get("arguments", ""),
+                    "arguments": _as_json_text(call.get("arguments", "")),
                 }
             )
     return items

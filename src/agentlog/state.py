@@ -8,6 +8,7 @@ as the turn's messages (``Session.save_turn``): they cannot disagree.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,10 +31,17 @@ class UsageTotals:
     calls: int = 0
 
     def add(self, usage: Usage) -> None:
-        """Count one model call."""
-        self.input_tokens += int(usage.input_tokens or 0)
-        self.output_tokens += int(usage.output_tokens or 0)
-        self.cost_usd += float(usage.cost_usd or 0.0)
+        """Count one model call. Lenient, as ``Checkpoint.from_record`` is: a
+        model outside agentlog may report anything, and the agent loop counts
+        a call before storing its reply, so a bad number must not lose the
+        reply. A cost that is not a finite number (a server's NaN) is
+        unknown: added, a NaN would make every later total NaN, and a
+        ``max_cost_usd`` compared with it would never stop a run."""
+        self.input_tokens += _int(usage.input_tokens)
+        self.output_tokens += _int(usage.output_tokens)
+        cost = _float(usage.cost_usd)
+        if math.isfinite(cost):
+            self.cost_usd += cost
         self.calls += 1
 
     def to_record(self) -> UsageTotalsRecord:
@@ -109,14 +117,14 @@ def _text(value: Any, default: str = "") -> str:
 def _int(value: Any) -> int:
     try:
         return int(value or 0)
-    except (TypeError, ValueError, OverflowError):  # "two", [1], inf: not a count
+    except (TypeError, ValueError, OverflowError):  # "two", [1], inf, NaN: not a count
         return 0
 
 
 def _float(value: Any) -> float:
     try:
         return float(value or 0.0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # an int beyond a float's range too
         return 0.0
 
 

@@ -18,11 +18,12 @@ model is told. Deltas go to the live hub only, never to disk.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import ContextOverflow, ModelError
+from ..errors import ContextOverflow, InvalidOption, ModelError
 from ..event import Event
 from ..records import RecordTuple, ToolResultRecord
 from ..session import Session
@@ -60,6 +61,23 @@ class Limits:
     max_tool_calls: int | None = None  # over the whole session
     max_cost_usd: float | None = None  # over the whole session
 
+    def __post_init__(self) -> None:
+        # Checked here, not where they are used: by then run() has written the
+        # user's message, and a "3" or a NaN would fail (or never stop) after it.
+        if not _is_int(self.max_iterations) or self.max_iterations < 1:
+            raise InvalidOption(f"max_iterations must be an integer of at least 1, not {self.max_iterations!r}")
+        if self.max_tool_calls is not None and (not _is_int(self.max_tool_calls) or self.max_tool_calls < 0):
+            raise InvalidOption(f"max_tool_calls must be None or an integer >= 0, not {self.max_tool_calls!r}")
+        cost = self.max_cost_usd
+        if cost is not None and (
+            isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0
+        ):
+            raise InvalidOption(f"max_cost_usd must be None or a finite number >= 0, not {cost!r}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
 
 #: Why a run stopped: the model answered, the iteration bound, or the spend or tool-call budget.
 StopReason = Literal["done", "max_iterations", "budget"]
@@ -86,6 +104,13 @@ class Agent:
         hub: LiveHub | None = None,
         limits: Limits = Limits(),
     ) -> None:
+        if not isinstance(limits, Limits):
+            raise InvalidOption(f"limits must be a Limits, not {type(limits).__name__}")
+        names = [tool.name for tool in tools]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            # One would silently shadow the other: the model could never call it.
+            raise InvalidOption(f"two tools share the name {', '.join(map(repr, twice))}")
         self.session = session
         self.model = model
         self.tools = {tool.name: tool for tool in tools}
@@ -149,9 +174,14 @@ class Agent:
         """Whether the path the next append continues (HEAD, or the selected
         event: a regenerate) ends waiting for the model."""
         for event in self.session.walk(self.session.next_parent):
-            if event.kind in ("message", "tool_call", "tool_result", "branch_summary"):
-                return event.kind in ("tool_call", "tool_result") or (event.kind == "message" and event.role == "user")
-            # state, compaction, label, custom: bookkeeping, not the conversation's end
+            if event.kind in ("tool_call", "tool_result"):
+                return True
+            if event.kind == "message" and event.role in ("user", "assistant"):
+                return event.role == "user"
+            # state, compaction, label, custom: bookkeeping, not the conversation's end. Nor a
+            # branch_summary (summarize_branch() after select(user_message) puts one after the
+            # question a regenerate still owes an answer to), nor a system or developer
+            # message (an instruction the harness added, not a turn that answers anything).
         return False
 
     def _generate(self, result: TurnResult, used: int | None = None) -> TurnResult:
