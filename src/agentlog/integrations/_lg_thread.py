@@ -29,6 +29,7 @@ __all__ = [
     "value_digest",
     "index_checkpoint",
     "index_writes",
+    "is_current",
     "lookup_in",
     "open_thread",
     "pack",
@@ -109,6 +110,11 @@ class Thread:
     writes: dict[tuple[str, str], dict[tuple[str, int], list[Any]]] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # sha256 -> value event id
     side_tail: str = NIL_ID  # last event of the values/writes chain
+    # Events the index accounts for. Another writer of this session in the
+    # process (a second saver: writers share one lease) appends behind this
+    # index's back; a count that differs from the session's means the index
+    # is stale and must be built again (``is_current``).
+    indexed: int = 0
     # Value records read lately. A value event never changes (its id names
     # it), so a read of the same list element again needs no store read.
     cache: ValueCache = field(default_factory=lambda: ValueCache(CACHE_BYTES))
@@ -128,7 +134,9 @@ def open_thread(session: Session) -> Thread:
 def _load(thread: Thread) -> None:
     """Build the index from the checkpoint and writes records (values stay unread)."""
     session = thread.session
-    for entry in session.entries():
+    entries = session.entries()
+    thread.indexed = len(entries)
+    for entry in entries:
         if entry.kind in (VALUE, WRITES):
             thread.side_tail = entry.id
         if entry.kind not in (CHECKPOINT, WRITES):
@@ -146,6 +154,11 @@ def _load(thread: Thread) -> None:
             raise CorruptionError(
                 f"session {session.id}", None, f"{entry.kind} event {entry.id} is malformed: {exc!r}"
             ) from None
+
+
+def is_current(thread: Thread) -> bool:
+    """Whether the index accounts for every event the session holds."""
+    return len(thread.session) == thread.indexed
 
 
 def index_checkpoint(thread: Thread, event_id: str, record: dict[str, Any]) -> None:

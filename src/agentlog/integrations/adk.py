@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Generator
@@ -61,6 +60,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .. import NIL_ID, CorruptionError, Event, InvalidEvent, Session, SessionExists, SessionLocked, Store
 from ._ids import session_key
+from ._locks import release_when_collected, shared_lock
 from ._open_writers import OpenWriters
 
 __all__ = ["AgentlogSessionService"]
@@ -145,7 +145,9 @@ class AgentlogSessionService(BaseSessionService):
         # Sessions held open for writing; past ``max_open`` the least recently
         # used is closed (releasing its lease) and reopened on its next append.
         self._writers: OpenWriters[Session] = OpenWriters(max_open, Session.close)
-        self._lock = threading.RLock()
+        release_when_collected(self, self._writers.close_all)  # dropped without close()
+        # Shared with every service over this store in the process: see _locks.
+        self._lock = shared_lock(self.store, FRAMEWORK)
 
     # --- ids and sessions -------------------------------------------------------------
     @staticmethod
@@ -482,6 +484,11 @@ class AgentlogSessionService(BaseSessionService):
             )
             own.update(session_delta)
             writer.update_meta(adk_state=own, adk_through=stored.id, adk_last_update=event.timestamp)
+            # The Session object is brought up to date under the lock, as
+            # DatabaseSessionService does under its session lock: another
+            # append through the same object (tasks gathered on one session)
+            # waiting for the lock must find it current, not stale.
+            session.last_update_time = event.timestamp
             return True
 
     async def append_event(self, session: AdkSession, event: AdkEvent) -> AdkEvent:
@@ -492,5 +499,4 @@ class AgentlogSessionService(BaseSessionService):
         event = self._trim_temp_delta_state(event)
         if not await asyncio.to_thread(self._persist, session, copy.deepcopy(event)):
             return event  # an equal event was stored already: neither stored nor applied again
-        session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)

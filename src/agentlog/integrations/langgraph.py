@@ -34,7 +34,6 @@ new session (``_lg_retention``). Requires the ``langgraph`` extra.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -67,12 +66,14 @@ from ._lg_thread import (
     Typed,
     index_checkpoint,
     index_writes,
+    is_current,
     lookup_in,
     open_thread,
     pack,
     unpack,
     value_digest,
 )
+from ._locks import release_when_collected, shared_lock
 from ._open_writers import OpenWriters
 
 __all__ = ["AgentlogSaver"]
@@ -104,8 +105,9 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
     ``close()`` (at most ``max_open`` at once; past that the least recently
     used is closed and reopened on its next write); a saver in another
     process gets ``SessionLocked`` for it. Reading takes no lease. Safe to share
-    between threads of one process (one lock), and the async methods run the
-    blocking store calls in a worker thread.
+    between threads of one process (one lock, shared by every saver over the
+    same store, each of which sees the others' checkpoints), and the async
+    methods run the blocking store calls in a worker thread.
     """
 
     def __init__(
@@ -116,7 +118,9 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         # Threads held open for writing; past ``max_open`` the least recently
         # used is closed (releasing its lease) and reopened on its next write.
         self._threads: OpenWriters[Thread] = OpenWriters(max_open, _close_thread)
-        self._lock = threading.RLock()
+        release_when_collected(self, self._threads.close_all)  # dropped without close()
+        # Shared with every saver over this store in the process: see _locks.
+        self._lock = shared_lock(self.store, FRAMEWORK)
 
     # --- lifecycle ------------------------------------------------------------------
     def close(self) -> None:
@@ -147,7 +151,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
     def _writer(self, thread_id: str) -> Thread:
         """The thread open for writing (created if new); kept open until ``close()``."""
         thread_id = str(thread_id)
-        thread = self._threads.get(thread_id)
+        thread = self._held(thread_id)
         if thread is not None:
             return thread
         sid = self.session_id(thread_id)
@@ -163,6 +167,18 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         self._threads.put(thread_id, thread)
         return thread
 
+    def _held(self, thread_id: str) -> Thread | None:
+        """The thread this saver holds open, its index built again if another
+        writer in this process (a second saver sharing the lease) appended
+        to it since: a stale index would resume from an old checkpoint."""
+        thread = self._threads.get(thread_id)
+        if thread is None or is_current(thread):
+            return thread
+        self._threads.pop(thread_id)  # open_thread closes the session if it fails
+        thread = open_thread(thread.session)
+        self._threads.put(thread_id, thread)
+        return thread
+
     @staticmethod
     def _meta(thread_id: str) -> dict[str, Any]:
         return {"name": f"langgraph {thread_id}", "framework": FRAMEWORK, "thread_id": thread_id}
@@ -173,7 +189,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         handle for this call only (reading takes no lease, so listing threads
         never blocks another process's writer). None if the thread is absent."""
         thread_id = str(thread_id)
-        thread = self._threads.get(thread_id)
+        thread = self._held(thread_id)
         if thread is not None:
             yield thread
             return
@@ -194,6 +210,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         session.select(thread.side_tail)
         events = session.append_many(drafts)
         thread.side_tail = events[-1].id
+        thread.indexed += len(events)
         return [e.id for e in events]
 
     # --- reading ----------------------------------------------------------------------
@@ -408,6 +425,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             session = thread.session
             session.select(parent.event_id if parent is not None else NIL_ID)
             event = session.append(CHECKPOINT, record)
+            thread.indexed += 1
             index_checkpoint(thread, event.id, record)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 

@@ -36,6 +36,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 
 from .. import NIL_ID, Event, InvalidEvent, Session, SessionClosed, SessionExists, Store
 from ._ids import session_key
+from ._locks import release_when_collected, shared_lock
 
 __all__ = ["AgentlogSession", "item_to_draft", "event_to_item"]
 
@@ -164,16 +165,21 @@ class AgentlogSession(SessionABC):
         self.store = store if store is not None else Store()
         self.agentlog_id = session_key("", session_id)
         self._session: Session | None = None
+        # Closes the session if this object is dropped without close() (set on open).
+        self._release: Callable[[], object] = lambda: None
         self._closed = False
         # One operation at a time. The blocking store calls run in a worker
         # thread so the loop itself never waits on a sync, and the lock is taken
         # there: a thread lock, because callers may use one session from
         # several event loops or threads (as SQLiteSession allows), and an
-        # asyncio.Lock shared across loops deadlocks. Within one loop, calls
+        # asyncio.Lock shared across loops deadlocks. The lock is shared by
+        # every AgentlogSession of this session in the process (_locks), as
+        # they write one timeline: a pop must not interleave another
+        # object's add_items (that item would leave the path). Within one loop, calls
         # also queue on that loop's own asyncio.Lock, so they run in the order
         # they were made (worker threads alone would take them in any order:
         # concurrent pops would return the items shuffled).
-        self._lock = threading.RLock()
+        self._lock = shared_lock(self.store, "openai-agents", self.agentlog_id)
         self._loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
         )
@@ -213,6 +219,7 @@ class AgentlogSession(SessionABC):
                 except SessionExists:
                     # Created by another writer between the check and here.
                     self._session = self.store.open(self.agentlog_id)
+            self._release = release_when_collected(self, self._session.close)
         return self._session
 
     @property
@@ -303,5 +310,5 @@ class AgentlogSession(SessionABC):
         with self._lock:  # never under a running call's feet
             self._closed = True
             if self._session is not None:
-                self._session.close()
+                self._release()  # closes the session, once
                 self._session = None
