@@ -12,6 +12,7 @@ import pytest
 
 from agentlog import CorruptionError, RecoveryWarning, Store
 from agentlog.backends.files import pathread
+from agentlog.backends.files.index import Index
 from helpers import BLOB_THRESHOLD, chunk_paths, flip_byte, index_path, line_spans, rewrite_index_entry
 
 
@@ -97,3 +98,27 @@ def test_a_closed_session_refuses(store: Store) -> None:
     session.close()
     with pytest.raises(Exception, match="closed"):
         session.events()
+
+
+def test_a_forward_read_finds_each_next_event_without_a_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index tries the slot after the last one found (as it tries the
+    one before, for a path walked backwards): an export from the root to
+    HEAD, or the search index catching up, reads a 16-byte id or two an
+    event, not a binary search's dozen."""
+    store = Store(tmp_path)
+    with store.create(session_id="s") as session:
+        session.append_many([("message", {"content": f"m{i}"}, "user") for i in range(4000)])
+    probes = 0
+    original = Index._id_at
+
+    def counted(self: Index, i: int) -> bytes:
+        nonlocal probes
+        probes += 1
+        return original(self, i)
+
+    monkeypatch.setattr(Index, "_id_at", counted)
+    with store.open("s", readonly=True) as session:
+        ids = [e.id for e in session.entries()]
+        probes = 0
+        assert [session.event(i).record["content"] for i in ids] == [f"m{i}" for i in range(4000)]
+    assert probes <= 2 * len(ids) + 20, f"{probes} id reads for {len(ids)} events"

@@ -457,12 +457,14 @@ class Index:
 
         A path walk asks for each parent right after its child, and a
         parent usually sits in the slot just before, so that slot is tried
-        first: one 16-byte read per step instead of a search."""
+        first: one 16-byte read per step instead of a search. A forward
+        read (an export root to HEAD, the search index catching up) asks
+        for the slot just after, which is tried next."""
         key = self._key(event_id)
-        guess = self._last_pos - 1
-        if 0 <= guess < self.count and self._id_at(guess) == key:
-            self._last_pos = guess
-            return guess
+        for guess in (self._last_pos - 1, self._last_pos + 1):
+            if 0 <= guess < self.count and self._id_at(guess) == key:
+                self._last_pos = guess
+                return guess
         lo, hi = 0, self.count
         probed = []
         while lo < hi:
