@@ -97,7 +97,10 @@ def test_the_user_message_is_durable_before_generation(tmp_path):
         text=True,
     )
     try:
-        sid = child.stdout.readline().split()[1]
+        first = child.stdout.readline()
+        # A child that failed to start says why on stderr (read once it has ended).
+        assert first.startswith("SESSION "), first or child.communicate()[1]
+        sid = first.split()[1]
         line = child.stdout.readline()
         assert line.strip() == "GENERATING", child.stderr.read() if child.poll() else line
         child.send_signal(signal.SIGKILL)

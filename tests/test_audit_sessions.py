@@ -199,7 +199,10 @@ def test_resume_after_sigkill_during_generation(tmp_path):
         text=True,
     )
     try:
-        sid = child.stdout.readline().split()[1]
+        first = child.stdout.readline()
+        # A child that failed to start says why on stderr (read once it has ended).
+        assert first.startswith("SESSION "), first or child.communicate()[1]
+        sid = first.split()[1]
         assert child.stdout.readline().strip() == "GENERATING"
         child.send_signal(signal.SIGKILL)
     finally:
