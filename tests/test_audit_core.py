@@ -59,7 +59,8 @@ def test_a_record_that_decodes_is_never_cut_at_an_index_frame(tmp_path):
     A whole, checksum-valid record refused for where it stands (moved by a
     swap) may hold another record's old frame: it stays one piece."""
     from agentlog.backends.files.chunklog import ChunkLog
-    from agentlog.backends.files.fsck import _Bad, _split_merged
+    from agentlog.backends.files.fsck import Bad
+    from agentlog.backends.files.repair_plan import split_merged
 
     store = Store(tmp_path)
     _chain(store, 1)
@@ -68,11 +69,11 @@ def test_a_record_that_decodes_is_never_cut_at_an_index_frame(tmp_path):
     entries = {(0, 10, 20): {"id": "01a22ebe-0000-7000-8000-000000000001"}}  # a frame inside the line
     log = ChunkLog(OsFs(), str(chunk.parent), chunk_size=1 << 20, durable=False, writable=False)
     try:
-        refused = _Bad(0, 0, len(line), "event id does not increase")
-        assert _split_merged([refused], entries, log) == [refused]
+        refused = Bad(0, 0, len(line), "event id does not increase")
+        assert split_merged([refused], entries, log) == [refused]
         chunk.write_bytes(bytes(len(line) - 1) + b"\n")  # the same line, zeroed: cut at the frame
-        zeroed = _Bad(0, 0, len(line), "not a framed record")
-        assert [(b.offset, b.length) for b in _split_merged([zeroed], entries, log)] == [(0, 10), (10, len(line) - 10)]
+        zeroed = Bad(0, 0, len(line), "not a framed record")
+        assert [(b.offset, b.length) for b in split_merged([zeroed], entries, log)] == [(0, 10), (10, len(line) - 10)]
     finally:
         log.close()
 

@@ -67,6 +67,8 @@ COVERED = (
     "agentlog.backends.files.index",
     "agentlog.backends.files.lines",
     "agentlog.backends.files.pathread",
+    "agentlog.backends.files.repair",
+    "agentlog.backends.files.repair_plan",
     "agentlog.backends.files.storage",
     "agentlog.backends.files.tombstone",
 )
@@ -77,6 +79,7 @@ SCAN_COVERED = (
     "agentlog._codec",
     "agentlog.backends.files.chunklog",
     "agentlog.backends.files.fsck",
+    "agentlog.backends.files.repair_plan",
     "agentlog.backends.files.tombstone",
 )
 
@@ -219,12 +222,13 @@ class Harness:
         self.store = Store(backend=FileBackend(self.home, chunk_size=CHUNK_SIZE), blob_threshold=BLOB_THRESHOLD)
         self.candidates = list(self.base.chunks) if target != "index" else [self.base.index, self.base.head_file]
         from agentlog._fs import OsFs
-        from agentlog.backends.files import fsck
+        from agentlog.backends.files import fsck, repair_plan
         from agentlog.backends.files.chunklog import ChunkLog
         from agentlog.backends.files.tombstone import index_entries_by_location
 
         self.fs = OsFs()
         self.fsck = fsck
+        self.plan = repair_plan
         self.ChunkLog = ChunkLog
         # the base session's intact index, keyed by location (what repair reads)
         self.entries = index_entries_by_location(self.fs, os.path.join(self.base.home, self.base.index))
@@ -311,37 +315,37 @@ class Harness:
 
     # --- targets --------------------------------------------------------------------
     def _scan(self, rel: str, original: bytes, content: bytes) -> str:
-        f = self.fsck
+        f, p = self.fsck, self.plan
         log = self.ChunkLog(
             self.fs, os.path.join(self.sdir, "chunks"), chunk_size=1 << 62, durable=False, writable=False
         )
         try:
-            scan = f._scan_log(log)
+            scan = f.scan_log(log)
             assert scan.order == sorted(set(scan.order)), "scan: event ids do not increase"
             for event_id in scan.order:
                 chunk, offset, length = scan.events[event_id]["_loc"]
                 rec = self.decode_line(log.read(chunk, offset, length))
                 assert rec["id"] == event_id, "scan: an event's location frames another record"
             assert scan.head == NIL or scan.head in scan.events, "scan: HEAD names no event"
-            bads = f._split_merged(f._merge_split(scan.bad, self.entries), self.entries, log)
+            bads = p.split_merged(p.merge_split(scan.bad, self.entries), self.entries, log)
             ends: dict[int, int] = {}
             for b in sorted(bads, key=lambda b: (b.chunk, b.offset)):
                 assert b.length > 0 and b.offset >= ends.get(b.chunk, 0), f"scan: bad ranges overlap: {bads}"
                 ends[b.chunk] = b.offset + b.length
                 assert ends[b.chunk] <= os.path.getsize(log.path(b.chunk)), "scan: a bad range past the end"
             scan.bad = bads
-            plan = f._plan_tombstones(self.entries, log, scan)
+            plan = p.plan_tombstones(self.entries, log, scan)
             starts = {(b.chunk, b.offset) for b in bads}
             stones = set()
             for at, line in plan.lines.items():
                 assert at in starts, "plan: a line planned where no bad line starts"
-                if line == f._KEEP:
+                if line == p.KEEP:
                     continue
                 rec = self.decode_line(line)
                 assert rec["kind"] == "tombstone" and rec["id"] not in scan.events, "plan: a tombstone for a present id"
                 assert rec["id"] not in stones, "plan: two tombstones for one id"
                 stones.add(rec["id"])
-            assert f._cut_before(scan, plan) <= set(scan.order)
+            assert p.cut_before(scan, plan) <= set(scan.order)
         finally:
             log.close()
         _intact, _head, strong = self._intact(rel, original, content)

@@ -27,11 +27,12 @@ from ...errors import (
 from ...event import NIL_ID, check_session_id, is_session_id
 from ..base import Backend, Commit, ListingRow, Problem, SessionStats, check_durability
 from ..registry import local_path
-from .fsck import repair_session, verify_session
+from .fsck import verify_session
 from .index import ENTRY_SIZE, HEADER_SIZE, LEGACY_INDEX_WIDTH, empty_index
 from .layout import Layout, chunk_name, parse_chunk_name
 from .meta import encode_meta, parse_meta
 from .migrate import legacy_meta, migrate_legacy, needs_migration
+from .repair import repair_session
 from .storage import FileSessionStorage
 
 DEFAULT_CHUNK_SIZE = 64 * 1024 * 1024

@@ -12,7 +12,7 @@ only when they fit: ids well formed, the id between its neighbours in
 the log, the parent an event before it. A batch member keeps its batch
 marker, so the batch is whole again and its intact members stay.
 
-Nothing here decides alone: ``fsck.repair_session`` writes the result
+Nothing here decides alone: ``repair.repair_session`` writes the result
 and scans it again; whatever still does not fit is quarantined the old
 way.
 """
