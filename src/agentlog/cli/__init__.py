@@ -183,7 +183,8 @@ class AgentlogGroup(click.Group):
     show_envvar=True,
     metavar="URL",
     help="The store as a URL: file:///dir, sqlite:///file.db, memory:, or another "
-    "installed backend's scheme. Wins over --home when both are set.",
+    "installed backend's scheme. Typed with --home, an error; a typed one wins over the "
+    "other's variable, and $AGENTLOG_STORE over $AGENTLOG_HOME.",
 )
 @click.option(
     "--durability",

@@ -79,7 +79,8 @@ def gc(app: App, dry_run: bool, quarantine: bool, quarantine_older_than: float, 
 
     A blob is orphaned when no event line names it (a crash between
     writing the blob and its event). Anything younger than an hour is
-    left alone, as are sessions a writer holds (reported busy). A session
+    left alone, as are the blobs of a session a writer holds (reported
+    busy; a session with no blob files has nothing to collect). A session
     with a damaged line or a quarantine file keeps every blob: the damaged
     bytes may be the only reference to one (reported; run fsck)."""
     if not quarantine:
