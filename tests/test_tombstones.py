@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentlog import FileBackend, Store
+from agentlog import FileBackend, RecoveryWarning, Store
 
 SID = "s"
 
@@ -364,3 +364,22 @@ def test_the_provider_views_skip_a_tombstone_and_the_result_of_its_call(tmp_path
         items = s.to_responses_input()
         assert not any(i.get("type") in ("function_call", "function_call_output") for i in items)
         assert len(items) == 2
+
+
+def test_a_parent_lost_to_new_damage_is_not_blamed_on_an_old_quarantine(tmp_path: Path) -> None:
+    """A quarantine file from before (here: the torn tail a writer's open
+    cut off) used to make fsck say of any missing parent that repair had
+    quarantined it, even when the parent was a damaged record not repaired
+    yet. That gap is now an error that points at the damage."""
+    store = _store(tmp_path)
+    ids = _chain(store, 10)
+    with _chunk(tmp_path).open("ab") as f:
+        f.write(b'{"id":"torn')  # a crash's torn tail
+    with pytest.warns(RecoveryWarning):
+        store.open(SID).close()  # the writer cuts it off, into a .quarantine file
+    assert list(_chunk(tmp_path).parent.glob("*.quarantine"))
+    _flip(tmp_path, b"turn 004")
+    problems = [p for p in store.fsck(SID) if ids[5] in p.message]
+    assert [p.severity for p in problems] == ["error"]
+    assert "damaged record reported here may be it" in problems[0].message
+    assert "quarantined a record" not in problems[0].message

@@ -240,9 +240,10 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
             parent = rec["parent_id"]
             if parent != NIL_ID and parent not in scan.events and parent not in scan.refused:
                 chunk, offset, _ = rec["_loc"]
-                if quarantined:
+                if quarantined and (parent.encode() in quarantined or not scan.bad):
                     # Only repair removes a record whole; a damaged record's own
-                    # id may be unreadable, so any quarantine explains the gap.
+                    # id may be unreadable, so any quarantine explains the gap
+                    # (unless damage not yet repaired is there to explain it).
                     add(
                         log.path(chunk),
                         offset,
@@ -251,6 +252,13 @@ def verify_session(fs: OsFs, layout: Layout, session_id: str) -> list[Problem]:
                         "now starts here",
                         "warning",
                         repairable=False,
+                    )
+                elif scan.bad:
+                    add(
+                        log.path(chunk),
+                        offset,
+                        f"event {event_id} names a missing parent {parent}: a damaged record reported "
+                        "here may be it (fsck --repair keeps this event reachable)",
                     )
                 else:
                     add(log.path(chunk), offset, f"event {event_id} names a missing parent {parent}")
