@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 
 from agentlog import SessionClosed, Store
+from agentlog._writers import WRITERS
 
 pytest.importorskip("agents.memory", reason="LOUD SKIP: openai-agents is not installed")
 pytest.importorskip("google.adk", reason="LOUD SKIP: google-adk is not installed")
@@ -205,9 +206,47 @@ def test_adapters_dropped_without_close_release_their_leases(store: Store) -> No
     ids = [agents_session.agentlog_id, service.session_id_for("app", "u", "dropped"), saver.session_id("dropped")]
     del agents_session, service, saver
     gc.collect()
+    _join_release_threads()
     for sid in ids:
         store.delete(sid)  # SessionLocked while a writer of this process holds it
         assert not store.exists(sid)
+
+
+def _join_release_threads() -> None:
+    """Wait for the closes a collection started (each in a thread of its own)."""
+    for thread in threading.enumerate():
+        if thread.name == "agentlog-release":
+            thread.join(10)
+
+
+def test_collecting_an_adapter_inside_the_writers_registry_does_not_hang(store: Store) -> None:
+    # A collection runs in whatever thread allocates at that moment, which
+    # may be inside the registry of open writers (it opens a session under
+    # its lock). Closing a collected adapter there took that lock again:
+    # the thread waited on itself for ever. The close now runs in a thread.
+    session = AgentlogSession("cycle", store)
+    run(session.add_items([{"role": "user", "content": "hi"}]))
+    sid = session.agentlog_id
+    session.cycle = session  # type: ignore[attr-defined]  # a reference cycle, as frameworks' objects make
+    del session
+    collected = threading.Event()
+
+    def collect_inside_the_registry() -> None:
+        with WRITERS._lock:
+            gc.collect()
+        collected.set()
+
+    gc.disable()  # the collection must happen in that thread, not before
+    try:
+        worker = threading.Thread(target=collect_inside_the_registry, daemon=True)
+        worker.start()
+        worker.join(10)
+    finally:
+        gc.enable()
+    assert collected.is_set(), "collecting the adapter waited on a lock its own thread held"
+    _join_release_threads()
+    store.delete(sid)  # the lease was released: SessionLocked otherwise
+    assert not store.exists(sid)
 
 
 def test_close_twice_and_use_after_close(store: Store) -> None:

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from agentlog import Store
 from agentlog._ages import AmbiguousAge, parse_age
 from agentlog.cli.render import session_tree
 from agentlog.export.view import load_view
+from agentlog.search import SearchError
 from cli_support import error, ok, ok_json, run
 
 _AGENTLOG = os.path.join(os.path.dirname(sys.executable), "agentlog")
@@ -98,21 +98,23 @@ def test_an_age_in_capital_m_is_refused_not_read_as_minutes(tmp_path: Path) -> N
     with pytest.raises(AmbiguousAge):
         parse_age("6M")
     assert parse_age("6m") == 360 and parse_age("2D") == 2 * 86400 and parse_age("1H") == 3600
+    # The library's search says the same (it said "not an age" before).
+    with pytest.raises(SearchError, match="'6M' is ambiguous"):
+        Store(tmp_path).search("x", since="6M")
 
 
-def test_an_export_of_a_long_active_path_takes_linear_time() -> None:
-    """The active path was walked with a list's `in` as its loop check:
-    100,000 events took 100 s to export as Markdown (12 s after), 40,000
-    took 35 s. 60,000 events take well under a second now."""
+def test_an_export_walks_a_long_active_path_whole() -> None:
+    """The active path was walked with a list's `in` as its loop check
+    (quadratic: 100,000 events took 100 s to export as Markdown, 12 s with
+    a set); the walk must still take every event, root to HEAD. Its speed
+    is for benchmarks, not for a timed test."""
     store = Store.memory()
     with store.create(name="long") as session:
         for start in range(0, 60_000, 5_000):
             session.append_many([("message", {"content": f"e{i}"}, "user") for i in range(start, start + 5_000)])
-        began = time.perf_counter()
+        ids = [e.id for e in session.entries()]
         view = load_view(session)
-        took = time.perf_counter() - began
-    assert len(view.active) == 60_000
-    assert took < 10, f"load_view took {took:.1f} s: the path walk is not linear"
+    assert list(view.active) in (ids, ids[::-1])
 
 
 def _dim_over(text: Text, start: int, end: int) -> bool:

@@ -286,9 +286,19 @@ class Session:
         """Every event of every branch, in append order, read as it goes
         (a payload kept in a blob stays unloaded: ``resolve`` loads one).
         What reads a whole session, as ``agentlog tree`` and the exports
-        do, reads it in bulk this way rather than an ``event()`` at a time."""
+        do, reads it in bulk this way rather than an ``event()`` at a time.
+        Once the session is closed, the next step raises ``SessionClosed``,
+        as every read does: the log is read no more."""
         self._check_open()
-        return self.storage.events()
+        return self._while_open(self.storage.events())
+
+    def _while_open(self, events: Iterator[Event]) -> Iterator[Event]:
+        while True:
+            self._check_open()  # before the next read, which would open the log again
+            event = next(events, None)
+            if event is None:
+                return
+            yield event
 
     def children(self) -> dict[str, list[str]]:
         """Parent id -> child ids, for drawing the tree (reads the index only)."""

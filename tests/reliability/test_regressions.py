@@ -321,7 +321,7 @@ def test_repair_rebuilds_an_index_fsck_finds_wrong(tmp_path):
 def test_repair_keeps_a_batch_whole_when_one_member_is_bad(tmp_path):
     """Fuzz: a batch member with a checksum-valid but malformed field was
     quarantined alone; the members left behind made every open fail with
-    'batch member out of order'. Fix: _scan_log condemns the whole batch,
+    'batch member out of order'. Fix: scan_log condemns the whole batch,
     and repair makes it whole again: a tombstone in the bad member's place
     (its id and parent from the index), the intact members kept."""
     store = _session(tmp_path)

@@ -84,9 +84,10 @@ WITH RECURSIVE walk (depth, {_COLUMNS}) AS (
   FROM walk JOIN events e ON e.session_id = :s AND e.id = walk.parent_id
   WHERE walk.depth < :limit AND walk.kind IS NOT :kind AND walk.id IS NOT :stop)
 SELECT {_COLUMNS} FROM walk ORDER BY depth"""
+#: Every event after ``seq``, in ``seq`` order (``events()``: keyset paging).
+_EVENTS = f"SELECT seq, {_COLUMNS} FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
 #: A session's events from one id down, newest id first: one range scan of
 #: the primary key (``read_path`` follows the rest of a long path through it).
-_EVENTS = f"SELECT seq, {_COLUMNS} FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
 _PATH_SCAN = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT ?"
 _PATH_SCAN_BELOW = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?"
 

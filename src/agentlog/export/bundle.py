@@ -128,12 +128,14 @@ def _stored(session: Session, entries: list[IndexEntry]) -> Iterator[Event]:
     claims to be a faithful copy (it is imported back as the session), so
     it never stands in a marker for lost bytes the way a Markdown or HTML
     export does."""
-    events = session.events()
+    events: Iterator[Event] | None = session.events()
     for entry in entries:
         try:
-            stored = next(events, None)
+            stored = next(events, None) if events is not None else None
             if stored is None or stored.id != entry.id:
-                # Not what the entries listed (the log changed since): read it alone.
+                # Not what the entries listed (the log changed since): this and
+                # every later event are read alone, so each error names its own.
+                events = None
                 stored = session.event(entry.id)
         except CorruptionError as exc:
             # The record itself is damaged: no export format can show it.

@@ -44,7 +44,7 @@ def shared_lock(store: Store, owner: str, name: str = "") -> threading.RLock:
         return lock
 
 
-def release_when_collected(owner: object, close: Callable[[], object]) -> weakref.finalize[[], object]:
+def release_when_collected(owner: object, close: Callable[[], object]) -> weakref.finalize[..., object]:
     """Run ``close`` when ``owner`` is garbage-collected.
 
     An adapter holds writer leases (a lease and its file handles per
@@ -54,7 +54,17 @@ def release_when_collected(owner: object, close: Callable[[], object]) -> weakre
     and a server runs out of file handles. ``close`` must not refer to
     ``owner``. Not run at interpreter exit: the process's end releases the
     leases, every acknowledged write is already durable, and the store's
-    connections may be gone by then."""
-    finalizer = weakref.finalize(owner, close)
+    connections may be gone by then.
+
+    ``close`` runs in a thread of its own: a collection runs in whatever
+    thread allocated at that moment, which may hold a lock that closing
+    takes (the registry of open writers, while it opens a session), and
+    would wait on itself for ever. An adapter's own ``close()`` closes in
+    its own thread and ``detach()``es the finalizer."""
+    finalizer = weakref.finalize(owner, _close_in_a_thread, close)
     finalizer.atexit = False
     return finalizer
+
+
+def _close_in_a_thread(close: Callable[[], object]) -> None:
+    threading.Thread(target=close, name="agentlog-release", daemon=True).start()

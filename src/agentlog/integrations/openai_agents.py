@@ -166,7 +166,7 @@ class AgentlogSession(SessionABC):
         self.agentlog_id = session_key("", session_id)
         self._session: Session | None = None
         # Closes the session if this object is dropped without close() (set on open).
-        self._release: Callable[[], object] = lambda: None
+        self._release: weakref.finalize[..., object] | None = None
         self._closed = False
         # One operation at a time. The blocking store calls run in a worker
         # thread so the loop itself never waits on a sync, and the lock is taken
@@ -310,5 +310,7 @@ class AgentlogSession(SessionABC):
         with self._lock:  # never under a running call's feet
             self._closed = True
             if self._session is not None:
-                self._release()  # closes the session, once
+                if self._release is not None:
+                    self._release.detach()  # closed here, so not again when collected
+                self._session.close()
                 self._session = None

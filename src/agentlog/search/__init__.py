@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from .._ages import ago, parse_age
+from .._ages import AmbiguousAge, ago, parse_age
 from ..backends.base import SearchHit
 from ..errors import SessionNotFound
 from ..event import KIND_PATTERN, ROLE_PATTERN, format_timestamp, parse_timestamp
@@ -74,6 +74,8 @@ def _since(value: str | datetime | None) -> str | None:
     if isinstance(value, str):
         try:
             return ago(parse_age(value))
+        except AmbiguousAge as exc:
+            raise SearchError(str(exc)) from None  # an age, but which ("6M"): say so
         except ValueError:
             pass  # not an age: a date or time
     if isinstance(value, datetime):
