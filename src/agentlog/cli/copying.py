@@ -6,7 +6,7 @@ import dataclasses
 
 import click
 
-from ..copying import copy_sessions
+from ..copying import CopyRefused, copy_sessions
 from ..store import Store
 from .common import App, CliError, emit_json, json_option, pass_app
 from .location import missing_store, shown
@@ -27,8 +27,8 @@ def copy(app: App, source: str | None, target: str, sessions: tuple[str, ...], a
     """Copy sessions (default: all) to another store, ids, parents, times,
     HEAD, blobs, metadata, the draft and artifacts kept. Running it again
     copies only what is new; a session whose events differ on the target
-    is refused, never overwritten (its HEAD, metadata and sidecars follow
-    the source's)."""
+    is refused, never overwritten, and the others are still copied (exit
+    status 1; its HEAD, metadata and sidecars follow the source's)."""
     # A source that is not there is a mistake to say, before the target is
     # made: copying "nothing" from a typo would read as success.
     missing = missing_store(source if source else app.home)
@@ -47,14 +47,23 @@ def copy(app: App, source: str | None, target: str, sessions: tuple[str, ...], a
             copied += 1
             update(copied, len(ids))
 
-        report = copy_sessions(src, dst, ids, advance)
+        try:
+            report = copy_sessions(src, dst, ids, advance)
+        except CopyRefused as exc:
+            # The other sessions were copied: say so, then each refusal.
+            report = exc.report
     if as_json:
         emit_json(dataclasses.asdict(report))
-        return
-    click.echo(
-        f"sessions: {len(report.created):,} created, {len(report.extended):,} extended, "
-        f"{len(report.unchanged):,} unchanged; {counted(report.events, 'event')} copied"
-    )
+    else:
+        refused = f", {len(report.refused):,} refused" if report.refused else ""
+        click.echo(
+            f"sessions: {len(report.created):,} created, {len(report.extended):,} extended, "
+            f"{len(report.unchanged):,} unchanged{refused}; {counted(report.events, 'event')} copied"
+        )
+    for reason in report.refused.values():
+        click.echo(f"agentlog: error: {shown(reason)}", err=True)
+    if report.refused:
+        raise click.exceptions.Exit(1)
 
 
 COMMANDS = [copy]

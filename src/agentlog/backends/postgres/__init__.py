@@ -273,6 +273,7 @@ class PostgresBackend(Backend):
         try:
             # The lease's lock: a row lease's renewer shares this connection.
             with lease.lock, self.errors(), lease.conn.transaction():
+                lease.guard(lease.conn)
                 try:
                     with lease.conn.transaction():
                         lease.conn.execute(
@@ -322,6 +323,7 @@ class PostgresBackend(Backend):
         lease = self._lease(session_id, exists=True)
         try:
             with lease.lock, self.errors(), lease.conn.transaction():
+                lease.guard(lease.conn)
                 lease.check(lease.conn)
                 digests = [
                     str(row[0])

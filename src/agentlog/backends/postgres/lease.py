@@ -14,11 +14,19 @@ Two modes (the URL's ``lease=`` parameter):
 In both, the lease row carries a fresh token, and every commit checks the
 token inside its own transaction: a writer whose lease ended (connection
 killed, lease expired and taken) commits nothing more (``LeaseLost``).
+
+A writer that stops inside a transaction (a paused VM, a network partition,
+SIGSTOP) keeps its lease row locked while the server thinks its connection
+alive, which is hours behind a dead TCP peer. Every transaction on a lease's
+connection therefore asks the server to end it after ``lease_ttl`` seconds
+idle (``guard``), and taking a lease waits at most ``ACQUIRE_WAIT_MS`` for a
+locked lease row: a second writer gets ``SessionLocked``, never a hang.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import socket
 import threading
@@ -32,6 +40,11 @@ from ...errors import LeaseLost, SessionLocked
 __all__ = ["LEASE_MODES", "PostgresLease", "held_here", "lock_key"]
 
 LEASE_MODES = ("advisory", "row")
+
+#: How long taking a lease waits for the lease row's lock. The row is
+#: locked by the holder's commit in progress (then the answer is
+#: SessionLocked anyway) or by another contender's attempt (milliseconds).
+ACQUIRE_WAIT_MS = 2000
 
 
 def lock_key(schema: str, session_id: str) -> int:
@@ -80,7 +93,28 @@ class PostgresLease:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self.lost: str | None = None
-        self._acquire()
+        # A whole number of milliseconds, at least 1 (0 would turn it off).
+        idle_ms = max(1, math.ceil(ttl * 1000))
+        self._guard = f"SET LOCAL idle_in_transaction_session_timeout = {idle_ms}"
+        try:
+            self._acquire()
+        except psycopg.errors.LockNotAvailable:
+            # The row stayed locked past ACQUIRE_WAIT_MS: its holder is in a
+            # commit (or stuck in one, which the server ends after lease_ttl).
+            raise SessionLocked(self.session_id, self._holder()) from None
+
+    def guard(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        """First in every transaction on the lease's connection: the server
+        ends the connection (and with it an advisory lock, or the lock on a
+        lease row) if the transaction sits idle for ``lease_ttl`` seconds, so
+        a writer frozen mid-commit does not hold its session for hours. SET
+        LOCAL, not a session setting: it must hold behind a transaction-pooling
+        proxy too, where the next transaction may run on another connection."""
+        conn.execute(self._guard)
+
+    def _begin_acquire(self) -> None:
+        self.guard(self.conn)
+        self.conn.execute(f"SET LOCAL lock_timeout = {ACQUIRE_WAIT_MS}")
 
     def _holder(self) -> str | None:
         row = self.conn.execute("SELECT holder FROM leases WHERE session_id = %s", (self.session_id,)).fetchone()
@@ -94,6 +128,7 @@ class PostgresLease:
             # rolls its note back, so the note read after a refusal is the holder's.
             refused = False
             with self.conn.transaction():
+                self._begin_acquire()
                 self.conn.execute(
                     "INSERT INTO leases VALUES (%s, %s, %s, 'infinity') ON CONFLICT (session_id)"
                     " DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, expires_at = 'infinity'",
@@ -106,12 +141,14 @@ class PostgresLease:
             if refused:
                 raise SessionLocked(self.session_id, self._holder())
             return
-        row = self.conn.execute(
-            "INSERT INTO leases VALUES (%s, %s, %s, now() + make_interval(secs => %s)) ON CONFLICT (session_id)"
-            " DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at"
-            " WHERE leases.expires_at < now() RETURNING token",
-            (self.session_id, self.token, note, self._ttl),
-        ).fetchone()
+        with self.conn.transaction():
+            self._begin_acquire()
+            row = self.conn.execute(
+                "INSERT INTO leases VALUES (%s, %s, %s, now() + make_interval(secs => %s)) ON CONFLICT (session_id)"
+                " DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at"
+                " WHERE leases.expires_at < now() RETURNING token",
+                (self.session_id, self.token, note, self._ttl),
+            ).fetchone()
         if row is None:
             raise SessionLocked(self.session_id, self._holder())
         self._renewer = threading.Thread(target=self._renew, name=f"agentlog-lease-{self.session_id}", daemon=True)

@@ -109,9 +109,29 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
     blobs = [(d, b if isinstance(b, bytes) else b.source.get_blob(d)) for d, b in commit.blobs.items()]
     n, last = len(commit.events), (commit.events[-1].id if commit.events else None)
     kinds = {e.digest: e.kind for e in commit.events if e.digest}  # a blob is indexed as its event's kind
+    # Every row is made before the transaction opens: the server waits idle
+    # in it between the two round trips, and the lease's guard ends a
+    # transaction idle for lease_ttl, so that gap holds no parsing of records.
+    blob_rows = [(digest, data, searchable_text(kinds.get(digest, "custom"), data)) for digest, data in sorted(blobs)]
+    event_rows = [
+        (
+            e.id,
+            e.parent_id,
+            e.kind,
+            e.role,
+            e.timestamp,
+            None if e.payload is None else e.payload.decode(),
+            e.digest,
+            e.branch_from,
+            None if e.payload is None else searchable_text(e.kind, e.payload),
+        )
+        for e in commit.events
+    ]
     if lease is not None and lease.lost:
         raise LeaseLost(session_id, lease.lost)
     with conn.pipeline() as pipeline, conn.transaction():
+        if lease is not None:
+            lease.guard(conn)
         held = conn.execute(*lease.held_query()) if lease is not None else None
         swapped = conn.execute(
             "UPDATE sessions SET head = %s, event_count = event_count + %s, updated_ns = %s, updated_at = now(),"
@@ -131,7 +151,7 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
             raise HeadConflict(session_id, commit.expected_head, actual[0])
         first_seq = int(row[0]) - n
         with conn.cursor() as cur:
-            if blobs:
+            if blob_rows:
                 # DO UPDATE, not DO NOTHING: it row-locks a blob that is already
                 # there until this commit ends, so a concurrent delete of another
                 # session that shares it waits, then sees this commit's event and
@@ -141,31 +161,13 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
                 cur.executemany(
                     "INSERT INTO blobs (digest, data, search_text) VALUES (%s, %s, %s)"
                     " ON CONFLICT (digest) DO UPDATE SET digest = blobs.digest",
-                    [
-                        (digest, data, searchable_text(kinds.get(digest, "custom"), data))
-                        for digest, data in sorted(blobs)
-                    ],
+                    blob_rows,
                 )
-            if commit.events:
+            if event_rows:
                 cur.executemany(
-                    "INSERT INTO events (session_id, seq, id, parent_id, kind, role, ts, record, digest, branch_from,"
-                    " search_text) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [
-                        (
-                            session_id,
-                            first_seq + i,
-                            e.id,
-                            e.parent_id,
-                            e.kind,
-                            e.role,
-                            e.timestamp,
-                            None if e.payload is None else e.payload.decode(),
-                            e.digest,
-                            e.branch_from,
-                            None if e.payload is None else searchable_text(e.kind, e.payload),
-                        )
-                        for i, e in enumerate(commit.events)
-                    ],
+                    "INSERT INTO events (session_id, id, parent_id, kind, role, ts, record, digest, branch_from,"
+                    " search_text, seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [(session_id, *r, first_seq + i) for i, r in enumerate(event_rows)],
                 )
         conn.execute("SELECT pg_notify(%s, %s)", (channel, f"{last or ''} {commit.head}"))
 
@@ -318,6 +320,7 @@ class PostgresSessionStorage(SessionStorage):
         conn = self._lease.conn
         try:
             with self._commit_lock, conn.transaction():
+                self._lease.guard(conn)
                 self._lease.check(conn)
                 conn.execute(statement, args)
         except psycopg.OperationalError as exc:
