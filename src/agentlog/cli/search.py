@@ -8,7 +8,7 @@ import click
 from rich.text import Text
 
 from ..errors import AgentlogError
-from ..search import reindex, search
+from ..search import reindex, search, searches_itself
 from ..shortid import short_ids
 from .common import App, emit_json, json_option, pass_app
 from .completion import complete_session
@@ -73,6 +73,17 @@ def search_command(
     words. The index is derived: it lives in <home>/search/, catches up
     with new events on every search, and deleting it loses nothing."""
     store = app.store
+    if rebuild and searches_itself(store):
+        # Its index is written with each event: there is nothing to rebuild,
+        # and "indexed N events" would claim work that changed nothing.
+        note = "this store keeps its own search index as it writes: there is nothing to rebuild"
+        if not query:
+            if as_json:
+                emit_json({"reindexed": False, "sessions": 0, "events": 0, "note": note})
+            else:
+                click.echo(note)
+            return
+        rebuild = False
     if rebuild:
         with progress_bar("indexing sessions") as update:
             stats = reindex(store, progress=update)

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._ages import AmbiguousAge, ago, parse_age
-from ..backends.base import SearchHit
+from ..backends.base import Backend, SearchHit
 from ..errors import SessionNotFound
 from ..event import KIND_PATTERN, ROLE_PATTERN, format_timestamp, parse_timestamp
 from .index import IndexStats, ProgressFn, SearchIndex, drop, index_location, open_index, tag
@@ -44,6 +44,7 @@ __all__ = [
     "index_unwritable",
     "reindex",
     "search",
+    "searches_itself",
 ]
 
 
@@ -98,12 +99,23 @@ def catch_up(store: Store, progress: ProgressFn | None = None) -> IndexStats:
         return index.catch_up(progress)
 
 
+def searches_itself(store: Store) -> bool:
+    """Whether the store's backend answers searches with its own index
+    (PostgreSQL's, kept as it writes), so agentlog's index is never used."""
+    return type(store.backend).search is not Backend.search
+
+
 def reindex(store: Store, progress: ProgressFn | None = None) -> IndexStats:
     """Drop the index and build it again from every session.
 
     An index that cannot be written (a read-only home) is a SearchError
     before anything is dropped: a search then builds one in memory for
-    itself, but a rebuild there would be thrown away while saying it was done."""
+    itself, but a rebuild there would be thrown away while saying it was done.
+    A store that searches itself (``searches_itself``) has no index of
+    agentlog's to rebuild: nothing is read, and the stats are all zero
+    (building one in memory read every event only to throw it away)."""
+    if searches_itself(store):
+        return IndexStats(0, 0, 0, 0)
     path = index_location(store.home)
     if path is not None:
         _check_writable(path)
@@ -180,9 +192,10 @@ def search(
     as it goes (a first search, or the first after an upgrade of the index,
     indexes everything).
 
-    When more than ``CANDIDATES`` events match, the best of the newest
-    ``CANDIDATES`` are returned: ranking every match of a word found in
-    half a million events would take far longer than a query should."""
+    When more than ``CANDIDATES`` events (and more than ``limit``) match,
+    the best of the newest ``max(CANDIDATES, limit)`` are returned: ranking
+    every match of a word found in half a million events would take far
+    longer than a query should."""
     _check_text("query", query)
     for name, value in (("session", session), ("kind", kind), ("role", role), ("cwd", cwd)):
         if value is not None:
@@ -257,15 +270,18 @@ class _Plan:
 
 
 def _ranked(index: SearchIndex, plan: _Plan, query: str) -> list[tuple[int, float]]:
-    """(rowid, score) of the best hits. Up to CANDIDATES matches, FTS5's
-    bm25 ranks them all; past that, the newest CANDIDATES are ranked (see
-    ``rank``): FTS5 streams them in rowid order, bounded however common
-    the word, and rowids grow as the index catches up."""
+    """(rowid, score) of the best hits. Up to CANDIDATES matches (or the
+    limit, if higher), FTS5's bm25 ranks them all; past that, the newest
+    that many are ranked (see ``rank``): FTS5 streams them in rowid order,
+    bounded however common the word, and rowids grow as the index catches up."""
     conn = index.conn
-    newest = [r for (r,) in conn.execute(plan.newest, [*plan.params, CANDIDATES + 1])]
-    if len(newest) <= CANDIDATES:
+    # Never fewer candidates than hits asked for: "-n 5000" must not stop at
+    # CANDIDATES while 5,000 events match (PostgreSQL gives them all).
+    pool = max(CANDIDATES, min(plan.limit, _MAX_LIMIT - 1))
+    newest = [r for (r,) in conn.execute(plan.newest, [*plan.params, pool + 1])]
+    if len(newest) <= pool:
         return [(r, float(s)) for r, s in conn.execute(plan.exact, [*plan.params, plan.limit])]
-    del newest[CANDIDATES:]
+    del newest[pool:]
     texts: list[tuple[int, str]] = []
     for lo in range(0, len(newest), _BATCH):
         batch = newest[lo : lo + _BATCH]

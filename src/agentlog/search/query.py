@@ -71,21 +71,36 @@ def parse_query(query: str) -> Node:
     def level(operator: str | None) -> Node:
         nonlocal position
         below = {"OR": "AND", "AND": "NOT", "NOT": None}
-        node = level(below[operator]) if operator is not None else term()
+        operands = [level(below[operator]) if operator is not None else term()]
         while position < len(tokens):
             token = tokens[position]
             if operator is None:
                 if token in _OPERATORS:
-                    return node
-                node = ("AND", node, term())  # words side by side
+                    break
+                operands.append(term())  # words side by side
                 continue
             if token != operator:
-                return node
+                break
             position += 1
-            node = (operator, node, level(below[operator]))
-        return node
+            operands.append(level(below[operator]))
+        if operator == "NOT" and len(operands) > 2:
+            # ``a NOT b NOT c`` is ``a NOT (b OR c)``: the same events.
+            return ("NOT", operands[0], _balanced("OR", operands[1:]))
+        return _balanced(operator or "AND", operands)
 
     return level("OR")
+
+
+def _balanced(operator: str, operands: list[Node]) -> Node:
+    """``operands`` joined by ``operator`` (AND or OR, either way round the
+    same events) as a tree of logarithmic depth: a left-leaning one as deep
+    as a pasted traceback is long broke a reader that walks it recursively
+    (PostgreSQL's, at a thousand words). Two or three operands lean left,
+    as FTS5 reads them."""
+    if len(operands) == 1:
+        return operands[0]
+    middle = (len(operands) + 1) // 2
+    return (operator, _balanced(operator, operands[:middle]), _balanced(operator, operands[middle:]))
 
 
 def _parts(query: str) -> list[str]:

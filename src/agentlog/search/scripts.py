@@ -28,6 +28,7 @@ import functools
 import re
 
 __all__ = [
+    "CLASS",
     "KANA_MARKS",
     "MARK",
     "RANGES",
@@ -62,7 +63,9 @@ RANGES: tuple[tuple[int, int], ...] = (
     (0x20000, 0x2FA1F),
     (0x30000, 0x323AF),
 )
-_CLASS = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in RANGES)
+#: The ranges as the inside of a regular expression's bracket expression.
+CLASS = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in RANGES)
+_CLASS = CLASS
 _STARTS = [lo for lo, _ in RANGES]
 
 

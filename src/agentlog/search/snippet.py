@@ -10,12 +10,16 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .scripts import KANA_MARKS, unspaced
+from .scripts import CLASS, KANA_MARKS, unspaced
 
 __all__ = ["SNIPPET_CHARS", "make_snippet"]
 
 SNIPPET_CHARS = 240
 _BEFORE = SNIPPET_CHARS // 3
+#: A letter or digit of a word that goes on: not ``_``, and not a character
+#: of the scripts each of whose characters is a word (``scripts.py``), so
+#: ``test`` in ``test数据`` is a whole word, as the index sees it.
+_GOES_ON = f"[^\\W_{CLASS}]"
 
 
 def _fold(text: str) -> str:
@@ -45,11 +49,11 @@ def make_snippet(text: str, words: list[tuple[str, bool]]) -> tuple[str, tuple[t
         # A word of Chinese or Japanese is found inside a run of such
         # characters (scripts.py), so it has no word boundary on that side,
         # and as a prefix it ends where it ends: each character is a word.
-        head = "" if word and unspaced(word[0]) else r"(?<![^\W_])"
+        head = "" if word and unspaced(word[0]) else f"(?<!{_GOES_ON})"
         if word and unspaced(word[-1]):
             tail = ""
         else:
-            tail = r"[^\W_]*" if prefix else r"(?![^\W_])"
+            tail = f"{_GOES_ON}*" if prefix else f"(?!{_GOES_ON})"
         pattern = re.compile(head + re.escape(_fold(word)) + tail)
         spans += [(m.start(), m.end()) for m in pattern.finditer(folded)]
     spans = sorted(set(spans))
