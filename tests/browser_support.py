@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["ARGS", "CHROMIUM", "NO_CHROMIUM", "chromium", "needs_chromium", "watched_page"]
+__all__ = ["ARGS", "CHROMIUM", "NO_CHROMIUM", "browser", "chromium", "needs_chromium", "page", "watched_page"]
 
 CHROMIUM = os.environ.get("AGENTLOG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -67,3 +67,19 @@ def watched_page(
         yield opened, errors
     finally:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One Chromium for a test module (import it, with ``page``, as fixtures)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    with chromium(sync_api) as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A 1300x900 page whose logged errors fail the test."""
+    with watched_page(browser, width=1300, height=900) as (opened, errors):
+        yield opened
+    assert errors == [], f"the page logged errors: {errors}"

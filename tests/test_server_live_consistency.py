@@ -12,7 +12,6 @@ browser:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,6 +23,8 @@ import httpx  # noqa: E402
 from agentlog import Session, Store  # noqa: E402
 from agentlog.server import create_app  # noqa: E402
 from server_support import call, live_server  # noqa: E402
+
+pytest_plugins = ["browser_support"]  # its `browser` and `page` fixtures
 
 API = "/api/v1"
 
@@ -94,23 +95,9 @@ def test_the_tree_s_head_is_its_newest_entry_though_appends_land_while_it_is_rea
 
 # --- the browser -----------------------------------------------------------------------------
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
-from browser_support import chromium, watched_page  # noqa: E402
 from test_review_viewer import Holder, conversation_ids, post, until  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium(sync_api) as launched:
-        yield launched
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with watched_page(browser, width=1300, height=900) as (opened, errors):
-        yield opened
-    assert errors == [], f"the page logged errors: {errors}"
 
 
 def test_the_first_event_of_an_empty_session_is_drawn_though_it_lands_before_the_stream(page: Any) -> None:

@@ -7,13 +7,14 @@ viewer drew each thinking part as JSON inside it, signature included."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from agentlog import Store
 from agentlog.export import export_session
+
+pytest_plugins = ["browser_support"]  # its `browser` and `page` fixtures
 
 SIGNATURE = "EqsCCkYIBxgCKkDsignaturebytes"
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo" * 50}}
@@ -65,24 +66,9 @@ def test_thinking_without_text_is_noted_in_the_reasoning(fmt: str) -> None:
 
 # --- the viewer ------------------------------------------------------------------------------
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 pytest.importorskip("starlette")
 
-from browser_support import chromium, watched_page  # noqa: E402
 from server_support import live_server  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium(sync_api) as launched:
-        yield launched
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with watched_page(browser, width=1300, height=900) as (opened, errors):
-        yield opened
-    assert errors == [], f"the page logged errors: {errors}"
 
 
 @pytest.mark.timeout(60)
