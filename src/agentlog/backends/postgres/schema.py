@@ -17,6 +17,7 @@ from psycopg import sql
 from ...search.query import SearchWarning
 from ...search.scripts import postgres_class
 from .storage import searchable_text
+from .textparts import KEPT_POSITIONS, MAX_CHARS, MAX_WORDS, MIN_CHARS, index_parts
 
 __all__ = ["MIGRATIONS", "Step", "applied", "apply_step", "migrate", "pending", "up_to_date"]
 
@@ -117,6 +118,60 @@ def _thinking_text(conn: Connection) -> None:
             text = _text_now(str(kind or "custom"), cast(bytes, row[0]), f"blob {d}") if row else None
             if text is not None:
                 conn.execute("UPDATE blobs SET search_text = %s WHERE digest = %s", (text, d))
+        digest = str(blobs[-1][0])
+
+
+#: A row whose tsvector may have lost positions (a word with all the
+#: positions PostgreSQL keeps, a position past MAX_WORDS, or a text past
+#: MAX_CHARS);
+#: it is given parts if ``index_parts`` cuts it (a prefilter, read in the
+#: server: most rows are never sent to Python).
+_MAYBE_TOO_LONG = f"""length(search_text) >= {MIN_CHARS} AND (length(search_text) > {MAX_CHARS}
+    OR EXISTS (SELECT 1 FROM unnest(search) u WHERE cardinality(u.positions) >= {KEPT_POSITIONS}
+               OR u.positions[cardinality(u.positions)] > {MAX_WORDS}))"""
+
+
+def _long_texts_in_parts(conn: Connection) -> None:
+    """Rows written before 0011 with a text that ``index_parts`` cuts get
+    their parts (their tsvector lost positions a phrase needs): read in
+    key order a batch at a time, as 0010 does."""
+    last: tuple[str, str] = ("", "00000000-0000-0000-0000-000000000000")
+    while True:
+        rows = conn.execute(
+            f"SELECT session_id, id::text, search_text FROM events WHERE (session_id, id) > (%s, %s::uuid)"
+            f" AND {_MAYBE_TOO_LONG} ORDER BY session_id, id LIMIT %s",
+            (*last, _BATCH),
+        ).fetchall()
+        if not rows:
+            break
+        for sid, eid, text in rows:
+            parts = index_parts(str(text))
+            if len(parts) > 1:
+                conn.execute("UPDATE events SET search_text = NULL WHERE session_id = %s AND id = %s::uuid", (sid, eid))
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO event_parts (session_id, id, part, search_text) VALUES (%s, %s::uuid, %s, %s)",
+                        [(sid, eid, i, part) for i, part in enumerate(parts)],
+                    )
+        last = (str(rows[-1][0]), str(rows[-1][1]))
+    digest = ""
+    while True:
+        blobs = conn.execute(
+            f"SELECT digest FROM blobs WHERE digest > %s AND {_MAYBE_TOO_LONG} ORDER BY digest LIMIT %s",
+            (digest, _BATCH),
+        ).fetchall()
+        if not blobs:
+            break
+        for (d,) in blobs:
+            row = conn.execute("SELECT search_text FROM blobs WHERE digest = %s", (d,)).fetchone()
+            parts = index_parts(str(row[0])) if row else []
+            if len(parts) > 1:
+                conn.execute("UPDATE blobs SET search_text = NULL WHERE digest = %s", (d,))
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO blob_parts (digest, part, search_text) VALUES (%s, %s, %s)",
+                        [(d, i, part) for i, part in enumerate(parts)],
+                    )
         digest = str(blobs[-1][0])
 
 
@@ -260,6 +315,31 @@ MIGRATIONS: Sequence[tuple[str, Sequence[Step]]] = (
         ),
     ),
     ("0010_thinking_text", (_thinking_text,)),
+    (
+        "0011_long_texts_in_parts",
+        (
+            # A text too long for one tsvector (textparts) lives here in
+            # overlapping parts, its row's search_text NULL. A part goes
+            # with its event or blob.
+            f"""CREATE TABLE event_parts (
+             session_id text NOT NULL,
+             id uuid NOT NULL,
+             part integer NOT NULL,
+             search_text text NOT NULL,
+             search tsvector GENERATED ALWAYS AS (to_tsvector('simple', {_SEARCH_WORDS})) STORED,
+             PRIMARY KEY (session_id, id, part),
+             FOREIGN KEY (session_id, id) REFERENCES events ON DELETE CASCADE)""",
+            "CREATE INDEX event_parts_search ON event_parts USING gin (search)",
+            f"""CREATE TABLE blob_parts (
+             digest text NOT NULL REFERENCES blobs ON DELETE CASCADE,
+             part integer NOT NULL,
+             search_text text NOT NULL,
+             search tsvector GENERATED ALWAYS AS (to_tsvector('simple', {_SEARCH_WORDS})) STORED,
+             PRIMARY KEY (digest, part))""",
+            "CREATE INDEX blob_parts_search ON blob_parts USING gin (search)",
+            _long_texts_in_parts,
+        ),
+    ),
 )
 
 

@@ -10,11 +10,13 @@ spaces (schema migration 0005), so ``cache_manager_v1`` in a path is
 three words on both. Snippets come from ``agentlog.search.snippet``, as on
 the other backends. Every event of every branch is searched, inline
 records and blobs alike, with no derived file to keep in step: the index
-is part of each commit.
+is part of each commit. A text too long for one ``tsvector`` is held in
+parts (``textparts``) and judged term by term over all of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ...search.query import Node, highlight_words, parse_query
@@ -30,20 +32,56 @@ def _lexeme(word: str) -> str:
     return "'" + word.replace("'", "''") + "'"
 
 
+def _term(words: Sequence[str], prefix: bool) -> str:
+    text = " <-> ".join(_lexeme(w) for w in words)
+    return f"({text}:*)" if prefix else f"({text})"
+
+
 def to_tsquery(query: str) -> str:
     """The ``to_tsquery`` text of ``query`` (SearchError as ``to_match``)."""
+    return _written(parse_query(query))
 
-    def write(node: Node) -> str:
-        if len(node) == 2:  # a term: its words in sequence, the last one perhaps a prefix
-            words, prefix = node
-            text = " <-> ".join(_lexeme(w) for w in words)
-            return f"({text}:*)" if prefix else f"({text})"
-        operator, left, right = node
-        if operator == "NOT":
-            return f"({write(left)} & !{write(right)})"
-        return f"({write(left)} {'|' if operator == 'OR' else '&'} {write(right)})"
 
-    return write(parse_query(query))
+def _written(node: Node) -> str:
+    if len(node) == 2:  # a term: its words in sequence, the last one perhaps a prefix
+        return _term(*node)
+    operator, left, right = node
+    if operator == "NOT":
+        return f"({_written(left)} & !{_written(right)})"
+    return f"({_written(left)} {'|' if operator == 'OR' else '&'} {_written(right)})"
+
+
+def _terms(node: Node) -> list[str]:
+    """The ``to_tsquery`` text of each distinct term of ``node``, in order."""
+    if len(node) == 2:
+        return [_term(*node)]
+    _operator, left, right = node
+    return list(dict.fromkeys(_terms(left) + _terms(right)))
+
+
+def _any_of(terms: list[str]) -> str:
+    # Balanced, as parse_query builds its trees: PostgreSQL's parser recurses.
+    if len(terms) == 1:
+        return terms[0]
+    half = len(terms) // 2
+    return f"({_any_of(terms[:half])} | {_any_of(terms[half:])})"
+
+
+def _in_parts(node: Node, numbers: dict[str, int]) -> str:
+    """``node`` as an SQL condition on ``c.found``, the numbers of the terms
+    found in any part of a text held in parts (``textparts``): the query's
+    AND, OR and NOT are taken over those answers, so the text matches as it
+    would whole (a word in one part and a word in another satisfy an AND,
+    and a NOT excludes a word found in any part)."""
+    if len(node) == 2:
+        return f"{numbers[_term(*node)]} = ANY(c.found)"
+    operator, left, right = node
+    first, second = _in_parts(left, numbers), _in_parts(right, numbers)
+    if first == second and operator != "NOT":  # "word word word ...", as a pasted log has it
+        return first
+    if operator == "NOT":
+        return f"({first} AND NOT {second})"
+    return f"({first} {operator} {second})"
 
 
 def search_sql(
@@ -56,9 +94,10 @@ def search_sql(
     cwd: str | None,
     limit: int,
 ) -> tuple[str, dict[str, Any]]:
-    argument = to_tsquery(query)
-    where = ["(e.search @@ q.q OR b.search @@ q.q)"]
-    args: dict[str, Any] = {"query": argument, "limit": limit}
+    tree = parse_query(query)
+    terms = _terms(tree)
+    args: dict[str, Any] = {"query": _written(tree), "any": _any_of(terms), "terms": terms, "limit": limit}
+    where = []
     for column, key, value in (
         ("e.session_id", "session", session),
         ("e.kind", "kind", kind),
@@ -76,15 +115,54 @@ def search_sql(
         where.append(f"({directory} = %(cwd)s OR starts_with({directory}, %(below)s))")
         args["cwd"] = cwd.rstrip("/") or "/"
         args["below"] = args["cwd"].rstrip("/") + "/"
-    text = "coalesce(e.search_text, b.search_text, '')"  # the string values search indexed
+    # Each branch of ``hits`` filters its own rows: joining every hit back
+    # to events to filter them afterwards took longer than the search.
+    filters = "".join(" AND " + condition for condition in where)
+    sessions = "JOIN sessions s ON s.id = e.session_id" if cwd is not None else ""
+    in_parts = _in_parts(tree, {term: i for i, term in enumerate(terms, 1)})
+    # The text a hit's snippet is made from: its row's own, or for a text in
+    # parts the part that best matches one of the query's terms.
+    best_part = """(SELECT x.search_text FROM {} x, q WHERE {} AND x.search @@ q.terms
+                    ORDER BY ts_rank(x.search, q.terms) DESC, x.part LIMIT 1)"""
+    text = f"""coalesce(e.search_text, b.search_text,
+        {best_part.format("event_parts", "(x.session_id, x.id) = (e.session_id, e.id)")},
+        {best_part.format("blob_parts", "x.digest = e.digest")}, '')"""
+    # Every branch of ``hits`` starts from a GIN index: a text in parts is
+    # found through its parts that hold any term of the query, and judged
+    # by which terms those parts hold.
     sql = f"""
-        SELECT e.session_id, e.id::text, e.kind, e.role, e.ts, {text},
-               ts_rank(coalesce(e.search, b.search), q.q)
-        FROM to_tsquery('simple', %(query)s) AS q(q), events e
-        JOIN sessions s ON s.id = e.session_id
-        LEFT JOIN blobs b ON b.digest = e.digest
-        WHERE {" AND ".join(where)}
-        ORDER BY 7 DESC, e.id DESC LIMIT %(limit)s"""
+        WITH q AS (SELECT to_tsquery('simple', %(query)s) AS q, to_tsquery('simple', %(any)s) AS terms),
+        blob_candidates AS MATERIALIZED (
+            SELECT x.digest, x.search FROM q, blob_parts x WHERE x.search @@ q.terms),
+        split_blobs AS (
+            SELECT x.digest, array_agg(DISTINCT t.i) AS found, max(ts_rank(x.search, q.terms)) AS rank
+            FROM q, blob_candidates x, unnest(%(terms)s::text[]) WITH ORDINALITY t(term, i)
+            WHERE x.search @@ to_tsquery('simple', t.term) GROUP BY x.digest),
+        event_candidates AS MATERIALIZED (
+            SELECT x.session_id, x.id, x.search FROM q, event_parts x WHERE x.search @@ q.terms),
+        split_events AS (
+            SELECT x.session_id, x.id, array_agg(DISTINCT t.i) AS found, max(ts_rank(x.search, q.terms)) AS rank
+            FROM q, event_candidates x, unnest(%(terms)s::text[]) WITH ORDINALITY t(term, i)
+            WHERE x.search @@ to_tsquery('simple', t.term) GROUP BY x.session_id, x.id),
+        hits AS (
+            SELECT e.session_id, e.id, ts_rank(e.search, q.q) AS rank FROM q, events e {sessions}
+            WHERE e.search @@ q.q {filters}
+            UNION ALL
+            SELECT e.session_id, e.id, ts_rank(b.search, q.q) FROM q, blobs b
+            JOIN events e ON e.digest = b.digest {sessions}
+            WHERE b.search @@ q.q {filters}
+            UNION ALL
+            SELECT e.session_id, e.id, c.rank FROM split_blobs c JOIN events e ON e.digest = c.digest {sessions}
+            WHERE {in_parts} {filters}
+            UNION ALL
+            SELECT e.session_id, e.id, c.rank FROM split_events c
+            JOIN events e ON (e.session_id, e.id) = (c.session_id, c.id) {sessions}
+            WHERE {in_parts} {filters}),
+        top AS (SELECT * FROM hits ORDER BY rank DESC, id DESC LIMIT %(limit)s)
+        SELECT e.session_id, e.id::text, e.kind, e.role, e.ts, {text}, t.rank
+        FROM top t JOIN events e ON (e.session_id, e.id) = (t.session_id, t.id)
+        LEFT JOIN blobs b ON b.digest = e.digest, q
+        ORDER BY t.rank DESC, t.id DESC"""
     return sql, args
 
 

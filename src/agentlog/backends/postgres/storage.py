@@ -36,6 +36,7 @@ from ..base import (
     stored_meta,
 )
 from .lease import PostgresLease
+from .textparts import index_parts
 
 if TYPE_CHECKING:  # the backend module imports this one; the name is for annotations only
     from . import PostgresBackend
@@ -77,6 +78,13 @@ def searchable_text(kind: str, payload: bytes) -> str:
     return strip_terminal_codes(record_text(kind, orjson.loads(payload))).replace("\x00", "\u2400")
 
 
+def _indexed(text: str) -> tuple[str | None, list[str]]:
+    """(the row's own search text, its parts): a text too long for one
+    ``tsvector`` is held in parts alone (``textparts``), its row's text NULL."""
+    parts = index_parts(text)
+    return (text, []) if len(parts) == 1 else (None, parts)
+
+
 def _without_nul(value: Any) -> Any:
     if isinstance(value, str):
         return value.replace("\x00", "")
@@ -112,21 +120,23 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
     # Every row is made before the transaction opens: the server waits idle
     # in it between the two round trips, and the lease's guard ends a
     # transaction idle for lease_ttl, so that gap holds no parsing of records.
-    blob_rows = [(digest, data, searchable_text(kinds.get(digest, "custom"), data)) for digest, data in sorted(blobs)]
-    event_rows = [
-        (
-            e.id,
-            e.parent_id,
-            e.kind,
-            e.role,
-            e.timestamp,
-            None if e.payload is None else e.payload.decode(),
-            e.digest,
-            e.branch_from,
-            None if e.payload is None else searchable_text(e.kind, e.payload),
-        )
-        for e in commit.events
-    ]
+    blob_rows: list[tuple[str, bytes, str | None]] = []
+    blob_parts: list[tuple[str, int, str]] = []
+    for digest, data in sorted(blobs):
+        blob_text, pieces = _indexed(searchable_text(kinds.get(digest, "custom"), data))
+        blob_rows.append((digest, data, blob_text))
+        blob_parts.extend((digest, i, piece) for i, piece in enumerate(pieces))
+    event_rows: list[tuple[object, ...]] = []
+    event_parts: list[tuple[str, str, int, str]] = []
+    for e in commit.events:
+        record: str | None = None
+        text: str | None = None
+        parts: list[str] = []
+        if e.payload is not None:
+            record = e.payload.decode()
+            text, parts = _indexed(searchable_text(e.kind, e.payload))
+        event_rows.append((e.id, e.parent_id, e.kind, e.role, e.timestamp, record, e.digest, e.branch_from, text))
+        event_parts.extend((session_id, e.id, i, part) for i, part in enumerate(parts))
     if lease is not None and lease.lost:
         raise LeaseLost(session_id, lease.lost)
     with conn.pipeline() as pipeline, conn.transaction():
@@ -169,6 +179,20 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
                     " search_text, seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [(session_id, *r, first_seq + i) for i, r in enumerate(event_rows)],
                 )
+            if blob_parts:
+                # A blob stored already has its parts already, or, stored
+                # whole under another rule, keeps its row's text alone.
+                cur.executemany(
+                    "INSERT INTO blob_parts (digest, part, search_text) SELECT %(d)s, %(i)s, %(t)s"
+                    " WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE digest = %(d)s AND search_text IS NOT NULL)"
+                    " ON CONFLICT DO NOTHING",
+                    [{"d": d, "i": i, "t": t} for d, i, t in blob_parts],
+                )
+            if event_parts:
+                cur.executemany(
+                    "INSERT INTO event_parts (session_id, id, part, search_text) VALUES (%s, %s, %s, %s)",
+                    event_parts,
+                )
         conn.execute("SELECT pg_notify(%s, %s)", (channel, f"{last or ''} {commit.head}"))
 
 
@@ -192,12 +216,14 @@ class PostgresSessionStorage(SessionStorage):
                 insert_commit(conn, self.session_id, commit, channel_of(self._db.schema, self.session_id), self._lease)
         except (HeadConflict, LeaseLost, SessionNotFound) as exc:
             return Ticket(exc)
-        except psycopg.OperationalError as exc:
-            # The connection that holds the lease is gone: whatever the
-            # server did with this transaction, this writer may commit no more.
-            self._lease.lost = f"its connection ended: {str(exc).strip() or type(exc).__name__}"
-            return Ticket(LeaseLost(self.session_id, self._lease.lost))
         except psycopg.Error as exc:
+            if conn.broken or conn.closed:
+                # The connection that holds the lease is gone: whatever the
+                # server did with this transaction, this writer may commit no more.
+                self._lease.lost = f"its connection ended: {str(exc).strip() or type(exc).__name__}"
+                return Ticket(LeaseLost(self.session_id, self._lease.lost))
+            # The server refused this commit (a limit, a lock wait) and rolled
+            # it back whole; the lease and its connection are as they were.
             return Ticket(StorageError("commit", self._db.url, None, str(exc).strip()))
         return Ticket.done()
 

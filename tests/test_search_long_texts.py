@@ -1,0 +1,180 @@
+"""A tool's output of any length is stored and searched whole, on every
+backend: PostgreSQL's ``tsvector`` refused a text past 1 MB of distinct
+words (the commit failed, reported as a lost lease), and quietly dropped
+the positions a phrase needs past its 16,383rd word or a word's 255th use.
+Such a text is indexed there in overlapping parts (``textparts``); a query
+over it means what it means over the text whole."""
+
+from __future__ import annotations
+
+import importlib
+import random
+import re
+import string
+from collections import Counter
+from collections.abc import Callable
+from types import ModuleType
+
+import orjson
+import pytest
+
+from agentlog import Store
+from agentlog.errors import LeaseLost, StorageError
+from agentlog.search import search
+from agentlog.search.scripts import CLASS
+from pg_support import needs_pg, pg_url, sql
+
+RNG = random.Random(7)
+#: 160,000 distinct ten-letter words: 1.76 MB of text.
+DISTINCT = ["".join(RNG.choices(string.ascii_lowercase, k=10)) for _ in range(160_000)]
+
+
+def textparts() -> ModuleType:
+    """agentlog.backends.postgres.textparts (the package needs the postgres extra)."""
+    pytest.importorskip("psycopg")
+    return importlib.import_module("agentlog.backends.postgres.textparts")
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["blob", "inline"])
+def test_a_text_of_distinct_words_past_a_megabyte_is_stored_and_every_query_reads_it_whole(
+    make_store: Callable[..., Store], inline: bool
+) -> None:
+    store = make_store(blob_threshold=4 * 1024 * 1024 if inline else 16 * 1024)
+    text = " ".join(DISTINCT)
+    with store.create() as s:
+        s.append("message", {"content": "cat the bundle"}, role="user")
+        event = s.append("tool_result", {"tool_call_id": "c1", "content": text}, role="tool")
+        other = s.append("message", {"content": f"{DISTINCT[0]} and {DISTINCT[-1]} alone"}, role="assistant")
+
+    def found(query: str) -> set[str]:
+        return {hit.event_id for hit in search(store, query, limit=50)}
+
+    first, middle, last = DISTINCT[0], DISTINCT[80_000], DISTINCT[-1]
+    assert found(first) == found(last) == {event.id, other.id}
+    assert found(middle) == {event.id}
+    assert found(f'"{DISTINCT[-3]} {DISTINCT[-2]} {last}"') == {event.id}  # a phrase at the very end
+    assert found(f'"{DISTINCT[-2]} {DISTINCT[-3]}"') == set()  # its words, out of order
+    assert found(f"{middle} AND {last}") == {event.id}  # words far apart
+    assert found(f"{first} NOT {middle}") == {other.id}  # a NOT sees the whole text
+    assert found(f"{middle} OR zzzzzz") == {event.id}
+    assert found(f"{DISTINCT[123_456][:6]}*") >= {event.id}
+    hit = search(store, middle)[0]
+    assert middle in hit.snippet and hit.highlights  # the snippet shows where it was found
+
+
+def test_a_phrase_past_any_word_limit_is_found(make_store: Callable[..., Store]) -> None:
+    store = make_store()
+    # A log of 40,000 words, "tick" used 10,000 times: the phrase comes after
+    # position 16,383 and after the 255th "tick".
+    vocabulary = [f"w{i}" for i in range(300)]
+    lines = [f"tick {RNG.choice(vocabulary)} {RNG.choice(vocabulary)} {RNG.choice(vocabulary)}" for _ in range(10_000)]
+    lines.insert(9_000, "tick connection refused by upstream")
+    with store.create() as s:
+        event = s.append("tool_result", {"tool_call_id": "c1", "content": "\n".join(lines)}, role="tool")
+    for query in ('"connection refused"', '"tick connection refused"', '"refused by upstream"'):
+        assert [hit.event_id for hit in search(store, query)] == [event.id], query
+    assert search(store, '"refused connection"') == []
+
+
+def test_a_phrase_across_a_cut_between_parts_is_found(make_store: Callable[..., Store]) -> None:
+    store = make_store()
+    parts = textparts()
+    text = " ".join(DISTINCT[: 3 * parts.MAX_WORDS])
+    cut = len(parts.index_parts(text)[0].split())  # the first part's last word is here
+    with store.create() as s:
+        event = s.append("tool_result", {"tool_call_id": "c1", "content": text}, role="tool")
+    for span in (DISTINCT[cut - 3 : cut + 3], DISTINCT[cut - parts.OVERLAP // 2 : cut + parts.OVERLAP // 2]):
+        assert [hit.event_id for hit in search(store, '"' + " ".join(span) + '"')] == [event.id]
+
+
+def pg_words(text: str) -> list[str]:
+    """The words PostgreSQL's column sees: letters and digits, each Chinese
+    character alone."""
+    return [w.lower() for w in re.findall(f"[{CLASS}]|[^\\W_{CLASS}]+", text)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " ".join(DISTINCT[:30_000]),  # past MAX_WORDS
+        "ledger " * 5_000,  # past MAX_USES
+        "x" * 300_000 + " tail " + "y" * 300_000,  # words past MAX_CHARS
+        "数据库连接失败" * 3_000,  # every character a word
+        " ".join(DISTINCT[:500]) + "\n\n" + "déjà_vu " * 600,
+    ],
+    ids=["words", "uses", "chars", "unspaced", "mixed"],
+)
+def test_the_parts_cover_the_text_in_order_and_keep_every_limit(text: str) -> None:
+    limits = textparts()
+    parts = limits.index_parts(text)
+    assert len(parts) > 1
+    assert text.startswith(parts[0]) and text.endswith(parts[-1])
+    start = end = 0
+    for part in parts[1:]:
+        at = text.find(part, start + 1)
+        assert start < at <= end + len(parts[0]), "each part begins inside or at the end of the one before"
+        start, end = at, at + len(part)
+    for part in parts:
+        words = pg_words(part)
+        assert len(words) <= limits.MAX_WORDS
+        assert max(Counter(words).values()) <= limits.MAX_USES
+        assert len(part) <= limits.MAX_CHARS or len(words) == 1
+    assert {w for p in parts for w in pg_words(p)} == set(pg_words(text))
+
+
+def test_a_text_that_reaches_no_limit_is_one_part() -> None:
+    limits = textparts()
+    for text in ("", "short", " ".join(DISTINCT[: limits.MAX_WORDS // 2]), "ledger " * limits.MAX_USES):
+        assert limits.index_parts(text) == [text]
+
+
+@needs_pg
+def test_rows_written_before_parts_are_cut_when_the_store_is_opened(pg_schema: str) -> None:
+    # Inline (test_search_thinking_upgrade has 0011 cut a blob).
+    store = Store(pg_url(pg_schema), blob_threshold=1024 * 1024)
+    vocabulary = [f"w{i}" for i in range(300)]
+    record = {"tool_call_id": "c1", "content": " ".join(RNG.choice(vocabulary) for _ in range(20_000)) + " bad gateway"}
+    with store.create(session_id="s") as s:
+        event = s.append("tool_result", record, role="tool")
+        short = s.append("message", {"content": "bad gateway once"}, role="user")
+    parts = sql(f"SELECT part, search_text FROM {pg_schema}.event_parts ORDER BY part")
+    assert len(parts) > 1
+    store.close()
+    # As a build before 0011 left it: the text whole in its row, where the
+    # phrase's positions were lost.
+    sql(f"DROP TABLE {pg_schema}.event_parts, {pg_schema}.blob_parts")
+    sql(f"DELETE FROM {pg_schema}.schema_migrations WHERE name = '0011_long_texts_in_parts'")
+    storage = importlib.import_module("agentlog.backends.postgres.storage")
+    whole = storage.searchable_text("tool_result", orjson.dumps(record))
+    sql(f"UPDATE {pg_schema}.events SET search_text = %s WHERE id = %s", whole, event.id)
+    phrase = "SELECT search @@ to_tsquery('simple', 'bad <-> gateway') FROM {}.events WHERE id = %s"
+    assert sql(phrase.format(pg_schema), event.id) == [(False,)]
+
+    store = Store(pg_url(pg_schema), blob_threshold=1024 * 1024)  # opening migrates
+    assert sql(f"SELECT part, search_text FROM {pg_schema}.event_parts ORDER BY part") == parts
+    assert sql(f"SELECT search_text FROM {pg_schema}.events WHERE id = %s", event.id) == [(None,)]
+    assert {hit.event_id for hit in search(store, '"bad gateway"')} == {event.id, short.id}
+    store.close()
+
+
+@needs_pg
+def test_a_commit_the_server_refuses_is_a_storage_error_and_the_writer_keeps_its_lease(pg_schema: str) -> None:
+    # The server's refusal of one commit (here a limit, as the tsvector's
+    # was) was reported as a lost lease, and the session could write no more.
+    store = Store(pg_url(pg_schema))
+    sql(
+        f"""CREATE FUNCTION {pg_schema}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'too large here' USING ERRCODE = 'program_limit_exceeded'; END $$"""
+    )
+    sql(
+        f"CREATE TRIGGER refuse BEFORE INSERT ON {pg_schema}.events FOR EACH ROW"
+        f" WHEN (NEW.kind = 'refused') EXECUTE FUNCTION {pg_schema}.refuse()"
+    )
+    with store.create() as s:
+        kept = s.append("message", {"content": "before"}, role="user")
+        with pytest.raises(StorageError, match="too large here") as refused:
+            s.append("refused", {"n": 1})
+        assert not isinstance(refused.value, LeaseLost)
+        after = s.append("message", {"content": "after"}, role="user")
+        assert [e.id for e in s.transcript()] == [kept.id, after.id]
+    store.close()
