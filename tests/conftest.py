@@ -24,6 +24,10 @@ import pytest
 from agentlog import Store
 from helpers import BLOB_THRESHOLD
 
+# Imported by tests and loaded as a plugin (its browser and page fixtures):
+# marked here, before either, so that its asserts are rewritten both ways.
+pytest.register_assert_rewrite("browser_support")
+
 PG_DSN = os.environ.get("AGENTLOG_TEST_PG")
 _pg_schemas: list[str] = []
 

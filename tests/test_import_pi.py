@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agentlog import Store
 from agentlog.importers import FORMATS, run_import
 from importers_support import copy_fixture, do_import, load, source_lines, write_lines
@@ -94,19 +96,56 @@ def test_v1_compaction_index_and_bash_execution(store, tmp_path):
     kept = loaded.by_id[compaction.record["first_kept_event_id"]]
     assert kept.record["content"][0]["text"] == "two"
     assert compaction.record["tokens_before"] == 1234 and compaction.record["summary"] == "so far"
+    # pi sends the model a command the user ran as the user's message: so does the context.
     bash = next(
-        e
-        for e in loaded.events
-        if e.kind == "custom"
-        and e.role is None
-        and e.record.get("original", {}).get("message", {}).get("role") == "bashExecution"
+        e for e in loaded.events if e.record.get("source", {}).get("message", {}).get("role") == "bashExecution"
     )
-    assert bash.record["original"]["message"]["command"] == "ls"
+    assert (bash.kind, bash.role, bash.record["content"]) == ("message", "user", "Ran `ls`\n```\na b\n```")
+    assert bash.record["source"]["message"]["command"] == "ls"
     assert loaded.meta["parent_session"] == "/old/session.jsonl"
     with store.open(f"pi-{SID}", readonly=True) as s:
         context = s.context()
     assert context[0].id == compaction.id
-    assert [e.record["content"][0]["text"] for e in context if e.kind == "message"] == ["two", "three"]
+    assert [text_of(e) for e in context if e.kind == "message"] == ["two", bash.record["content"], "three"]
+
+
+def text_of(event) -> str:
+    content = event.record["content"]
+    return content if isinstance(content, str) else content[0]["text"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "text"),
+    [
+        ({"output": "", "exitCode": 0}, "Ran `make`\n(no output)"),
+        ({"output": "boom", "exitCode": 2}, "Ran `make`\n```\nboom\n```\n\nCommand exited with code 2"),
+        ({"output": "part", "cancelled": True, "exitCode": None}, "Ran `make`\n```\npart\n```\n\n(command cancelled)"),
+        (
+            {"output": "head", "exitCode": 0, "truncated": True, "fullOutputPath": "/tmp/out.log"},
+            "Ran `make`\n```\nhead\n```\n\n[Output truncated. Full output: /tmp/out.log]",
+        ),
+    ],
+    ids=["no-output", "failed", "cancelled", "truncated"],
+)
+def test_a_command_the_user_ran_reads_as_pi_sent_it(store, tmp_path, fields, text):
+    lines = [
+        {"type": "session", "version": 3, "id": SID, "timestamp": _ts(0), "cwd": "/w"},
+        _v3(1, "aaaa0001", None, _msg(1, "bashExecution", None, command="make", **fields)),
+        _v3(
+            2,
+            "aaaa0002",
+            "aaaa0001",
+            _msg(2, "bashExecution", None, command="env", output="SECRET=1", excludeFromContext=True),
+        ),
+    ]
+    do_import(store, "pi", write_lines(tmp_path / "s.jsonl", lines))
+    k = load(store, f"pi-{SID}").by_key()
+    ran, hidden = k[f"{SID}:aaaa0001"], k[f"{SID}:aaaa0002"]
+    assert (ran.kind, ran.role, ran.record["content"]) == ("message", "user", text)
+    # ``!!env`` was kept out of pi's context: it stays out of agentlog's.
+    assert hidden.kind == "custom" and hidden.record["original"]["message"]["command"] == "env"
+    with store.open(f"pi-{SID}", readonly=True) as s:
+        assert [e.id for e in s.context() if e.kind == "message"] == [ran.id]
 
 
 def test_v2_hook_message_and_v3_tree(store, tmp_path):
@@ -170,8 +209,9 @@ def test_v2_hook_message_and_v3_tree(store, tmp_path):
     assert loaded.meta["model"] == "claude-x"
     assert loaded.meta["name"] == "My session"
     assert loaded.meta["parent_session"] == "/p/parent.jsonl"
-    hook = k[f"{SID}:aaaa000a"]
-    assert hook.kind == "custom" and hook.record["original"]["message"]["role"] == "hookMessage"
+    hook = k[f"{SID}:aaaa000a"]  # sent to the model as the user's, as pi does
+    assert (hook.kind, hook.role, hook.record["content"]) == ("message", "user", "from a hook")
+    assert hook.record["source"]["message"]["role"] == "hookMessage"
     assert loaded.head == k[f"{SID}:aaaa000c"].id
     note = k[f"{SID}:aaaa000c"]
     assert (note.kind, note.role, note.record["content"], note.record["custom_type"]) == (

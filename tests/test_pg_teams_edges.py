@@ -26,7 +26,7 @@ import pytest
 
 from agentlog import LeaseLost, SessionLocked, Store
 from agentlog.copying import CopyRefused, copy_sessions
-from cli_support import run
+from cli_support import error, run
 from pg_support import needs_pg, pg_url
 
 if TYPE_CHECKING:  # psycopg is an extra: imported only for the annotation
@@ -157,3 +157,15 @@ def test_the_copy_command_copies_the_rest_and_says_each_refusal_in_one_line(pg_s
     assert "Traceback" not in result.stderr
     with closing(Store(target)) as pg:
         assert pg.exists("b")
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [("lease=bogus", "lease='bogus': use one of advisory, row"), ("lease_ttl=0", "lease_ttl=0.0: give a number")],
+)
+def test_a_url_with_a_bad_option_is_refused_before_any_store_exists(pg_schema: str, option: str, said: str) -> None:
+    # On a schema with no store yet, `ls` said "no sessions ... there is no
+    # store there" and exited 0: the typo was never named.
+    key, _, value = option.partition("=")
+    line = error(run(pg_url(pg_schema, **{key: value}), "ls"))
+    assert said in line

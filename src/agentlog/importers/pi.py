@@ -12,8 +12,11 @@ included) becomes ``first_kept_event_id``. v2 renamed nothing but added
 
 - ``message`` entries: ``user`` / ``assistant`` -> ``message`` (an
   assistant's ``toolCall`` parts become ``tool_call`` events after it),
-  ``toolResult`` -> ``tool_result``; other roles (``bashExecution``,
-  ``custom``/``hookMessage``, summaries) -> ``custom``, kept whole.
+  ``toolResult`` -> ``tool_result``; ``bashExecution`` (a command the user
+  ran) -> a user ``message`` with the text pi sends the model for it, or
+  ``custom`` if it was kept out of the context (``!!``); ``custom`` /
+  ``hookMessage`` -> a user ``message`` as for ``custom_message``; other
+  roles -> ``custom``, kept whole.
 - ``compaction`` -> ``compaction``; ``branch_summary`` -> ``branch_summary``;
   ``label`` -> ``label`` (one that clears a label, with no ``label``
   text, -> ``custom``).
@@ -65,6 +68,22 @@ def _usage(raw: Any) -> UsageRecord | None:
     return usage_record(
         prompt, out, count(raw.get("totalTokens")), cost.get("total") if isinstance(cost, dict) else None
     )
+
+
+def _bash_text(message: dict[str, Any]) -> str:
+    """What pi sends the model for a command the user ran (its
+    ``bashExecutionToText``), so that a resumed session's context holds it."""
+    text = f"Ran `{message['command']}`\n"
+    output = message.get("output")
+    text += f"```\n{output}\n```" if isinstance(output, str) and output else "(no output)"
+    code = message.get("exitCode")
+    if message.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif code is not None and code != 0:
+        text += f"\n\nCommand exited with code {code}"
+    if message.get("truncated") and message.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
+    return text
 
 
 class PiImporter(Importer):
@@ -325,7 +344,36 @@ class PiImporter(Importer):
                 parent=parent,
                 keys=keys,
             )
-        else:  # bashExecution, custom / hookMessage, branchSummary, compactionSummary
+        elif (
+            role == "bashExecution"
+            and isinstance(message.get("command"), str)
+            and not message.get("excludeFromContext")
+        ):
+            # A command the user ran (``!ls``): pi sends it to the model as the
+            # user's message, in the words of its bashExecutionToText.
+            source["message"] = message
+            b.emit(
+                "message",
+                "user",
+                {"content": _bash_text(message), "source": source},
+                line,
+                ts_ns=ts,
+                parent=parent,
+                keys=keys,
+            )
+        elif role in ("custom", "hookMessage"):
+            # An extension's message: pi sends its content to the model as the
+            # user's, as it does a ``custom_message`` entry's.
+            source["message"] = split_fields(message, ("content", "customType", "display", "details"))
+            record = {
+                "content": content,
+                "custom_type": message.get("customType"),
+                "display": message.get("display"),
+                "details": message.get("details"),
+                "source": source,
+            }
+            b.emit("message", "user", record, line, ts_ns=ts, parent=parent, keys=keys)
+        else:  # a command kept out of the model's context (``!!ls``), summaries
             b.emit(
                 "custom",
                 role if isinstance(role, str) and role.isalpha() and role.islower() else None,

@@ -117,6 +117,25 @@ def _shown_url(dsn: str, schema: str) -> str:
     return urlunsplit(shown._replace(netloc=user + shown.netloc, query=urlencode({"schema": schema})))
 
 
+_DEFAULT_LEASE, _DEFAULT_LEASE_TTL = "advisory", 15.0
+
+
+def _check_options(schema: object, lease: object, lease_ttl: object) -> None:
+    """UnknownBackend for a schema, lease mode or lease_ttl no store can have."""
+    if not isinstance(schema, str) or not schema:
+        raise UnknownBackend(f"schema={schema!r}: give the name of a schema")
+    if len(schema.encode()) > _MAX_IDENTIFIER or "\x00" in schema:
+        # PostgreSQL would cut a longer name to its first 63 bytes without
+        # a word, and two stores would share the schema they both cut to.
+        raise UnknownBackend(f"schema={schema!r}: a schema name is at most {_MAX_IDENTIFIER} bytes, without NUL")
+    if lease not in LEASE_MODES:
+        raise UnknownBackend(f"lease={lease!r}: use one of {', '.join(LEASE_MODES)}")
+    if not (isinstance(lease_ttl, int | float) and math.isfinite(lease_ttl) and lease_ttl > 0):
+        # 0 or less: a row lease expired the moment it was taken (every
+        # commit refused) and its renewer spun without pause.
+        raise UnknownBackend(f"lease_ttl={lease_ttl!r}: give a number of seconds above 0")
+
+
 class PostgresBackend(Backend):
     """Sessions in a PostgreSQL schema (created and migrated on first use)."""
 
@@ -126,23 +145,12 @@ class PostgresBackend(Backend):
         *,
         durability: str = "full",
         schema: str = "agentlog",
-        lease: str = "advisory",
-        lease_ttl: float = 15.0,
+        lease: str = _DEFAULT_LEASE,
+        lease_ttl: float = _DEFAULT_LEASE_TTL,
         pool_size: int = 4,
     ) -> None:
         check_durability(durability)
-        if not isinstance(schema, str) or not schema:
-            raise UnknownBackend(f"schema={schema!r}: give the name of a schema")
-        if len(schema.encode()) > _MAX_IDENTIFIER or "\x00" in schema:
-            # PostgreSQL would cut a longer name to its first 63 bytes without
-            # a word, and two stores would share the schema they both cut to.
-            raise UnknownBackend(f"schema={schema!r}: a schema name is at most {_MAX_IDENTIFIER} bytes, without NUL")
-        if lease not in LEASE_MODES:
-            raise UnknownBackend(f"lease={lease!r}: use one of {', '.join(LEASE_MODES)}")
-        if not (isinstance(lease_ttl, int | float) and math.isfinite(lease_ttl) and lease_ttl > 0):
-            # 0 or less: a row lease expired the moment it was taken (every
-            # commit refused) and its renewer spun without pause.
-            raise UnknownBackend(f"lease_ttl={lease_ttl!r}: give a number of seconds above 0")
+        _check_options(schema, lease, lease_ttl)
         self.dsn = dsn
         self.schema = schema
         self.durability = durability
@@ -177,6 +185,9 @@ class PostgresBackend(Backend):
         options: dict[str, Any] = {}
         dsn = _split_url(url, options)
         schema = options.get("schema", "agentlog")
+        # A URL that could never open is refused here too: "no store there"
+        # would send its user to look for a store, not at the typo.
+        _check_options(schema, options.get("lease", _DEFAULT_LEASE), options.get("lease_ttl", _DEFAULT_LEASE_TTL))
         shown = _shown_url(dsn, str(schema))
         try:
             with psycopg.connect(dsn, autocommit=True) as conn:
