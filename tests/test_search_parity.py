@@ -27,6 +27,11 @@ TEXTS = {
     "ja": "データベースの接続がタイムアウトしました",
     "ko": "데이터베이스가 연결되지 않았습니다",
     "mixed": "错误error在第3行",
+    # Accents as the SQLite index folds them (Latin, composed or not), and
+    # a Greek word it does not fold.
+    "fr": "le Café rouvre, re\u0301sume\u0301 joint",
+    "de": "naïve Ångström Straße",
+    "el": "Ωμέγα",
 }
 
 QUERIES = {
@@ -57,6 +62,17 @@ QUERIES = {
     '"失败 请重试"': {"zh"},
     "连接 NOT 重试": set(),
     "连接 OR 연결": {"zh", "ko"},
+    "cafe": {"fr"},
+    "CAFÉ": {"fr"},
+    "resume": {"fr"},
+    "résumé": {"fr"},
+    '"cafe rouvre"': {"fr"},
+    "naive AND angstrom": {"de"},
+    "ångst*": {"de"},
+    "strasse": set(),  # ß is a letter of its own to both
+    "Straße": {"de"},
+    "Ωμέγα": {"el"},
+    "ωμεγα": set(),  # Greek keeps its accents in both
 }
 
 

@@ -14,6 +14,7 @@ from typing import cast
 import psycopg
 from psycopg import sql
 
+from ...search.diacritics import postgres_translate
 from ...search.query import SearchWarning
 from ...search.scripts import postgres_class
 from .storage import searchable_text
@@ -46,12 +47,13 @@ _SEARCH_WORDS = (
 _TERMINAL_CODES_0009 = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])"
 
 
-def _search_columns(words: str) -> tuple[str, ...]:
-    """The statements that rebuild the ``search`` column of events and of
-    blobs as the tsvector of the SQL expression ``words``, and its index."""
+def _search_columns(words: str, tables: tuple[str, ...] = ("events", "blobs")) -> tuple[str, ...]:
+    """The statements that rebuild the ``search`` column of each table (events
+    and blobs, unless told) as the tsvector of the SQL expression ``words``,
+    and its index."""
     return tuple(
         statement
-        for table in ("events", "blobs")
+        for table in tables
         for statement in (
             f"ALTER TABLE {table} DROP COLUMN search",
             f"""ALTER TABLE {table} ADD COLUMN search tsvector GENERATED ALWAYS AS
@@ -339,6 +341,13 @@ MIGRATIONS: Sequence[tuple[str, Sequence[Step]]] = (
             "CREATE INDEX blob_parts_search ON blob_parts USING gin (search)",
             _long_texts_in_parts,
         ),
+    ),
+    (
+        "0012_words_without_diacritics",
+        # The SQLite index finds café by cafe (unicode61 remove_diacritics 2):
+        # the letters it folds are folded here too (search.diacritics), and
+        # a query's words alike. Rebuilding the columns rewrites each table once.
+        _search_columns(postgres_translate(_SEARCH_WORDS), ("events", "blobs", "event_parts", "blob_parts")),
     ),
 )
 

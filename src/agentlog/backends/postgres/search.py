@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...search.diacritics import strip_diacritics
 from ...search.query import Node, highlight_words, parse_query
 from ...search.snippet import make_snippet
 from ..base import SearchHit
@@ -29,7 +30,8 @@ __all__ = ["search_sql", "to_hits", "to_tsquery"]
 def _lexeme(word: str) -> str:
     # A word is letters and digits only (``parse_query``), so quoting it
     # needs no escapes; doubling a quote keeps that true if it ever changes.
-    return "'" + word.replace("'", "''") + "'"
+    # Its diacritics go as the indexed text's went (migration 0012).
+    return "'" + strip_diacritics(word).replace("'", "''") + "'"
 
 
 def _term(words: Sequence[str], prefix: bool) -> str:
