@@ -14,10 +14,12 @@ import pytest
 
 from agentlog import NIL_ID, Store
 from agentlog.backends.base import (
+    SessionStorage,
+)
+from agentlog.backends.sqlrows import (
     SCAN_PAGE_FIRST,
     SCAN_SKIP_BOUND,
     WALK_FIRST,
-    SessionStorage,
     paged_scan,
     path_by_scan,
     read_path,

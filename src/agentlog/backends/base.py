@@ -28,20 +28,18 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ..errors import AgentlogError, CorruptionError, EventNotFound, InvalidOption, SessionNotFound
-from ..event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, Event, digest_of, make_event, parse_timestamp
-from ..metafields import MetaProblem, checked_meta, document_problems, meta_problems
+from ..errors import AgentlogError, CorruptionError, InvalidOption, SessionNotFound
+from ..event import NIL_ID, Event, digest_of
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
     "DURABILITY_MODES",
-    "EVENTS_PAGE",
     "MAX_BLOB_THRESHOLD",
     "Backend",
     "BlobCopy",
@@ -55,17 +53,7 @@ __all__ = [
     "StagedEvent",
     "Ticket",
     "check_durability",
-    "check_links",
-    "check_rows",
-    "event_from_row",
-    "listing_row",
-    "paged_events",
-    "paged_scan",
-    "path_by_scan",
-    "path_from_rows",
-    "read_path",
     "split_payload",
-    "stored_meta",
 ]
 
 DEFAULT_BLOB_THRESHOLD = 16 * 1024
@@ -251,294 +239,6 @@ class Problem:
     def __str__(self) -> str:
         where = self.path if self.offset is None else f"{self.path}@{self.offset}"
         return f"{self.session_id}: {where}: {self.message}"
-
-
-def stored_meta(session_id: str, value: Any, where: str) -> dict[str, Any]:
-    """A SQL row's session metadata, as an object, checked by the rule every
-    write is held to (``metafields``): JSON text is parsed; what is not an
-    object, or breaks the rule (a hand-edited row), is a CorruptionError
-    naming the session and each field at fault, so one damaged row is
-    reported, never a whole listing failed."""
-    if isinstance(value, str | bytes):
-        meta, problems = document_problems(value.encode() if isinstance(value, str) else value, session_id)
-    elif isinstance(value, dict):
-        meta, problems = value, meta_problems(value, session_id)
-    else:
-        meta, problems = None, [MetaProblem(None, f"is {type(value).__name__}, not an object")]
-    return checked_meta(meta, problems, where, f"metadata of session {session_id}")
-
-
-def listing_row(session_id: str, meta: Any, event_count: Any, updated_ns: Any, where: str) -> ListingRow:
-    """A SQL backend's listing row; a damaged one carries its error."""
-    try:
-        return ListingRow(
-            session_id, stored_meta(session_id, meta, where), SessionStats(int(event_count), int(updated_ns))
-        )
-    except CorruptionError as exc:
-        return ListingRow(session_id, {}, None, exc)
-    except (TypeError, ValueError) as exc:
-        return ListingRow(session_id, {}, None, CorruptionError(where, None, f"counts of session {session_id}: {exc}"))
-
-
-def _record_of(event_id: Any, text: Any) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise CorruptionError(f"event {event_id}", None, f"its record is not JSON: {exc}") from None
-
-
-def event_from_row(row: Sequence[Any]) -> Event:
-    """An event from a SQL row (id, parent_id, kind, role, timestamp, record JSON text, digest, branch_from)."""
-    record = None if row[5] is None else _record_of(row[0], row[5])
-    return make_event(row[0], row[1], row[2], row[3], row[4], record, row[6], row[7], {})
-
-
-def path_from_rows(
-    storage: SessionStorage, from_id: str, rows: Sequence[Sequence[Any]], bound: int, where: str
-) -> list[Event]:
-    """The events of a SQL path query, checked: more rows than the session
-    holds is a loop in the parent links; none is an unknown ``from_id``."""
-    if len(rows) > bound:
-        raise CorruptionError(
-            where,
-            None,
-            f"parent links loop in session {storage.session_id}, or its event count ({bound - 1}) is wrong;"
-            " see agentlog fsck",
-        )
-    if not rows and from_id != NIL_ID:
-        raise EventNotFound(from_id, storage.session_id)
-    return [event_from_row(row) for row in rows]
-
-
-#: A SQL backend reads the first this many events of a path by its
-#: recursive query (an index lookup a step, nothing read off the path), and
-#: the rest of a longer path by one range scan of the session's events,
-#: newest id first (``path_by_scan``). Most reads end in the first part:
-#: ``context()`` at the latest compaction, the newest page of a long session.
-WALK_FIRST = 256
-#: Rows of other branches the scan passes over before it leaves the rest of
-#: the path to the recursive query (at least this, or the path's length):
-#: a session branched mostly off the path is not read whole.
-SCAN_SKIP_BOUND = 1_024
-#: The scan fetches its rows a page at a time, each page twice the last,
-#: so that a path which ends soon after the first part (a ``context()``
-#: whose compaction is 2,000 events back in a 100,000-event session) reads
-#: at most about twice what it keeps, where one query fetching every row
-#: below the start read the 100,000 events' records to keep 2,000 (80 MB
-#: and 0.3 s). Pages double rather than stay small because a page costs a
-#: query, and on a database whose planner has no statistics yet (a table
-#: never analysed) each query may sort every row below its start: a long
-#: path then costs a few such queries, not hundreds.
-SCAN_PAGE_FIRST = 256
-
-
-def paged_scan(fetch: Callable[[str, bool, int], Sequence[Sequence[Any]]], start: str) -> Iterator[Sequence[Any]]:
-    """The rows ``path_by_scan`` takes, fetched lazily: ``fetch(upto,
-    inclusive, limit)`` returns up to ``limit`` of the session's events with
-    ids up to ``upto`` (``inclusive``) or below it, newest id first. Each
-    page goes on below the last id of the page before (keyset paging: no
-    row is read twice). A row committed below that id between two pages
-    (a bundle import keeps its ids) is not met, and needs no care: the
-    path's next id then falls behind the scan, which hands it to the
-    recursive query, as for any parent out of id order."""
-    upto, inclusive, size = start, True, SCAN_PAGE_FIRST
-    while True:
-        rows = fetch(upto, inclusive, size)
-        yield from rows
-        if len(rows) < size:
-            return
-        upto, inclusive, size = rows[-1][0], False, size * 2
-
-
-#: Rows a SQL backend's ``events()`` fetches a query at a time: memory
-#: stays bounded whatever the session's size, in few round trips.
-EVENTS_PAGE = 1000
-
-
-def paged_events(fetch: Callable[[int], Sequence[Sequence[Any]]]) -> Iterator[Event]:
-    """``SessionStorage.events()`` of a SQL backend: ``fetch(after)`` returns
-    up to ``EVENTS_PAGE`` of the session's rows with ``seq`` above
-    ``after`` in ``seq`` order, ``seq`` first and then the columns of
-    ``event_from_row`` (keyset paging: no row is read twice)."""
-    after = -1
-    while True:
-        rows = fetch(after)
-        for row in rows:
-            yield event_from_row(row[1:])
-        if len(rows) < EVENTS_PAGE:
-            return
-        after = rows[-1][0]
-
-
-def path_by_scan(
-    rows: Iterable[Sequence[Any]],
-    from_id: str,
-    limit: int | None,
-    until_kind: str | None,
-    until_id: str | None,
-) -> tuple[list[Event], str | None]:
-    """The path from ``from_id`` taken from ``rows``, the session's events
-    with ids up to ``from_id`` in descending id order (the columns of
-    ``event_from_row``), and where to go on from: None once the path is
-    whole (the root, ``limit``, or a stop event reached), else the id the
-    scan could not find in its place.
-
-    Why a scan: a session's ids increase as it is written (``IdGenerator``),
-    so a parent's id is below its child's and one descending range scan of
-    the primary key meets the whole path in order, with no lookup per step;
-    rows of other branches are passed over. An id out of that order (a
-    parent above its child, or missing) is left to the recursive query,
-    which the caller continues with from the returned id."""
-    out: list[Event] = []
-    want = from_id
-    build = make_event
-    skipped = 0
-    for row in rows:
-        event_id = row[0]
-        if event_id != want:
-            if event_id < want:
-                return out, want  # passed the place of ``want``: not in id order
-            skipped += 1
-            if skipped > SCAN_SKIP_BOUND and skipped > len(out):
-                return out, want  # mostly other branches here: the recursive query goes on
-            continue  # another branch's event
-        record = None if row[5] is None else _record_of(event_id, row[5])
-        out.append(build(event_id, row[1], row[2], row[3], row[4], record, row[6], row[7], {}))
-        want = row[1]
-        if want == NIL_ID or len(out) == limit or row[2] == until_kind or event_id == until_id:
-            return out, None
-    return out, want
-
-
-def read_path(
-    storage: SessionStorage,
-    from_id: str,
-    limit: int | None,
-    until_kind: str | None,
-    until_id: str | None,
-    *,
-    scan: Callable[[str], Iterable[Sequence[Any]]],
-    walk: Callable[[str, int], Sequence[Sequence[Any]]],
-    where: str,
-) -> list[Event]:
-    """``ancestors`` for a SQL backend: up to ``WALK_FIRST`` events by
-    ``walk(start, limit)``, the recursive query; the rest of a longer path
-    by ``scan(start)``, the session's events from ``start`` down, newest id
-    first (``path_by_scan``), and by ``walk`` again wherever the scan stops
-    short. Every part gives what the recursive query alone would: it stops
-    where a parent is missing, and so does a path continued by it."""
-    bound = storage.event_count() + 1
-    first = min(limit or bound + 1, bound + 1, WALK_FIRST)
-    rows = walk(from_id, first)
-    events = path_from_rows(storage, from_id, rows, bound, where)
-    if len(rows) < first or len(events) == limit:
-        return events  # the root, a stop event, a missing parent, or the limit
-    last = events[-1]
-    if last.kind == until_kind or last.id == until_id or last.parent_id == NIL_ID:
-        return events
-    start = last.parent_id
-    remaining = None if limit is None else limit - len(events)
-    more, rest = path_by_scan(scan(start), start, remaining, until_kind, until_id)
-    events += more
-    if rest is None:
-        return events
-    rows = walk(rest, min(bound + 1 if remaining is None else remaining - len(more), bound + 1))
-    if not rows:
-        return events  # a missing parent ends the path, as the recursive query ends it
-    return events + path_from_rows(storage, rest, rows, bound, where)
-
-
-def check_rows(backend: Backend, storage: SessionStorage, where: str) -> list[Problem]:
-    """What fsck finds in a backend that keeps rows (SQLite, PostgreSQL,
-    memory), reading every one: metadata that is not an object, a count
-    that disagrees with the events held, an event whose kind, role or time
-    is malformed or whose record cannot be read, parent links that loop,
-    and what ``check_links`` finds. Each is named with its session and
-    event; one damaged row never hides the others."""
-    sid, problems = storage.session_id, []
-
-    def add(message: str) -> None:
-        problems.append(Problem(sid, where, None, message))
-
-    try:
-        backend.read_meta(sid)
-    except CorruptionError as exc:
-        add(exc.reason)
-    try:
-        entries = list(storage.entries())
-    except (CorruptionError, ValueError, TypeError) as exc:  # a row the backend cannot even list
-        add(f"its events cannot be listed: {getattr(exc, 'reason', exc)}")
-        return problems
-    try:
-        count = backend.stats(sid).event_count
-    except (AgentlogError, ValueError, TypeError) as exc:
-        add(f"its event count cannot be read: {exc}")
-    else:
-        if count != len(entries):
-            add(f"its event count says {count}, and it holds {len(entries)} events")
-    try:
-        last = storage.last_id()
-    except (AgentlogError, ValueError, TypeError) as exc:
-        add(f"its newest event id cannot be read: {exc}")
-    else:
-        newest = max((e.id for e in entries), default="")
-        if last != newest:
-            add(f"its newest event id is kept as {last!r}, and the newest it holds is {newest!r}")
-    parents: dict[str, str] = {}
-    for entry in entries:
-        parents[entry.id] = entry.parent_id
-        if not KIND_PATTERN.match(entry.kind):
-            add(f"event {entry.id} has a malformed kind {entry.kind!r}")
-        if entry.role is not None and not ROLE_PATTERN.match(entry.role):
-            add(f"event {entry.id} has a malformed role {entry.role!r}")
-        try:
-            parse_timestamp(entry.timestamp)
-        except (ValueError, TypeError):
-            add(f"event {entry.id} has a malformed time {entry.timestamp!r}")
-        if entry.digest is None:  # a blob's record is read and checked by check_links
-            try:
-                storage.get(entry.id)
-            except CorruptionError as exc:
-                add(f"{exc.reason} (event {entry.id})")
-    for event_id in _in_loops(parents):
-        add(f"event {event_id}'s parent links loop: no path from it reaches the root")
-    return problems + check_links(storage, where)
-
-
-def _in_loops(parents: Mapping[str, str]) -> list[str]:
-    """The events whose parent links come back to themselves (one named per
-    loop). A walk ends at the root, at a missing parent (check_links names
-    it), at an event an earlier walk went through, or on its own track."""
-    walked: set[str] = {NIL_ID}
-    found: list[str] = []
-    for start in parents:
-        track: set[str] = set()
-        at = start
-        while at not in walked and at in parents and at not in track:
-            track.add(at)
-            at = parents[at]
-        if at in track:
-            found.append(at)
-        walked |= track
-    return found
-
-
-def check_links(storage: SessionStorage, where: str) -> list[Problem]:
-    """What fsck finds in any backend: HEAD or a parent naming a missing
-    event, a blob missing or not matching its digest."""
-    sid, problems = storage.session_id, []
-    head = storage.head()
-    if head != NIL_ID and not storage.contains(head):
-        problems.append(Problem(sid, where, None, f"HEAD names a missing event {head}"))
-    for entry in storage.entries():
-        if entry.parent_id != NIL_ID and not storage.contains(entry.parent_id):
-            problems.append(Problem(sid, where, None, f"event {entry.id} names a missing parent"))
-        if entry.digest:
-            try:
-                storage.get_blob(entry.digest)
-            except CorruptionError as exc:
-                problems.append(Problem(sid, where, None, f"{exc.reason} (event {entry.id})"))
-    return problems
 
 
 class SessionStorage(ABC):

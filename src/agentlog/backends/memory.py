@@ -27,6 +27,8 @@ from .base import (
     StagedEvent,
     Ticket,
     check_durability,
+)
+from .checks import (
     check_rows,
 )
 

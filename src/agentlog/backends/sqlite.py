@@ -35,7 +35,6 @@ from ..errors import (
 )
 from ..event import NIL_ID, Event, check_session_id, digest_of
 from .base import (
-    EVENTS_PAGE,
     Backend,
     Commit,
     IndexEntry,
@@ -45,7 +44,13 @@ from .base import (
     SessionStorage,
     Ticket,
     check_durability,
+)
+from .checks import (
     check_rows,
+)
+from .registry import local_path
+from .sqlrows import (
+    EVENTS_PAGE,
     event_from_row,
     listing_row,
     paged_events,
@@ -53,7 +58,6 @@ from .base import (
     read_path,
     stored_meta,
 )
-from .registry import local_path
 
 __all__ = ["SqliteBackend"]
 

@@ -45,7 +45,11 @@ from ..base import (
     SessionStats,
     SessionStorage,
     check_durability,
+)
+from ..checks import (
     check_rows,
+)
+from ..sqlrows import (
     listing_row,
     stored_meta,
 )

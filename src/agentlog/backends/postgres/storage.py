@@ -24,11 +24,13 @@ from ...errors import (
 from ...event import NIL_ID, Event, digest_of
 from ...recordtext import record_text, strip_terminal_codes
 from ..base import (
-    EVENTS_PAGE,
     Commit,
     IndexEntry,
     SessionStorage,
     Ticket,
+)
+from ..sqlrows import (
+    EVENTS_PAGE,
     event_from_row,
     paged_events,
     paged_scan,

@@ -1,0 +1,106 @@
+"""What ``fsck`` checks in a backend's sessions, shared by the backends
+that keep rows (SQLite, PostgreSQL, memory), and the link checks every
+backend runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..errors import AgentlogError, CorruptionError
+from ..event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, parse_timestamp
+from .base import Backend, Problem, SessionStorage
+
+__all__ = ["check_links", "check_rows"]
+
+
+def check_rows(backend: Backend, storage: SessionStorage, where: str) -> list[Problem]:
+    """What fsck finds in a backend that keeps rows (SQLite, PostgreSQL,
+    memory), reading every one: metadata that is not an object, a count
+    that disagrees with the events held, an event whose kind, role or time
+    is malformed or whose record cannot be read, parent links that loop,
+    and what ``check_links`` finds. Each is named with its session and
+    event; one damaged row never hides the others."""
+    sid, problems = storage.session_id, []
+
+    def add(message: str) -> None:
+        problems.append(Problem(sid, where, None, message))
+
+    try:
+        backend.read_meta(sid)
+    except CorruptionError as exc:
+        add(exc.reason)
+    try:
+        entries = list(storage.entries())
+    except (CorruptionError, ValueError, TypeError) as exc:  # a row the backend cannot even list
+        add(f"its events cannot be listed: {getattr(exc, 'reason', exc)}")
+        return problems
+    try:
+        count = backend.stats(sid).event_count
+    except (AgentlogError, ValueError, TypeError) as exc:
+        add(f"its event count cannot be read: {exc}")
+    else:
+        if count != len(entries):
+            add(f"its event count says {count}, and it holds {len(entries)} events")
+    try:
+        last = storage.last_id()
+    except (AgentlogError, ValueError, TypeError) as exc:
+        add(f"its newest event id cannot be read: {exc}")
+    else:
+        newest = max((e.id for e in entries), default="")
+        if last != newest:
+            add(f"its newest event id is kept as {last!r}, and the newest it holds is {newest!r}")
+    parents: dict[str, str] = {}
+    for entry in entries:
+        parents[entry.id] = entry.parent_id
+        if not KIND_PATTERN.match(entry.kind):
+            add(f"event {entry.id} has a malformed kind {entry.kind!r}")
+        if entry.role is not None and not ROLE_PATTERN.match(entry.role):
+            add(f"event {entry.id} has a malformed role {entry.role!r}")
+        try:
+            parse_timestamp(entry.timestamp)
+        except (ValueError, TypeError):
+            add(f"event {entry.id} has a malformed time {entry.timestamp!r}")
+        if entry.digest is None:  # a blob's record is read and checked by check_links
+            try:
+                storage.get(entry.id)
+            except CorruptionError as exc:
+                add(f"{exc.reason} (event {entry.id})")
+    for event_id in _in_loops(parents):
+        add(f"event {event_id}'s parent links loop: no path from it reaches the root")
+    return problems + check_links(storage, where)
+
+
+def _in_loops(parents: Mapping[str, str]) -> list[str]:
+    """The events whose parent links come back to themselves (one named per
+    loop). A walk ends at the root, at a missing parent (check_links names
+    it), at an event an earlier walk went through, or on its own track."""
+    walked: set[str] = {NIL_ID}
+    found: list[str] = []
+    for start in parents:
+        track: set[str] = set()
+        at = start
+        while at not in walked and at in parents and at not in track:
+            track.add(at)
+            at = parents[at]
+        if at in track:
+            found.append(at)
+        walked |= track
+    return found
+
+
+def check_links(storage: SessionStorage, where: str) -> list[Problem]:
+    """What fsck finds in any backend: HEAD or a parent naming a missing
+    event, a blob missing or not matching its digest."""
+    sid, problems = storage.session_id, []
+    head = storage.head()
+    if head != NIL_ID and not storage.contains(head):
+        problems.append(Problem(sid, where, None, f"HEAD names a missing event {head}"))
+    for entry in storage.entries():
+        if entry.parent_id != NIL_ID and not storage.contains(entry.parent_id):
+            problems.append(Problem(sid, where, None, f"event {entry.id} names a missing parent"))
+        if entry.digest:
+            try:
+                storage.get_blob(entry.digest)
+            except CorruptionError as exc:
+                problems.append(Problem(sid, where, None, f"{exc.reason} (event {entry.id})"))
+    return problems
