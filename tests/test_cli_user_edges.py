@@ -16,7 +16,8 @@ from rich.text import Text
 
 from agentlog import Store
 from agentlog._ages import AmbiguousAge, parse_age
-from agentlog.cli.render import session_tree
+from agentlog.cli.render import Styled, joined
+from agentlog.cli.tree import session_tree
 from agentlog.export.view import load_view
 from agentlog.search import SearchError
 from cli_support import error, ok, ok_json, run
@@ -129,7 +130,7 @@ def test_tree_dims_its_connectors_only(tmp_path: Path) -> None:
     _session(tmp_path, "s", {"content": "first"}, {"content": "second"})
     with Store(tmp_path).open(_session(tmp_path, "t", {"content": "one"}), readonly=True) as session:
         entries = session.entries()
-        drawn = session_tree(Text("t"), entries, session.head, {e.id: "one" for e in entries}, labels={})
+        drawn = joined(session_tree(Styled("t"), entries, session.head, {e.id: "one" for e in entries}, labels={}))
     plain = drawn.plain
     at = plain.index("one")
     assert not _dim_over(drawn, at, at + 3), drawn.spans

@@ -32,20 +32,21 @@ from .common import (
 from .completion import complete_event
 from .refs import labels_of, no_events
 from .render import (
+    Styled,
     abbreviate,
     console,
     counted,
     event_line,
     event_lines,
     full_text,
-    hide_kinds,
+    joined,
     local_time,
     one_line,
     preview,
-    print_lines,
+    print_styled,
     safe_text,
-    session_tree,
 )
+from .tree import hide_kinds, session_tree
 
 __all__ = ["COMMANDS"]
 
@@ -132,14 +133,13 @@ def _path_broken_hint(session: Session) -> Iterator[None]:
         raise CliError(f"the active path of {session.id} is broken: {exc}; see 'agentlog fsck {session.id}'") from None
 
 
-def _title(session: Session) -> Text:
+def _title(session: Session) -> Styled:
     meta = session.meta
-    title = Text(session.id, style="bold yellow")
+    title = Styled(session.id, "bold yellow")
     name = meta.get("title") or meta.get("name")
     if name:
-        title.append(f"  {one_line(str(name))}", style="bold")
-    title.append(f"  ({counted(len(session), 'event')})", style="dim")
-    return title
+        title.add(f"  {one_line(str(name))}", "bold")
+    return title.add(f"  ({counted(len(session), 'event')})", "dim")
 
 
 @click.command("append")
@@ -206,7 +206,7 @@ def log(app: App, session: Session, full: bool, limit: int | None, as_json: bool
         previews = {e.id: preview(session.resolve(e)) for e in events if e.digest is not None}
     shorts = _emit_or_shorts(session, events, as_json)
     if shorts is not None:
-        print_lines(Text("\n").join(event_lines(events, shorts, session.head, previews)))
+        print_styled(event_lines(events, shorts, session.head, previews))
 
 
 @click.command("tree")
@@ -258,7 +258,7 @@ def tree(app: App, session: Session, show_all: bool, as_json: bool) -> None:
     marks: dict[str, list[str]] = {}
     for name, target in sorted(labels_of(session.meta).items()):
         marks.setdefault(target, []).append(name)
-    print_lines(session_tree(_title(session), shown, shown_head, texts, labels=marks))
+    print_styled(session_tree(_title(session), shown, shown_head, texts, labels=marks))
 
 
 @click.command("show")
@@ -325,9 +325,8 @@ def checkout(app: App, session: Session, event: str, as_json: bool) -> None:
         return
     shown = session.event(target)
     shorts = abbreviate((e.id for e in session.entries()), only=[target])
-    line = Text("HEAD is now ")
-    line.append_text(event_line(shown, shorts[target], preview(shown)))
-    console().print(line, no_wrap=True, overflow="ellipsis")
+    line = Styled("HEAD is now ").add_styled(event_line(shown, shorts[target], preview(shown)))
+    console().print(joined([line]), no_wrap=True, overflow="ellipsis")
 
 
 @click.command("context")
