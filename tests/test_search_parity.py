@@ -32,6 +32,10 @@ TEXTS = {
     "fr": "le Café rouvre, re\u0301sume\u0301 joint",
     "de": "naïve Ångström Straße",
     "el": "Ωμέγα",
+    # Marks that end a word to FTS5: vowel signs, viramas, Hebrew points.
+    "hi": "हिन्दी भाषा",
+    "ta": "தமிழ் மொழி",
+    "he": "עִבְרִית",
 }
 
 QUERIES = {
@@ -73,6 +77,10 @@ QUERIES = {
     "Straße": {"de"},
     "Ωμέγα": {"el"},
     "ωμεγα": set(),  # Greek keeps its accents in both
+    "हिन्दी": {"hi"},
+    '"हिन्दी भाषा"': {"hi"},
+    "தமிழ்": {"ta"},
+    "עִבְרִית": {"he"},
 }
 
 

@@ -1,23 +1,33 @@
-"""The diacritics SQLite's index removes, as a table PostgreSQL's can apply.
+"""Diacritics and marks as SQLite's index reads them, for PostgreSQL's.
 
 The SQLite index (FTS5's ``unicode61 remove_diacritics 2``) finds ``café``
 by ``cafe``: it folds 489 accented letters to their base (nearly all of
 them Latin, from ``À`` to ``ỹ``) and drops 25 combining marks (the acute
 accent of a decomposed ``é`` among them); it folds no Greek, Cyrillic or
-Hebrew letter. PostgreSQL's ``simple`` configuration folds none, so on it
-``cafe`` never found ``café``. Its generated search column applies this
-table with ``translate()`` (schema migration 0012), and a query's words
-get the same table (``strip_diacritics``), so a word is found on every
-backend alike: exactly the letters FTS5 folds, no more and no fewer.
+Hebrew letter. And it ends a word at 1,359 other combining marks (the
+vowel signs of Hindi or Tamil, Hebrew points), so ``हिन्दी`` is the words
+``ह न द`` to it, as it is to a query (``search.query`` splits words where
+FTS5 does). PostgreSQL's parser does neither: on it ``cafe`` never found
+``café``, nor a Hindi word its own text.
 
-The table was read off FTS5 itself, one character at a time, and
-``tests/test_search_diacritics.py`` reads it again and compares. It is
-frozen: migration 0012 is written from it, and a change needs a new one.
+``index_words`` gives a text as FTS5 reads it, computed in Python as a
+record is written: the table is applied by ``str.translate``, where
+PostgreSQL's ``translate()`` scans its whole table for every character
+of a text (2 s a megabyte with these 500 letters). PostgreSQL indexes
+that text instead of the stored one (column ``search_words``, migration
+0012, kept only where it differs), and a query's words get the same
+folds (``strip_diacritics``), so a word is found on every backend alike:
+exactly the letters FTS5 folds, no more and no fewer.
+
+The tables were read off FTS5 itself, one character at a time, and
+``tests/test_search_diacritics.py`` reads them again and compares. They
+are frozen: rows written with them keep their words, and a change needs
+a migration that computes them again.
 """
 
 from __future__ import annotations
 
-__all__ = ["ACCENTED", "BASES", "DROPPED_MARKS", "postgres_translate", "strip_diacritics"]
+__all__ = ["ACCENTED", "BASES", "DROPPED_MARKS", "SEPARATING_MARK_RANGES", "index_words", "strip_diacritics"]
 
 #: Each accented letter FTS5 folds (code point order), and its base letter.
 ACCENTED = (
@@ -83,22 +93,234 @@ DROPPED_MARKS = (
     "\u0331"
 )
 
-_TABLE = str.maketrans(ACCENTED, BASES, DROPPED_MARKS)
+#: The combining marks FTS5 reads as the end of a word (with the code
+#: points unassigned between them), as ranges of code points.
+SEPARATING_MARK_RANGES = (
+    (0x0305, 0x0305),
+    (0x030D, 0x030E),
+    (0x0310, 0x0310),
+    (0x0312, 0x031A),
+    (0x031C, 0x0322),
+    (0x0329, 0x032C),
+    (0x032F, 0x032F),
+    (0x0332, 0x036F),
+    (0x0483, 0x0489),
+    (0x0591, 0x05BD),
+    (0x05BF, 0x05BF),
+    (0x05C1, 0x05C2),
+    (0x05C4, 0x05C5),
+    (0x05C7, 0x05C7),
+    (0x0610, 0x061A),
+    (0x064B, 0x065F),
+    (0x0670, 0x0670),
+    (0x06D6, 0x06DC),
+    (0x06DF, 0x06E4),
+    (0x06E7, 0x06E8),
+    (0x06EA, 0x06ED),
+    (0x0711, 0x0711),
+    (0x0730, 0x074A),
+    (0x07A6, 0x07B0),
+    (0x07EB, 0x07F3),
+    (0x0816, 0x0819),
+    (0x081B, 0x0823),
+    (0x0825, 0x0827),
+    (0x0829, 0x082D),
+    (0x0859, 0x085B),
+    (0x08E4, 0x08FE),
+    (0x0900, 0x0903),
+    (0x093A, 0x093C),
+    (0x093E, 0x094F),
+    (0x0951, 0x0957),
+    (0x0962, 0x0963),
+    (0x0981, 0x0983),
+    (0x09BC, 0x09BC),
+    (0x09BE, 0x09C4),
+    (0x09C7, 0x09C8),
+    (0x09CB, 0x09CD),
+    (0x09D7, 0x09D7),
+    (0x09E2, 0x09E3),
+    (0x0A01, 0x0A03),
+    (0x0A3C, 0x0A3C),
+    (0x0A3E, 0x0A42),
+    (0x0A47, 0x0A48),
+    (0x0A4B, 0x0A4D),
+    (0x0A51, 0x0A51),
+    (0x0A70, 0x0A71),
+    (0x0A75, 0x0A75),
+    (0x0A81, 0x0A83),
+    (0x0ABC, 0x0ABC),
+    (0x0ABE, 0x0AC5),
+    (0x0AC7, 0x0AC9),
+    (0x0ACB, 0x0ACD),
+    (0x0AE2, 0x0AE3),
+    (0x0B01, 0x0B03),
+    (0x0B3C, 0x0B3C),
+    (0x0B3E, 0x0B44),
+    (0x0B47, 0x0B48),
+    (0x0B4B, 0x0B4D),
+    (0x0B56, 0x0B57),
+    (0x0B62, 0x0B63),
+    (0x0B82, 0x0B82),
+    (0x0BBE, 0x0BC2),
+    (0x0BC6, 0x0BC8),
+    (0x0BCA, 0x0BCD),
+    (0x0BD7, 0x0BD7),
+    (0x0C01, 0x0C03),
+    (0x0C3E, 0x0C44),
+    (0x0C46, 0x0C48),
+    (0x0C4A, 0x0C4D),
+    (0x0C55, 0x0C56),
+    (0x0C62, 0x0C63),
+    (0x0C82, 0x0C83),
+    (0x0CBC, 0x0CBC),
+    (0x0CBE, 0x0CC4),
+    (0x0CC6, 0x0CC8),
+    (0x0CCA, 0x0CCD),
+    (0x0CD5, 0x0CD6),
+    (0x0CE2, 0x0CE3),
+    (0x0D02, 0x0D03),
+    (0x0D3E, 0x0D44),
+    (0x0D46, 0x0D48),
+    (0x0D4A, 0x0D4D),
+    (0x0D57, 0x0D57),
+    (0x0D62, 0x0D63),
+    (0x0D82, 0x0D83),
+    (0x0DCA, 0x0DCA),
+    (0x0DCF, 0x0DD4),
+    (0x0DD6, 0x0DD6),
+    (0x0DD8, 0x0DDF),
+    (0x0DF2, 0x0DF3),
+    (0x0E31, 0x0E31),
+    (0x0E34, 0x0E3A),
+    (0x0E47, 0x0E4E),
+    (0x0EB1, 0x0EB1),
+    (0x0EB4, 0x0EB9),
+    (0x0EBB, 0x0EBC),
+    (0x0EC8, 0x0ECD),
+    (0x0F18, 0x0F19),
+    (0x0F35, 0x0F35),
+    (0x0F37, 0x0F37),
+    (0x0F39, 0x0F39),
+    (0x0F3E, 0x0F3F),
+    (0x0F71, 0x0F84),
+    (0x0F86, 0x0F87),
+    (0x0F8D, 0x0F97),
+    (0x0F99, 0x0FBC),
+    (0x0FC6, 0x0FC6),
+    (0x102B, 0x103E),
+    (0x1056, 0x1059),
+    (0x105E, 0x1060),
+    (0x1062, 0x1064),
+    (0x1067, 0x106D),
+    (0x1071, 0x1074),
+    (0x1082, 0x108D),
+    (0x108F, 0x108F),
+    (0x109A, 0x109D),
+    (0x135D, 0x135F),
+    (0x1712, 0x1714),
+    (0x1732, 0x1734),
+    (0x1752, 0x1753),
+    (0x1772, 0x1773),
+    (0x17B4, 0x17D3),
+    (0x17DD, 0x17DD),
+    (0x180B, 0x180D),
+    (0x18A9, 0x18A9),
+    (0x1920, 0x192B),
+    (0x1930, 0x193B),
+    (0x1A17, 0x1A1B),
+    (0x1A55, 0x1A5E),
+    (0x1A60, 0x1A7C),
+    (0x1A7F, 0x1A7F),
+    (0x1B00, 0x1B04),
+    (0x1B34, 0x1B44),
+    (0x1B6B, 0x1B73),
+    (0x1B80, 0x1B82),
+    (0x1BA1, 0x1BAD),
+    (0x1BE6, 0x1BF3),
+    (0x1C24, 0x1C37),
+    (0x1CD0, 0x1CD2),
+    (0x1CD4, 0x1CE8),
+    (0x1CED, 0x1CED),
+    (0x1CF4, 0x1CF4),
+    (0x1DC0, 0x1DE6),
+    (0x1DFC, 0x1DFF),
+    (0x20D0, 0x20F0),
+    (0x2CEF, 0x2CF1),
+    (0x2D7F, 0x2D7F),
+    (0x2DE0, 0x2DFF),
+    (0x302A, 0x302F),
+    (0x3099, 0x309A),
+    (0xA66F, 0xA672),
+    (0xA674, 0xA67D),
+    (0xA69F, 0xA69F),
+    (0xA6F0, 0xA6F1),
+    (0xA802, 0xA802),
+    (0xA806, 0xA806),
+    (0xA80B, 0xA80B),
+    (0xA823, 0xA827),
+    (0xA880, 0xA881),
+    (0xA8B4, 0xA8C4),
+    (0xA8E0, 0xA8F1),
+    (0xA926, 0xA92D),
+    (0xA947, 0xA953),
+    (0xA980, 0xA983),
+    (0xA9B3, 0xA9C0),
+    (0xAA29, 0xAA36),
+    (0xAA43, 0xAA43),
+    (0xAA4C, 0xAA4D),
+    (0xAA7B, 0xAA7B),
+    (0xAAB0, 0xAAB0),
+    (0xAAB2, 0xAAB4),
+    (0xAAB7, 0xAAB8),
+    (0xAABE, 0xAABF),
+    (0xAAC1, 0xAAC1),
+    (0xAAEB, 0xAAEF),
+    (0xAAF5, 0xAAF6),
+    (0xABE3, 0xABEA),
+    (0xABEC, 0xABED),
+    (0xFB1E, 0xFB1E),
+    (0xFE00, 0xFE0F),
+    (0xFE20, 0xFE26),
+    (0x101FD, 0x101FD),
+    (0x10A01, 0x10A03),
+    (0x10A05, 0x10A06),
+    (0x10A0C, 0x10A0F),
+    (0x10A38, 0x10A3A),
+    (0x10A3F, 0x10A3F),
+    (0x11000, 0x11002),
+    (0x11038, 0x11046),
+    (0x11080, 0x11082),
+    (0x110B0, 0x110BA),
+    (0x11100, 0x11102),
+    (0x11127, 0x11134),
+    (0x11180, 0x11182),
+    (0x111B3, 0x111C0),
+    (0x116AB, 0x116B7),
+    (0x16F51, 0x16F7E),
+    (0x16F8F, 0x16F92),
+    (0x1D165, 0x1D169),
+    (0x1D16D, 0x1D172),
+    (0x1D17B, 0x1D182),
+    (0x1D185, 0x1D18B),
+    (0x1D1AA, 0x1D1AD),
+    (0x1D242, 0x1D244),
+)
+
+_FOLDS = str.maketrans(ACCENTED, BASES, DROPPED_MARKS)
+_WORDS = {**_FOLDS, **{cp: " " for lo, hi in SEPARATING_MARK_RANGES for cp in range(lo, hi + 1)}}
 
 
 def strip_diacritics(word: str) -> str:
-    """``word`` as PostgreSQL's column holds it: FTS5's folds applied, the
-    rest (case included: the server lowercases) as written."""
-    return word if word.isascii() else word.translate(_TABLE)
+    """A query's ``word`` (letters and digits: no mark ends it) with FTS5's
+    folds applied, the rest (case included: the server lowercases) as written."""
+    return word if word.isascii() else word.translate(_FOLDS)
 
 
-def _unicode_literal(text: str) -> str:
-    # U&'...' with four- and six-digit escapes: the SQL stays ASCII, and
-    # reads the same whatever the client's encoding.
-    return "U&'" + "".join(f"\\{ord(c):04X}" if ord(c) < 0x10000 else f"\\+{ord(c):06X}" for c in text) + "'"
-
-
-def postgres_translate(expression: str) -> str:
-    """The SQL expression that applies the table to ``expression``
-    (``translate()`` deletes a character given no counterpart: the marks)."""
-    return f"translate({expression}, {_unicode_literal(ACCENTED + DROPPED_MARKS)}, '{BASES}')"
+def index_words(text: str) -> str | None:
+    """``text`` as FTS5 reads its words: accents folded, dropped marks gone,
+    a mark that ends a word a space. None where that is ``text`` itself (an
+    ASCII text always)."""
+    if text.isascii():
+        return None
+    words = text.translate(_WORDS)
+    return None if words == text else words

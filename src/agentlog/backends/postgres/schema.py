@@ -14,7 +14,7 @@ from typing import cast
 import psycopg
 from psycopg import sql
 
-from ...search.diacritics import postgres_translate
+from ...search.diacritics import index_words
 from ...search.query import SearchWarning
 from ...search.scripts import postgres_class
 from .storage import searchable_text
@@ -175,6 +175,40 @@ def _long_texts_in_parts(conn: Connection) -> None:
                         [(d, i, part) for i, part in enumerate(parts)],
                     )
         digest = str(blobs[-1][0])
+
+
+#: The tables that hold search text, each with the columns of its key.
+_KEYS = {
+    "events": ("session_id", "id"),
+    "blobs": ("digest",),
+    "event_parts": ("session_id", "id", "part"),
+    "blob_parts": ("digest", "part"),
+}
+_WORD_TABLES = tuple(_KEYS)
+#: The words of 0008, read from ``search_words`` where a row has them (0012).
+_FOLDED_WORDS = _SEARCH_WORDS.replace("coalesce(search_text, '')", "coalesce(search_words, search_text, '')")
+
+
+def _words_as_sqlite_reads_them(conn: Connection) -> None:
+    """Rows written before 0012 get their ``search_words`` where FTS5 reads
+    their text otherwise (``index_words``): only rows holding a character
+    that is not ASCII are read, in key order, a batch at a time."""
+    for table, columns in _KEYS.items():
+        keys, marks = ", ".join(columns), ", ".join(["%s"] * len(columns))
+        where = " AND ".join(f"{column} = %s" for column in columns)
+        after: tuple[object, ...] = ()
+        while True:
+            rows = conn.execute(
+                f"SELECT {keys}, search_text FROM {table} WHERE octet_length(search_text) > length(search_text)"
+                f" {f'AND ({keys}) > ({marks})' if after else ''} ORDER BY {keys} LIMIT %s",
+                (*after, _BATCH),
+            ).fetchall()
+            if not rows:
+                break
+            updates = [(words, *row[:-1]) for row in rows if (words := index_words(str(row[-1]))) is not None]
+            with conn.cursor() as cur:
+                cur.executemany(f"UPDATE {table} SET search_words = %s WHERE {where}", updates)
+            after = tuple(rows[-1][:-1])
 
 
 #: (name, statements). Never edit a released migration: add the next one
@@ -343,11 +377,16 @@ MIGRATIONS: Sequence[tuple[str, Sequence[Step]]] = (
         ),
     ),
     (
-        "0012_words_without_diacritics",
-        # The SQLite index finds café by cafe (unicode61 remove_diacritics 2):
-        # the letters it folds are folded here too (search.diacritics), and
-        # a query's words alike. Rebuilding the columns rewrites each table once.
-        _search_columns(postgres_translate(_SEARCH_WORDS), ("events", "blobs", "event_parts", "blob_parts")),
+        "0012_words_as_sqlite_reads_them",
+        # The SQLite index finds café by cafe, and ends a word at a Hindi
+        # vowel sign (search.diacritics): a text it reads otherwise is
+        # indexed here by those words, computed in Python (search_words, NULL
+        # where they are the text). Rebuilding the columns rewrites each table once.
+        (
+            *(f"ALTER TABLE {table} ADD COLUMN search_words text" for table in _WORD_TABLES),
+            _words_as_sqlite_reads_them,
+            *_search_columns(_FOLDED_WORDS, _WORD_TABLES),
+        ),
     ),
 )
 

@@ -23,6 +23,7 @@ from ...errors import (
 )
 from ...event import NIL_ID, Event, digest_of
 from ...recordtext import record_text, strip_terminal_codes
+from ...search.diacritics import index_words
 from ..base import (
     Commit,
     IndexEntry,
@@ -80,11 +81,18 @@ def searchable_text(kind: str, payload: bytes) -> str:
     return strip_terminal_codes(record_text(kind, orjson.loads(payload))).replace("\x00", "\u2400")
 
 
-def _indexed(text: str) -> tuple[str | None, list[str]]:
-    """(the row's own search text, its parts): a text too long for one
-    ``tsvector`` is held in parts alone (``textparts``), its row's text NULL."""
+#: A search text and the words indexed of it where they differ (``index_words``).
+Indexed = tuple[str | None, str | None]
+
+
+def _indexed(text: str) -> tuple[Indexed, list[Indexed]]:
+    """(the row's own search text and words, its parts'): a text too long
+    for one ``tsvector`` is held in parts alone (``textparts``), its row's
+    text NULL."""
     parts = index_parts(text)
-    return (text, []) if len(parts) == 1 else (None, parts)
+    if len(parts) == 1:
+        return (text, index_words(text)), []
+    return (None, None), [(part, index_words(part)) for part in parts]
 
 
 def _without_nul(value: Any) -> Any:
@@ -122,23 +130,23 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
     # Every row is made before the transaction opens: the server waits idle
     # in it between the two round trips, and the lease's guard ends a
     # transaction idle for lease_ttl, so that gap holds no parsing of records.
-    blob_rows: list[tuple[str, bytes, str | None]] = []
-    blob_parts: list[tuple[str, int, str]] = []
+    blob_rows: list[tuple[str, bytes, str | None, str | None]] = []
+    blob_parts: list[tuple[str, int, str | None, str | None]] = []
     for digest, data in sorted(blobs):
         blob_text, pieces = _indexed(searchable_text(kinds.get(digest, "custom"), data))
-        blob_rows.append((digest, data, blob_text))
-        blob_parts.extend((digest, i, piece) for i, piece in enumerate(pieces))
+        blob_rows.append((digest, data, *blob_text))
+        blob_parts.extend((digest, i, *piece) for i, piece in enumerate(pieces))
     event_rows: list[tuple[object, ...]] = []
-    event_parts: list[tuple[str, str, int, str]] = []
+    event_parts: list[tuple[str, str, int, str | None, str | None]] = []
     for e in commit.events:
         record: str | None = None
-        text: str | None = None
-        parts: list[str] = []
+        text: Indexed = (None, None)
+        parts: list[Indexed] = []
         if e.payload is not None:
             record = e.payload.decode()
             text, parts = _indexed(searchable_text(e.kind, e.payload))
-        event_rows.append((e.id, e.parent_id, e.kind, e.role, e.timestamp, record, e.digest, e.branch_from, text))
-        event_parts.extend((session_id, e.id, i, part) for i, part in enumerate(parts))
+        event_rows.append((e.id, e.parent_id, e.kind, e.role, e.timestamp, record, e.digest, e.branch_from, *text))
+        event_parts.extend((session_id, e.id, i, *part) for i, part in enumerate(parts))
     if lease is not None and lease.lost:
         raise LeaseLost(session_id, lease.lost)
     with conn.pipeline() as pipeline, conn.transaction():
@@ -171,28 +179,29 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
                 # blob this commit's event names). Sorted, so that two commits
                 # and a delete lock shared blobs in one order and never deadlock.
                 cur.executemany(
-                    "INSERT INTO blobs (digest, data, search_text) VALUES (%s, %s, %s)"
+                    "INSERT INTO blobs (digest, data, search_text, search_words) VALUES (%s, %s, %s, %s)"
                     " ON CONFLICT (digest) DO UPDATE SET digest = blobs.digest",
                     blob_rows,
                 )
             if event_rows:
                 cur.executemany(
                     "INSERT INTO events (session_id, id, parent_id, kind, role, ts, record, digest, branch_from,"
-                    " search_text, seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    " search_text, search_words, seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [(session_id, *r, first_seq + i) for i, r in enumerate(event_rows)],
                 )
             if blob_parts:
                 # A blob stored already has its parts already, or, stored
                 # whole under another rule, keeps its row's text alone.
                 cur.executemany(
-                    "INSERT INTO blob_parts (digest, part, search_text) SELECT %(d)s, %(i)s, %(t)s"
+                    "INSERT INTO blob_parts (digest, part, search_text, search_words) SELECT %(d)s, %(i)s, %(t)s, %(w)s"
                     " WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE digest = %(d)s AND search_text IS NOT NULL)"
                     " ON CONFLICT DO NOTHING",
-                    [{"d": d, "i": i, "t": t} for d, i, t in blob_parts],
+                    [{"d": d, "i": i, "t": t, "w": w} for d, i, t, w in blob_parts],
                 )
             if event_parts:
                 cur.executemany(
-                    "INSERT INTO event_parts (session_id, id, part, search_text) VALUES (%s, %s, %s, %s)",
+                    "INSERT INTO event_parts (session_id, id, part, search_text, search_words)"
+                    " VALUES (%s, %s, %s, %s, %s)",
                     event_parts,
                 )
         conn.execute("SELECT pg_notify(%s, %s)", (channel, f"{last or ''} {commit.head}"))
