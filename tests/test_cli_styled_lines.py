@@ -30,14 +30,24 @@ def _terminal(monkeypatch: pytest.MonkeyPatch, **options: object) -> io.StringIO
     return out
 
 
-@pytest.mark.parametrize("colours", ["standard", "truecolor", None])
-def test_a_terminal_gets_what_rich_printed(monkeypatch: pytest.MonkeyPatch, colours: str | None) -> None:
-    out = _terminal(monkeypatch, color_system=colours)
+@pytest.mark.parametrize(
+    ("colours", "no_color"), [("standard", False), ("truecolor", False), (None, False), ("standard", True)]
+)
+def test_a_terminal_gets_what_rich_printed(
+    monkeypatch: pytest.MonkeyPatch, colours: str | None, no_color: bool
+) -> None:
+    # no_color: what NO_COLOR sets, bold and dim kept, the colours dropped.
+    out = _terminal(monkeypatch, color_system=colours, no_color=no_color)
     print_styled(_lines())
     reference = io.StringIO()
-    Console(file=reference, force_terminal=True, width=40, highlight=False, color_system=colours).print(  # type: ignore[arg-type]
-        joined(_lines()), no_wrap=True, overflow="ellipsis"
-    )
+    Console(
+        file=reference,
+        force_terminal=True,
+        width=40,
+        highlight=False,
+        color_system=colours,
+        no_color=no_color,  # type: ignore[arg-type]
+    ).print(joined(_lines()), no_wrap=True, overflow="ellipsis")
     assert out.getvalue() == reference.getvalue()
     assert all(len(line) <= 40 for line in render.Text.from_ansi(out.getvalue()).plain.splitlines())
 

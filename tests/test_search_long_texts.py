@@ -178,3 +178,35 @@ def test_a_commit_the_server_refuses_is_a_storage_error_and_the_writer_keeps_its
         after = s.append("message", {"content": "after"}, role="user")
         assert [e.id for e in s.transcript()] == [kept.id, after.id]
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "queries"),
+    [
+        # café and cafe are one word to the index: 400 uses, not 200 and 200.
+        ("café x " * 200 + "cafe y " * 200 + "cafe omega end", {'"cafe omega"': True, '"omega cafe"': False}),
+        # An accent FTS5 drops is inside its word: no cut may fall there.
+        ("tick " * 240 + "zq\u0301tick end", {"zq": False, "zqtick": True, "tick NOT zq": True}),
+        # Each Chinese character is a word: 300 uses in 301 characters.
+        ("哈" * 300 + "好", {"哈好": True, '"好 哈"': False}),
+    ],
+    ids=["folded-uses", "dropped-mark", "unspaced-uses"],
+)
+def test_a_text_near_a_limit_is_read_as_whole_on_every_backend(
+    make_store: Callable[..., Store], text: str, queries: dict[str, bool]
+) -> None:
+    store = make_store()
+    with store.create() as s:
+        event = s.append("tool_result", {"tool_call_id": "c1", "content": text}, role="tool")
+    for query, found in queries.items():
+        assert [hit.event_id for hit in search(store, query)] == ([event.id] if found else []), query
+
+
+def test_a_text_of_long_tokens_is_not_stored_many_times_over() -> None:
+    # Parts shared 64 tokens of up to 4,000 characters: each new part began
+    # one token later, and 2 MB of hex became 85 MB of parts.
+    limits = textparts()
+    text = " ".join(f"{n:04x}" * 1000 for n in range(500))
+    parts = limits.index_parts(text)
+    assert sum(map(len, parts)) < 1.5 * len(text)
+    assert all(len(part) <= limits.MAX_CHARS + 4000 for part in parts)

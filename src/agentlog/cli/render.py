@@ -314,8 +314,14 @@ def print_styled(lines: Sequence[Styled], keep: int = 0) -> None:
         write_stdout("".join(line.plain + "\n" for line in lines))
         return
     width = max(out.width, keep)
-    system = out._color_system  # None where colour is off: NO_COLOR, TERM=dumb
+    system = out._color_system  # None where the terminal takes no styles (TERM=dumb)
     styles: dict[str, Style] = {}
+
+    def style_of(name: str) -> Style:
+        # NO_COLOR keeps bold and dim and drops the colours, as rich does.
+        look = Style.parse(name)
+        return look.without_color if out.no_color else look
+
     chunks = []
     for line in lines:
         plain, spans = line.plain, line.spans
@@ -328,7 +334,7 @@ def print_styled(lines: Sequence[Styled], keep: int = 0) -> None:
         else:
             at = 0
             for start, stop, style in spans:  # in order, never overlapping (Styled.add)
-                look = styles.get(style) or styles.setdefault(style, Style.parse(style))
+                look = styles.get(style) or styles.setdefault(style, style_of(style))
                 chunks.append(plain[at:start])
                 chunks.append(look.render(plain[start:stop], color_system=system))
                 at = stop

@@ -8,7 +8,7 @@ apply each migration exactly once and a failed one leaves nothing behind.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import cast
 
 import psycopg
@@ -133,50 +133,6 @@ _MAYBE_TOO_LONG = f"""length(search_text) >= {MIN_CHARS} AND (length(search_text
                OR u.positions[cardinality(u.positions)] > {MAX_WORDS}))"""
 
 
-def _long_texts_in_parts(conn: Connection) -> None:
-    """Rows written before 0011 with a text that ``index_parts`` cuts get
-    their parts (their tsvector lost positions a phrase needs): read in
-    key order a batch at a time, as 0010 does."""
-    last: tuple[str, str] = ("", "00000000-0000-0000-0000-000000000000")
-    while True:
-        rows = conn.execute(
-            f"SELECT session_id, id::text, search_text FROM events WHERE (session_id, id) > (%s, %s::uuid)"
-            f" AND {_MAYBE_TOO_LONG} ORDER BY session_id, id LIMIT %s",
-            (*last, _BATCH),
-        ).fetchall()
-        if not rows:
-            break
-        for sid, eid, text in rows:
-            parts = index_parts(str(text))
-            if len(parts) > 1:
-                conn.execute("UPDATE events SET search_text = NULL WHERE session_id = %s AND id = %s::uuid", (sid, eid))
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO event_parts (session_id, id, part, search_text) VALUES (%s, %s::uuid, %s, %s)",
-                        [(sid, eid, i, part) for i, part in enumerate(parts)],
-                    )
-        last = (str(rows[-1][0]), str(rows[-1][1]))
-    digest = ""
-    while True:
-        blobs = conn.execute(
-            f"SELECT digest FROM blobs WHERE digest > %s AND {_MAYBE_TOO_LONG} ORDER BY digest LIMIT %s",
-            (digest, _BATCH),
-        ).fetchall()
-        if not blobs:
-            break
-        for (d,) in blobs:
-            row = conn.execute("SELECT search_text FROM blobs WHERE digest = %s", (d,)).fetchone()
-            parts = index_parts(str(row[0])) if row else []
-            if len(parts) > 1:
-                conn.execute("UPDATE blobs SET search_text = NULL WHERE digest = %s", (d,))
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO blob_parts (digest, part, search_text) VALUES (%s, %s, %s)",
-                        [(d, i, part) for i, part in enumerate(parts)],
-                    )
-        digest = str(blobs[-1][0])
-
-
 #: The tables that hold search text, each with the columns of its key.
 _KEYS = {
     "events": ("session_id", "id"),
@@ -189,26 +145,64 @@ _WORD_TABLES = tuple(_KEYS)
 _FOLDED_WORDS = _SEARCH_WORDS.replace("coalesce(search_text, '')", "coalesce(search_words, search_text, '')")
 
 
+def _texts(conn: Connection, table: str, condition: str) -> Iterator[tuple[tuple[object, ...], str]]:
+    """(key, search text) of each row of ``table`` that meets ``condition``,
+    in key order: the keys a batch at a time, each text alone (a text has
+    no upper size, and a batch of them could fill the memory)."""
+    columns = _KEYS[table]
+    keys, marks = ", ".join(columns), ", ".join(["%s"] * len(columns))
+    where = " AND ".join(f"{column} = %s" for column in columns)
+    after: tuple[object, ...] = ()
+    while True:
+        rows = conn.execute(
+            f"SELECT {keys} FROM {table} WHERE {condition} {f'AND ({keys}) > ({marks})' if after else ''}"
+            f" ORDER BY {keys} LIMIT %s",
+            (*after, _BATCH),
+        ).fetchall()
+        if not rows:
+            return
+        for key in rows:
+            row = conn.execute(f"SELECT search_text FROM {table} WHERE {where}", key).fetchone()
+            if row is not None and row[0] is not None:
+                yield tuple(key), str(row[0])
+        after = tuple(rows[-1])
+
+
+def _long_texts_in_parts(conn: Connection) -> None:
+    """Rows written before 0011 with a text that ``index_parts`` cuts get
+    their parts (their tsvector lost positions a phrase needs)."""
+    for (session_id, event_id), text in _texts(conn, "events", _MAYBE_TOO_LONG):
+        parts = index_parts(text)
+        if len(parts) > 1:
+            conn.execute(
+                "UPDATE events SET search_text = NULL WHERE session_id = %s AND id = %s", (session_id, event_id)
+            )
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO event_parts (session_id, id, part, search_text) VALUES (%s, %s, %s, %s)",
+                    [(session_id, event_id, i, part) for i, part in enumerate(parts)],
+                )
+    for (digest,), text in _texts(conn, "blobs", _MAYBE_TOO_LONG):
+        parts = index_parts(text)
+        if len(parts) > 1:
+            conn.execute("UPDATE blobs SET search_text = NULL WHERE digest = %s", (digest,))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO blob_parts (digest, part, search_text) VALUES (%s, %s, %s)",
+                    [(digest, i, part) for i, part in enumerate(parts)],
+                )
+
+
 def _words_as_sqlite_reads_them(conn: Connection) -> None:
     """Rows written before 0012 get their ``search_words`` where FTS5 reads
     their text otherwise (``index_words``): only rows holding a character
-    that is not ASCII are read, in key order, a batch at a time."""
+    that is not ASCII are read."""
     for table, columns in _KEYS.items():
-        keys, marks = ", ".join(columns), ", ".join(["%s"] * len(columns))
         where = " AND ".join(f"{column} = %s" for column in columns)
-        after: tuple[object, ...] = ()
-        while True:
-            rows = conn.execute(
-                f"SELECT {keys}, search_text FROM {table} WHERE octet_length(search_text) > length(search_text)"
-                f" {f'AND ({keys}) > ({marks})' if after else ''} ORDER BY {keys} LIMIT %s",
-                (*after, _BATCH),
-            ).fetchall()
-            if not rows:
-                break
-            updates = [(words, *row[:-1]) for row in rows if (words := index_words(str(row[-1]))) is not None]
-            with conn.cursor() as cur:
-                cur.executemany(f"UPDATE {table} SET search_words = %s WHERE {where}", updates)
-            after = tuple(rows[-1][:-1])
+        for key, text in _texts(conn, table, "octet_length(search_text) > length(search_text)"):
+            words = index_words(text)
+            if words is not None:
+                conn.execute(f"UPDATE {table} SET search_words = %s WHERE {where}", (words, *key))
 
 
 #: (name, statements). Never edit a released migration: add the next one

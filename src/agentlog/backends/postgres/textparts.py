@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections import Counter
 
+from ...search.diacritics import SEPARATING_MARK_RANGES, strip_diacritics
 from ...search.scripts import CLASS
 
 __all__ = ["KEPT_POSITIONS", "MAX_CHARS", "MAX_USES", "MIN_CHARS", "MAX_WORDS", "OVERLAP", "index_parts"]
@@ -43,33 +45,55 @@ MAX_USES = 240
 MAX_CHARS = 200_000
 #: Words two consecutive parts share: the longest phrase found across a cut.
 OVERLAP = 64
-#: A shorter text is never cut, nor even split into words: MAX_USES + 1
-#: uses of a word take at least this many characters.
-MIN_CHARS = 2 * (MAX_USES + 1) - 1
+#: Characters two consecutive parts share at most: a text of long tokens
+#: (a hex dump) must still move on by most of a part at each cut.
+MAX_OVERLAP_CHARS = MAX_CHARS // 4
+#: PostgreSQL indexes no word longer than this many bytes: such a word
+#: counts toward no limit but the characters.
+LONGEST_WORD = 2047
+#: A text of fewer characters is never cut, nor even split into words: it
+#: holds at most MAX_USES words (a Chinese character is a word alone).
+MIN_CHARS = MAX_USES + 1
 
 
 @functools.cache
 def _word() -> re.Pattern[str]:
-    # Compiled on first use: the class is long, and most commands never write.
-    return re.compile(f"[{CLASS}]|[^\\W_{CLASS}]+")
+    """A word as FTS5 reads one (and so PostgreSQL, given ``index_words``):
+    a character of Chinese, Japanese or Korean; or a run of letters, digits
+    and the marks FTS5 keeps inside a word (those it drops, and those its
+    Unicode tables do not know), which end a word to Python's ``\\w``.
+    Compiled on first use: the classes are long, and most commands never write."""
+    ending = {cp for lo, hi in SEPARATING_MARK_RANGES for cp in range(lo, hi + 1)}
+    inside = [cp for cp in range(0x300, 0x30000) if unicodedata.category(chr(cp))[0] == "M" and cp not in ending]
+    marks = "".join(re.escape(chr(cp)) for cp in inside)
+    return re.compile(f"[{CLASS}]|(?:[^\\W_{CLASS}]|[{marks}])+")
 
 
 def index_parts(text: str) -> list[str]:
     """``text`` as the parts PostgreSQL indexes: ``[text]`` for almost every
-    record, several overlapping slices of it for one that reaches a limit."""
+    record, several overlapping slices of it for one that reaches a limit.
+    A word's uses are counted as the index sees it: café and cafe are one."""
     if len(text) < MIN_CHARS:
         return [text]
-    words = [(m.start(), m.end(), m.group().lower()) for m in _word().finditer(text)]
+    words = [
+        (m.start(), m.end(), strip_diacritics(m.group()).lower() if len(m.group().encode()) <= LONGEST_WORD else None)
+        for m in _word().finditer(text)
+    ]
     parts: list[str] = []
     first = 0  # the index of the current part's first word
     begin = 0  # where the current part's text begins
-    uses: Counter[str] = Counter()
+    uses: Counter[str | None] = Counter()
     at = 0
     while at < len(words):
         start, end, word = words[at]
-        if at > first and (at - first >= MAX_WORDS or uses[word] >= MAX_USES or end - words[first][0] > MAX_CHARS):
+        counted = at - first - uses[None]  # the words PostgreSQL indexes
+        if at > first and (
+            counted >= MAX_WORDS or (word is not None and uses[word] >= MAX_USES) or end - words[first][0] > MAX_CHARS
+        ):
             parts.append(text[begin:start])
             first = max(first + 1, at - OVERLAP)
+            while first < at and start - words[first][0] > MAX_OVERLAP_CHARS:
+                first += 1
             begin = words[first][0]
             uses = Counter(w for _, _, w in words[first:at])
             continue
