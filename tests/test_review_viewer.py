@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,22 +59,8 @@ def test_the_token_cookie_is_found_beside_a_cookie_simplecookie_rejects() -> Non
 
 # --- the browser -----------------------------------------------------------------------------
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-
-from browser_support import chromium, watched_page  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium(sync_api) as launched:
-        yield launched
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with watched_page(browser, width=1300, height=900) as (opened, errors):
-        yield opened
-    assert errors == [], f"the page logged errors: {errors}"
+# browser_support's browser and page fixtures (a page whose logged errors fail the test).
+pytest_plugins = ["browser_support"]
 
 
 class Holder:
