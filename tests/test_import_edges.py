@@ -107,6 +107,26 @@ def test_a_tool_use_between_text_blocks_keeps_its_place(store: Store, tmp_path: 
     assert message["source"]["calls_at"] == [2, 3]
 
 
+def test_the_anthropic_view_gives_the_reply_back_with_its_calls_in_place(store: Store, tmp_path: Path) -> None:
+    # The request Claude Code sent next held the reply block for block:
+    # thinking, text, a call, text, a call (the calls followed all the text).
+    blocks = [THINK, TEXT_A, CALL_1, TEXT_B, CALL_2]
+    lines: list[dict[str, Any]] = [_claude_user()]
+    for i, block in enumerate(blocks):
+        lines.append(_claude_reply(f"a{i}", lines[-1]["uuid"], block, i + 1))
+    do_import(store, "claude", write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines))
+    with store.open(f"claude-{CLAUDE_SID}", readonly=True) as session:
+        reply = session.to_anthropic_input()["messages"][1]
+    assert reply["role"] == "assistant"
+    assert [(b["type"], b.get("id") or b.get("text") or b.get("thinking")) for b in reply["content"]] == [
+        ("thinking", "both files"),
+        ("text", "First main.py."),
+        ("tool_use", "toolu_1"),
+        ("text", "Then run it."),
+        ("tool_use", "toolu_2"),
+    ]
+
+
 def test_the_place_is_kept_when_the_blocks_share_one_line(store: Store, tmp_path: Path) -> None:
     reply = _claude_reply("a", "u", THINK, 1)
     reply["message"]["content"] = [TEXT_A, CALL_1, TEXT_B, CALL_2]

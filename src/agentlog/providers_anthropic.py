@@ -158,19 +158,36 @@ def _trim_final_assistant(turns: list[dict[str, Any]]) -> None:
 
 def _assistant_blocks(msg: NeutralMessage) -> tuple[list[Block], set[str]]:
     """The blocks of an assistant message and its calls, and the ids of the
-    server calls its own content answers (their results are not sent again)."""
+    server calls its own content answers (their results are not sent again).
+
+    A call goes where the reply had it: after all of the text, unless an
+    importer kept its place among the parts (``source.calls_at``: a
+    ``tool_use`` between two text blocks, as Claude Code writes one)."""
     record = msg.record
-    blocks = _blocks(record.get("content"), "assistant", pi_signatures=record.get("provider_name") == "anthropic")
+    pi_signatures = record.get("provider_name") == "anthropic"
+    content = record.get("content")
+    kept = _call_places(record, content, len(msg.calls))
+    if kept is None:  # one group: every call after it
+        groups = [_blocks(content, "assistant", pi_signatures=pi_signatures)]
+        places = [1] * len(msg.calls)
+    else:
+        places, parts = kept
+        groups = [_part_blocks(part, "assistant", pi_signatures) for part in parts]
+    inline = set(server_results(record)) if msg.calls else set()
+    placed = [(place, call) for place, call in zip(places, msg.calls, strict=True) if call["id"] not in inline]
+    blocks: list[Block] = []
+    for at, group in enumerate(groups):
+        blocks += [_tool_use(call, "tool_use") for place, call in placed if place == at]
+        blocks += group
     refusal = record.get("refusal")  # Chat Completions: the reply's text when the model refused
     if isinstance(refusal, str):
-        blocks.extend(_text_blocks(refusal))
-    inline = set(server_results(record)) if msg.calls else set()
+        blocks += _text_blocks(refusal)
+    blocks += [_tool_use(call, "tool_use") for place, call in placed if place >= len(groups)]
     present = {b.get("id") for b in blocks if b.get("type") == "server_tool_use"}
     answered: set[str] = set()
     for call in msg.calls:
         call_id = call["id"]
         if call_id not in inline:
-            blocks.append(_tool_use(call, "tool_use"))
             continue
         answered.add(call_id)
         if call_id not in present:  # the importer keeps it as a tool_call: before its result again
@@ -180,6 +197,19 @@ def _assistant_blocks(msg: NeutralMessage) -> tuple[list[Block], set[str]]:
             )
             blocks.insert(at, _tool_use(call, "server_tool_use"))
     return blocks, answered
+
+
+def _call_places(record: Mapping[str, Any], content: Any, calls: int) -> tuple[list[int], list[Any]] | None:
+    """(where each of a reply's ``calls`` sat among its content parts, as an
+    importer kept it in ``source.calls_at``; the parts), or None: not kept,
+    or not for these calls and parts (a record edited since)."""
+    source = record.get("source")
+    places = source.get("calls_at") if isinstance(source, dict) else None
+    if not (isinstance(places, list) and isinstance(content, list) and len(places) == calls):
+        return None
+    if not all(type(p) is int and p >= 0 for p in places) or places != sorted(places):
+        return None
+    return places, content
 
 
 def _is_server_result(block: Block) -> bool:
