@@ -17,6 +17,8 @@ from types import ModuleType
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentlog import Store
 from agentlog.errors import LeaseLost, StorageError
@@ -210,3 +212,33 @@ def test_a_text_of_long_tokens_is_not_stored_many_times_over() -> None:
     parts = limits.index_parts(text)
     assert sum(map(len, parts)) < 1.5 * len(text)
     assert all(len(part) <= limits.MAX_CHARS + 4000 for part in parts)
+
+
+WORDS = ["tick", "Tick", "café", "cafe", "zq\u0301x", "हिन्दी", "数据", "naïve", "x" * 30, "ok"]
+
+
+@given(st.lists(st.sampled_from(WORDS), max_size=120), st.lists(st.sampled_from([" ", "\n", ", ", "/"]), min_size=1))
+@settings(max_examples=300, deadline=None)
+def test_any_text_is_cut_between_words_within_every_limit(words: list[str], gaps: list[str]) -> None:
+    # The limits made small, so that a short text reaches each of them.
+    limits = textparts()
+    small = {"MAX_WORDS": 12, "MAX_USES": 4, "MAX_CHARS": 60, "OVERLAP": 3, "MAX_OVERLAP_CHARS": 15, "MIN_CHARS": 5}
+    text = "".join(word + gaps[i % len(gaps)] for i, word in enumerate(words))
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in small.items():
+            patch.setattr(limits, name, value)
+        parts = limits.index_parts(text)
+    starts = {m.start() for m in limits._word().finditer(text)}
+    at = 0
+    for n, part in enumerate(parts):
+        begin = text.find(part, at) if n else 0
+        assert begin >= 0 and (n == 0 or begin in starts), "a part begins where a word does"
+        end = begin + len(part)
+        assert end == len(text) or end in starts or not text[end - 1 : end + 1].strip(), "and ends before one"
+        found = [limits.strip_diacritics(m.group()).lower() for m in limits._word().finditer(part)]
+        assert len(found) <= small["MAX_WORDS"]
+        assert max(Counter(found).values(), default=0) <= small["MAX_USES"]
+        assert len(part) <= small["MAX_CHARS"] + 30 or len(found) <= 1  # a part may end in its one long word
+        at = begin + 1
+    every = {limits.strip_diacritics(m.group()).lower() for m in limits._word().finditer(text)}
+    assert every == {limits.strip_diacritics(m.group()).lower() for p in parts for m in limits._word().finditer(p)}
