@@ -100,3 +100,19 @@ def test_the_postgresql_migration_strips_the_codes_already_stored(pg_schema: str
     store = Store(pg_url(pg_schema))  # opening migrates
     assert [h.event_id for h in store.search("FAILED")] == [hit]
     store.close()
+
+
+PROGRESS = "Compiling crate 1/2\x1b[2K\x1b[1GCompiling crate 2/2\x1b[K\x1b[1Afinished\x1b[?25h"
+
+
+def test_a_code_that_moves_the_cursor_reads_as_a_space() -> None:
+    # Taken out whole, it glued the line before to the line after: "2Compiling".
+    assert strip_terminal_codes(PROGRESS) == "Compiling crate 1/2  Compiling crate 2/2  finished"
+
+
+def test_search_finds_the_words_on_either_side_of_a_cursor_move(store: Store) -> None:
+    with store.create(session_id="p") as s:
+        hit = s.append("tool_result", {"tool_call_id": "c1", "content": PROGRESS}, role="tool").id
+    assert [h.event_id for h in store.search('"2 compiling"')] == [hit]
+    assert [h.event_id for h in store.search("finished")] == [hit]
+    assert store.search("2Compiling") == store.search("2finished") == []

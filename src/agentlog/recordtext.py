@@ -30,11 +30,24 @@ TERMINAL_CODES = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z
 _TERMINAL_CODES = re.compile(TERMINAL_CODES)
 
 
+#: The final bytes of the CSI sequences that move the cursor or erase
+#: (``ESC[1G``, ``ESC[2K``): what a progress bar writes between two lines
+#: of its output where a terminal shows them apart.
+_MOVES = frozenset("ABCDEFGHJKSTf")
+
+
+def _shown_as(code: re.Match[str]) -> str:
+    sequence = code.group()
+    return " " if sequence.startswith("\x1b[") and sequence[-1] in _MOVES else ""
+
+
 def strip_terminal_codes(text: str) -> str:
     """``text`` as a terminal shows it, without its escape sequences: search
     must find ``FAILED`` in ``ESC[31mFAILED ESC[0m`` (the code glued to the
-    word made one token ``31mFAILED``)."""
-    return _TERMINAL_CODES.sub("", text) if "\x1b" in text else text
+    word made one token ``31mFAILED``). A code that moves the cursor or
+    erases becomes a space: ``step 1ESC[2KESC[1Gstep 2`` is two lines to
+    the eye, and taken out whole it glued ``1step`` into one word."""
+    return _TERMINAL_CODES.sub(_shown_as, text) if "\x1b" in text else text
 
 
 def _json(value: Any) -> str:
