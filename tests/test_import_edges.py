@@ -10,6 +10,7 @@ from typing import Any
 
 from agentlog import Store
 from agentlog.importers import FORMATS, run_import
+from agentlog.providers_anthropic import to_anthropic_input
 from cli_support import run
 from importers_support import copy_fixture, do_import, load, write_lines
 
@@ -125,6 +126,26 @@ def test_the_anthropic_view_gives_the_reply_back_with_its_calls_in_place(store: 
         ("text", "Then run it."),
         ("tool_use", "toolu_2"),
     ]
+
+
+def test_calls_read_later_by_a_follow_go_after_the_parts(store: Store, tmp_path: Path) -> None:
+    # An import that follows the file read the reply up to its second text,
+    # then its last call: calls_at names the first call alone.
+    blocks = [THINK, TEXT_A, CALL_1, TEXT_B, CALL_2]
+    lines: list[dict[str, Any]] = [_claude_user()]
+    for i, block in enumerate(blocks):
+        lines.append(_claude_reply(f"a{i}", lines[-1]["uuid"], block, i + 1))
+    path = tmp_path / f"{CLAUDE_SID}.jsonl"
+    do_import(store, "claude", write_lines(path, lines[:5]))
+    do_import(store, "claude", write_lines(path, lines))
+    with store.open(f"claude-{CLAUDE_SID}", readonly=True) as session:
+        reply = session.to_anthropic_input()["messages"][1]["content"]
+        path_events = session.transcript()
+    assert [b.get("id") or b["type"] for b in reply] == ["thinking", "text", "toolu_1", "text", "toolu_2"]
+    # A path that ends inside the reply's calls holds the first of them, in place.
+    upto = next(i for i, e in enumerate(path_events) if e.kind == "tool_call") + 1
+    reply = to_anthropic_input(path_events[:upto])["messages"][1]["content"]
+    assert [b.get("id") or b["type"] for b in reply] == ["thinking", "text", "toolu_1", "text"]
 
 
 def test_the_place_is_kept_when_the_blocks_share_one_line(store: Store, tmp_path: Path) -> None:

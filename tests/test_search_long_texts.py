@@ -191,8 +191,12 @@ def test_a_commit_the_server_refuses_is_a_storage_error_and_the_writer_keeps_its
         ("tick " * 240 + "zq\u0301tick end", {"zq": False, "zqtick": True, "tick NOT zq": True}),
         # Each Chinese character is a word: 300 uses in 301 characters.
         ("哈" * 300 + "好", {"哈好": True, '"好 哈"': False}),
+        # 2,049 bytes written, 683 indexed: a word PostgreSQL indexes, and counts.
+        (("ạ" * 683 + " ") * 290 + "tail", {'"' + "a" * 683 + ' tail"': True}),
+        # PostgreSQL has no word for ①: the query must not become NOT café alone.
+        ("café ① " + "filler " * 9000, {"① NOT café": False, "café": True}),
     ],
-    ids=["folded-uses", "dropped-mark", "unspaced-uses"],
+    ids=["folded-uses", "dropped-mark", "unspaced-uses", "folded-length", "no-word-for-it"],
 )
 def test_a_text_near_a_limit_is_read_as_whole_on_every_backend(
     make_store: Callable[..., Store], text: str, queries: dict[str, bool]
@@ -242,3 +246,35 @@ def test_any_text_is_cut_between_words_within_every_limit(words: list[str], gaps
         at = begin + 1
     every = {limits.strip_diacritics(m.group()).lower() for m in limits._word().finditer(text)}
     assert every == {limits.strip_diacritics(m.group()).lower() for p in parts for m in limits._word().finditer(p)}
+
+
+@needs_pg
+def test_a_row_that_reaches_a_limit_once_folded_is_cut_when_the_store_is_opened(pg_schema: str) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    from conftest import PG_DSN
+
+    text = "café x " * 200 + "cafe y " * 200 + "connection refused"
+    store = Store(pg_url(pg_schema), blob_threshold=1024 * 1024)
+    with store.create(session_id="s") as s:
+        event = s.append("tool_result", {"tool_call_id": "c1", "content": text}, role="tool")
+    store.close()
+    # As a build before 0011 left it: the text whole, indexed as written
+    # (café and cafe two words of 200 uses, neither at a limit).
+    schema = importlib.import_module("agentlog.backends.postgres.schema")
+    storage = importlib.import_module("agentlog.backends.postgres.storage")
+    tables = ("events", "blobs")
+    with psycopg.connect(PG_DSN or "", autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {pg_schema}")
+        conn.execute("DROP TABLE event_parts, blob_parts")
+        for statement in schema._search_columns(schema._SEARCH_WORDS, tables):
+            conn.execute(statement)
+        for table in tables:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN search_words")
+        whole = storage.searchable_text("tool_result", orjson.dumps({"tool_call_id": "c1", "content": text}))
+        conn.execute("UPDATE events SET search_text = %s WHERE id = %s", (whole, event.id))
+        conn.execute("DELETE FROM schema_migrations WHERE name > '0010'")
+
+    store = Store(pg_url(pg_schema), blob_threshold=1024 * 1024)  # opening migrates
+    assert len(sql(f"SELECT part FROM {pg_schema}.event_parts WHERE id = %s", event.id)) > 1
+    assert [hit.event_id for hit in search(store, '"cafe y connection refused"')] == [event.id]
+    store.close()

@@ -202,14 +202,18 @@ def _assistant_blocks(msg: NeutralMessage) -> tuple[list[Block], set[str]]:
 def _call_places(record: Mapping[str, Any], content: Any, calls: int) -> tuple[list[int], list[Any]] | None:
     """(where each of a reply's ``calls`` sat among its content parts, as an
     importer kept it in ``source.calls_at``; the parts), or None: not kept,
-    or not for these calls and parts (a record edited since)."""
+    or not in a form an importer writes (a record edited since).
+
+    A call past the end of the list came after every part (an import that
+    followed the file read the reply's last calls later); a path that ends
+    inside the reply's chain of calls holds its first calls only."""
     source = record.get("source")
     places = source.get("calls_at") if isinstance(source, dict) else None
-    if not (isinstance(places, list) and isinstance(content, list) and len(places) == calls):
+    if not (isinstance(places, list) and isinstance(content, list)):
         return None
     if not all(type(p) is int and p >= 0 for p in places) or places != sorted(places):
         return None
-    return places, content
+    return (places + [len(content)] * calls)[:calls], content
 
 
 def _is_server_result(block: Block) -> bool:

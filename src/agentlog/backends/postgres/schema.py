@@ -123,12 +123,14 @@ def _thinking_text(conn: Connection) -> None:
         digest = str(blobs[-1][0])
 
 
-#: A row whose tsvector may have lost positions (a word with all the
-#: positions PostgreSQL keeps, a position past MAX_WORDS, or a text past
-#: MAX_CHARS);
-#: it is given parts if ``index_parts`` cuts it (a prefilter, read in the
-#: server: most rows are never sent to Python).
+#: A row whose text ``index_parts`` may cut: its tsvector may have lost
+#: positions (a word with all the positions PostgreSQL keeps, a position
+#: past MAX_WORDS, or a text past MAX_CHARS), or it holds a character that
+#: is not ASCII (its words are counted folded, as 0012 will index them:
+#: café and cafe, 200 uses each, are 400). A prefilter, read in the
+#: server: most rows are never sent to Python.
 _MAYBE_TOO_LONG = f"""length(search_text) >= {MIN_CHARS} AND (length(search_text) > {MAX_CHARS}
+    OR octet_length(search_text) > length(search_text)
     OR EXISTS (SELECT 1 FROM unnest(search) u WHERE cardinality(u.positions) >= {KEPT_POSITIONS}
                OR u.positions[cardinality(u.positions)] > {MAX_WORDS}))"""
 
@@ -170,7 +172,8 @@ def _texts(conn: Connection, table: str, condition: str) -> Iterator[tuple[tuple
 
 def _long_texts_in_parts(conn: Connection) -> None:
     """Rows written before 0011 with a text that ``index_parts`` cuts get
-    their parts (their tsvector lost positions a phrase needs)."""
+    their parts (their tsvector lost positions a phrase needs). The parts
+    get their ``search_words`` from 0012, which runs next."""
     for (session_id, event_id), text in _texts(conn, "events", _MAYBE_TOO_LONG):
         parts = index_parts(text)
         if len(parts) > 1:

@@ -133,7 +133,12 @@ def search_sql(
     # found through its parts that hold any term of the query, and judged
     # by which terms those parts hold.
     sql = f"""
-        WITH q AS (SELECT to_tsquery('simple', %(query)s) AS q, to_tsquery('simple', %(any)s) AS terms),
+        WITH q AS (
+            SELECT q, to_tsquery('simple', %(any)s) AS terms FROM to_tsquery('simple', %(query)s) AS q
+            -- A query PostgreSQL reduced to a bare NOT (a term it has no word
+            -- for, such as "①", dropped from "① NOT café") matches nothing:
+            -- the query language never searches a NOT alone.
+            WHERE querytree(q) <> 'T'),
         blob_candidates AS MATERIALIZED (
             SELECT x.digest, x.search FROM q, blob_parts x WHERE x.search @@ q.terms),
         split_blobs AS (
@@ -148,11 +153,11 @@ def search_sql(
             WHERE x.search @@ to_tsquery('simple', t.term) GROUP BY x.session_id, x.id),
         hits AS (
             SELECT e.session_id, e.id, ts_rank(e.search, q.q) AS rank FROM q, events e {sessions}
-            WHERE e.search @@ q.q {filters}
+            WHERE e.search @@ q.q AND e.search_text IS NOT NULL {filters}
             UNION ALL
             SELECT e.session_id, e.id, ts_rank(b.search, q.q) FROM q, blobs b
             JOIN events e ON e.digest = b.digest {sessions}
-            WHERE b.search @@ q.q {filters}
+            WHERE b.search @@ q.q AND b.search_text IS NOT NULL {filters}
             UNION ALL
             SELECT e.session_id, e.id, c.rank FROM split_blobs c JOIN events e ON e.digest = c.digest {sessions}
             WHERE {in_parts} {filters}

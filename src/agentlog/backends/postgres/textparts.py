@@ -69,16 +69,20 @@ def _word() -> re.Pattern[str]:
     return re.compile(f"[{CLASS}]|(?:[^\\W_{CLASS}]|[{marks}])+")
 
 
+def _indexed_as(word: str) -> str | None:
+    """``word`` as PostgreSQL indexes it (folded, as ``index_words`` gives
+    it, and lowercased), or None if it is too long to be indexed."""
+    folded = strip_diacritics(word).lower()
+    return folded if len(folded) <= LONGEST_WORD // 4 or len(folded.encode()) <= LONGEST_WORD else None
+
+
 def index_parts(text: str) -> list[str]:
     """``text`` as the parts PostgreSQL indexes: ``[text]`` for almost every
     record, several overlapping slices of it for one that reaches a limit.
     A word's uses are counted as the index sees it: café and cafe are one."""
     if len(text) < MIN_CHARS:
         return [text]
-    words = [
-        (m.start(), m.end(), strip_diacritics(m.group()).lower() if len(m.group().encode()) <= LONGEST_WORD else None)
-        for m in _word().finditer(text)
-    ]
+    words = [(m.start(), m.end(), _indexed_as(m.group())) for m in _word().finditer(text)]
     parts: list[str] = []
     first = 0  # the index of the current part's first word
     begin = 0  # where the current part's text begins
