@@ -7,22 +7,16 @@ apply each migration exactly once and a failed one leaves nothing behind.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Iterator, Sequence
-from typing import cast
+from collections.abc import Callable, Sequence
 
 import psycopg
 from psycopg import sql
 
-from ...search.diacritics import index_words
-from ...search.query import SearchWarning
 from ...search.scripts import postgres_class
-from .storage import searchable_text
-from .textparts import KEPT_POSITIONS, MAX_CHARS, MAX_WORDS, MIN_CHARS, index_parts
+from .steps import WORD_TABLES, Connection, long_texts_in_parts, thinking_text, words_as_sqlite_reads_them
 
 __all__ = ["MIGRATIONS", "Step", "applied", "apply_step", "migrate", "pending", "up_to_date"]
 
-Connection = psycopg.Connection[tuple[object, ...]]
 #: One statement of a migration, or a function that runs its own (for a
 #: change that only Python can compute, as the search text is).
 Step = str | Callable[[Connection], None]
@@ -63,153 +57,12 @@ def _search_columns(words: str, tables: tuple[str, ...] = ("events", "blobs")) -
     )
 
 
-#: Rows read per statement by a step that rewrites search texts (a blob's
-#: data is read one at a time: it has no upper size).
-_BATCH = 1000
-
-
-def _text_now(kind: str, payload: bytes, where: str) -> str | None:
-    """The search text a write stores now, or None (with a warning) for a
-    record that cannot be parsed: one bad row must not stop a migration,
-    which would stop every process from opening the store."""
-    try:
-        return searchable_text(kind, payload)
-    except ValueError as exc:  # orjson's JSONDecodeError, a UnicodeDecodeError
-        warnings.warn(SearchWarning(f"migration 0010 left the search text of {where} as it was: {exc}"), stacklevel=2)
-        return None
-
-
-def _thinking_text(conn: Connection) -> None:
-    """Until 0010 the text of a thinking part (Claude Code and pi replies)
-    was stored as the word "[thinking]" alone, not its text
-    (recordtext.reasoning_text). Every record holding one therefore has
-    that word in its search text: those records, inline or in a blob, get
-    the text a write stores when the migration runs (``searchable_text``
-    as it is then: the point is to match new writes). Every row's text is
-    scanned, in key order, a batch at a time; only those rows are read
-    whole and written."""
-    last: tuple[str, str] = ("", "00000000-0000-0000-0000-000000000000")
-    while True:
-        rows = conn.execute(
-            "SELECT session_id, id::text, kind, record::text FROM events"
-            " WHERE (session_id, id) > (%s, %s::uuid) AND record IS NOT NULL"
-            " AND strpos(search_text, '[thinking]') > 0 ORDER BY session_id, id LIMIT %s",
-            (*last, _BATCH),
-        ).fetchall()
-        if not rows:
-            break
-        updates = []
-        for sid, eid, kind, record in rows:
-            text = _text_now(str(kind), str(record).encode(), f"event {eid} of session {sid}")
-            if text is not None:
-                updates.append((text, sid, eid))
-        with conn.cursor() as cur:
-            cur.executemany("UPDATE events SET search_text = %s WHERE session_id = %s AND id = %s::uuid", updates)
-        last = (str(rows[-1][0]), str(rows[-1][1]))
-    digest = ""
-    while True:
-        blobs = conn.execute(
-            "SELECT digest, (SELECT kind FROM events WHERE events.digest = blobs.digest LIMIT 1) FROM blobs"
-            " WHERE digest > %s AND strpos(search_text, '[thinking]') > 0 ORDER BY digest LIMIT %s",
-            (digest, _BATCH),
-        ).fetchall()
-        if not blobs:
-            break
-        for d, kind in blobs:
-            row = conn.execute("SELECT data FROM blobs WHERE digest = %s", (d,)).fetchone()
-            text = _text_now(str(kind or "custom"), cast(bytes, row[0]), f"blob {d}") if row else None
-            if text is not None:
-                conn.execute("UPDATE blobs SET search_text = %s WHERE digest = %s", (text, d))
-        digest = str(blobs[-1][0])
-
-
-#: A row whose text ``index_parts`` may cut: its tsvector may have lost
-#: positions (a word with all the positions PostgreSQL keeps, a position
-#: past MAX_WORDS, or a text past MAX_CHARS), or it holds a character that
-#: is not ASCII (its words are counted folded, as 0012 will index them:
-#: café and cafe, 200 uses each, are 400). A prefilter, read in the
-#: server: most rows are never sent to Python.
-_MAYBE_TOO_LONG = f"""length(search_text) >= {MIN_CHARS} AND (length(search_text) > {MAX_CHARS}
-    OR octet_length(search_text) > length(search_text)
-    OR EXISTS (SELECT 1 FROM unnest(search) u WHERE cardinality(u.positions) >= {KEPT_POSITIONS}
-               OR u.positions[cardinality(u.positions)] > {MAX_WORDS}))"""
-
-
-#: The tables that hold search text, each with the columns of its key.
-_KEYS = {
-    "events": ("session_id", "id"),
-    "blobs": ("digest",),
-    "event_parts": ("session_id", "id", "part"),
-    "blob_parts": ("digest", "part"),
-}
-_WORD_TABLES = tuple(_KEYS)
 #: The words of 0008, read from ``search_words`` where a row has them (0012).
 _FOLDED_WORDS = _SEARCH_WORDS.replace("coalesce(search_text, '')", "coalesce(search_words, search_text, '')")
 
 
-def _texts(conn: Connection, table: str, condition: str) -> Iterator[tuple[tuple[object, ...], str]]:
-    """(key, search text) of each row of ``table`` that meets ``condition``,
-    in key order: the keys a batch at a time, each text alone (a text has
-    no upper size, and a batch of them could fill the memory)."""
-    columns = _KEYS[table]
-    keys, marks = ", ".join(columns), ", ".join(["%s"] * len(columns))
-    where = " AND ".join(f"{column} = %s" for column in columns)
-    after: tuple[object, ...] = ()
-    while True:
-        rows = conn.execute(
-            f"SELECT {keys} FROM {table} WHERE {condition} {f'AND ({keys}) > ({marks})' if after else ''}"
-            f" ORDER BY {keys} LIMIT %s",
-            (*after, _BATCH),
-        ).fetchall()
-        if not rows:
-            return
-        for key in rows:
-            row = conn.execute(f"SELECT search_text FROM {table} WHERE {where}", key).fetchone()
-            if row is not None and row[0] is not None:
-                yield tuple(key), str(row[0])
-        after = tuple(rows[-1])
-
-
-def _long_texts_in_parts(conn: Connection) -> None:
-    """Rows written before 0011 with a text that ``index_parts`` cuts get
-    their parts (their tsvector lost positions a phrase needs). The parts
-    get their ``search_words`` from 0012, which runs next."""
-    for (session_id, event_id), text in _texts(conn, "events", _MAYBE_TOO_LONG):
-        parts = index_parts(text)
-        if len(parts) > 1:
-            conn.execute(
-                "UPDATE events SET search_text = NULL WHERE session_id = %s AND id = %s", (session_id, event_id)
-            )
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO event_parts (session_id, id, part, search_text) VALUES (%s, %s, %s, %s)",
-                    [(session_id, event_id, i, part) for i, part in enumerate(parts)],
-                )
-    for (digest,), text in _texts(conn, "blobs", _MAYBE_TOO_LONG):
-        parts = index_parts(text)
-        if len(parts) > 1:
-            conn.execute("UPDATE blobs SET search_text = NULL WHERE digest = %s", (digest,))
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO blob_parts (digest, part, search_text) VALUES (%s, %s, %s)",
-                    [(digest, i, part) for i, part in enumerate(parts)],
-                )
-
-
-def _words_as_sqlite_reads_them(conn: Connection) -> None:
-    """Rows written before 0012 get their ``search_words`` where FTS5 reads
-    their text otherwise (``index_words``): only rows holding a character
-    that is not ASCII are read."""
-    for table, columns in _KEYS.items():
-        where = " AND ".join(f"{column} = %s" for column in columns)
-        for key, text in _texts(conn, table, "octet_length(search_text) > length(search_text)"):
-            words = index_words(text)
-            if words is not None:
-                conn.execute(f"UPDATE {table} SET search_words = %s WHERE {where}", (words, *key))
-
-
 #: (name, statements). Never edit a released migration: add the next one
-#: (nor change what a helper above writes for one: tests/test_postgres.py
+#: (nor change what a step in ``steps`` writes for one: tests/test_postgres.py
 #: applies them in order to an existing schema).
 MIGRATIONS: Sequence[tuple[str, Sequence[Step]]] = (
     (
@@ -347,7 +200,7 @@ MIGRATIONS: Sequence[tuple[str, Sequence[Step]]] = (
             for table in ("events", "blobs")
         ),
     ),
-    ("0010_thinking_text", (_thinking_text,)),
+    ("0010_thinking_text", (thinking_text,)),
     (
         "0011_long_texts_in_parts",
         (
@@ -370,7 +223,7 @@ MIGRATIONS: Sequence[tuple[str, Sequence[Step]]] = (
              search tsvector GENERATED ALWAYS AS (to_tsvector('simple', {_SEARCH_WORDS})) STORED,
              PRIMARY KEY (digest, part))""",
             "CREATE INDEX blob_parts_search ON blob_parts USING gin (search)",
-            _long_texts_in_parts,
+            long_texts_in_parts,
         ),
     ),
     (
@@ -380,9 +233,9 @@ MIGRATIONS: Sequence[tuple[str, Sequence[Step]]] = (
         # indexed here by those words, computed in Python (search_words, NULL
         # where they are the text). Rebuilding the columns rewrites each table once.
         (
-            *(f"ALTER TABLE {table} ADD COLUMN search_words text" for table in _WORD_TABLES),
-            _words_as_sqlite_reads_them,
-            *_search_columns(_FOLDED_WORDS, _WORD_TABLES),
+            *(f"ALTER TABLE {table} ADD COLUMN search_words text" for table in WORD_TABLES),
+            words_as_sqlite_reads_them,
+            *_search_columns(_FOLDED_WORDS, WORD_TABLES),
         ),
     ),
 )
