@@ -31,7 +31,8 @@ def _terminal(monkeypatch: pytest.MonkeyPatch, **options: object) -> io.StringIO
 
 
 @pytest.mark.parametrize(
-    ("colours", "no_color"), [("standard", False), ("truecolor", False), (None, False), ("standard", True)]
+    ("colours", "no_color"),
+    [("standard", False), ("256", False), ("truecolor", False), (None, False), ("standard", True)],
 )
 def test_a_terminal_gets_what_rich_printed(
     monkeypatch: pytest.MonkeyPatch, colours: str | None, no_color: bool

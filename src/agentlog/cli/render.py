@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 from rich.cells import cell_len, set_cell_size
-from rich.console import Console
+from rich.console import COLOR_SYSTEMS, Console
 from rich.style import Style
 from rich.text import Span, Text
 
@@ -314,7 +314,8 @@ def print_styled(lines: Sequence[Styled], keep: int = 0) -> None:
         write_stdout("".join(line.plain + "\n" for line in lines))
         return
     width = max(out.width, keep)
-    system = out._color_system  # None where the terminal takes no styles (TERM=dumb)
+    # None where the terminal takes no styles (TERM=dumb)
+    system = COLOR_SYSTEMS.get(out.color_system) if out.color_system else None
     styles: dict[str, Style] = {}
 
     def style_of(name: str) -> Style:
