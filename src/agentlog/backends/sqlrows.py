@@ -7,17 +7,14 @@ parts that do not depend on the dialect."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from ..errors import CorruptionError, EventNotFound
 from ..event import NIL_ID, Event, make_event
 from ..metafields import MetaProblem, checked_meta, document_problems, meta_problems
-from .base import ListingRow, SessionStats
-
-if TYPE_CHECKING:
-    from .base import SessionStorage
+from .base import ListingRow, SessionStats, SessionStorage
 
 __all__ = [
     "EVENTS_PAGE",
