@@ -88,6 +88,14 @@ def _claude_user(uuid: str = "u") -> dict[str, Any]:
     return {"type": "user", "uuid": uuid, "parentUuid": None, "sessionId": CLAUDE_SID, "message": {"content": "go"}}
 
 
+def _reply_lines(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A prompt, then a reply whose blocks Claude Code wrote a line each."""
+    lines = [_claude_user()]
+    for i, block in enumerate(blocks):
+        lines.append(_claude_reply(f"a{i}", lines[-1]["uuid"], block, i + 1))
+    return lines
+
+
 def _reply_events(store: Store) -> tuple[dict[str, Any], list[str]]:
     loaded = load(store, f"claude-{CLAUDE_SID}")
     message = next(e.record for e in loaded.events if e.kind == "message" and e.role == "assistant")
@@ -98,9 +106,7 @@ def _reply_events(store: Store) -> tuple[dict[str, Any], list[str]]:
 def test_a_tool_use_between_text_blocks_keeps_its_place(store: Store, tmp_path: Path) -> None:
     # Claude Code writes each block of a reply as a line of its own.
     blocks = [THINK, TEXT_A, CALL_1, TEXT_B, CALL_2]
-    lines: list[dict[str, Any]] = [_claude_user()]
-    for i, block in enumerate(blocks):
-        lines.append(_claude_reply(f"a{i}", lines[-1]["uuid"], block, i + 1))
+    lines = _reply_lines(blocks)
     do_import(store, "claude", write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines))
     message, calls = _reply_events(store)
     assert message["content"] == [THINK, TEXT_A, TEXT_B] and calls == ["toolu_1", "toolu_2"]
@@ -112,9 +118,7 @@ def test_the_anthropic_view_gives_the_reply_back_with_its_calls_in_place(store: 
     # The request Claude Code sent next held the reply block for block:
     # thinking, text, a call, text, a call (the calls followed all the text).
     blocks = [THINK, TEXT_A, CALL_1, TEXT_B, CALL_2]
-    lines: list[dict[str, Any]] = [_claude_user()]
-    for i, block in enumerate(blocks):
-        lines.append(_claude_reply(f"a{i}", lines[-1]["uuid"], block, i + 1))
+    lines = _reply_lines(blocks)
     do_import(store, "claude", write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines))
     with store.open(f"claude-{CLAUDE_SID}", readonly=True) as session:
         reply = session.to_anthropic_input()["messages"][1]
@@ -132,9 +136,7 @@ def test_calls_read_later_by_a_follow_go_after_the_parts(store: Store, tmp_path:
     # An import that follows the file read the reply up to its second text,
     # then its last call: calls_at names the first call alone.
     blocks = [THINK, TEXT_A, CALL_1, TEXT_B, CALL_2]
-    lines: list[dict[str, Any]] = [_claude_user()]
-    for i, block in enumerate(blocks):
-        lines.append(_claude_reply(f"a{i}", lines[-1]["uuid"], block, i + 1))
+    lines = _reply_lines(blocks)
     path = tmp_path / f"{CLAUDE_SID}.jsonl"
     do_import(store, "claude", write_lines(path, lines[:5]))
     do_import(store, "claude", write_lines(path, lines))
@@ -158,9 +160,7 @@ def test_the_place_is_kept_when_the_blocks_share_one_line(store: Store, tmp_path
 
 
 def test_calls_after_all_of_the_text_note_nothing(store: Store, tmp_path: Path) -> None:
-    lines: list[dict[str, Any]] = [_claude_user()]
-    for i, block in enumerate([THINK, TEXT_A, CALL_1, CALL_2]):
-        lines.append(_claude_reply(f"a{i}", lines[-1]["uuid"], block, i + 1))
+    lines = _reply_lines([THINK, TEXT_A, CALL_1, CALL_2])
     do_import(store, "claude", write_lines(tmp_path / f"{CLAUDE_SID}.jsonl", lines))
     message, calls = _reply_events(store)
     assert calls == ["toolu_1", "toolu_2"] and "calls_at" not in message["source"]

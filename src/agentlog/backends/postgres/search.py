@@ -24,7 +24,7 @@ from ...search.query import Node, highlight_words, parse_query
 from ...search.snippet import make_snippet
 from ..base import SearchHit
 
-__all__ = ["search_sql", "to_hits", "to_tsquery"]
+__all__ = ["search_sql", "to_hits"]
 
 
 def _lexeme(word: str) -> str:
@@ -39,12 +39,8 @@ def _term(words: Sequence[str], prefix: bool) -> str:
     return f"({text}:*)" if prefix else f"({text})"
 
 
-def to_tsquery(query: str) -> str:
-    """The ``to_tsquery`` text of ``query`` (SearchError as ``to_match``)."""
-    return _written(parse_query(query))
-
-
 def _written(node: Node) -> str:
+    """The ``to_tsquery`` text of a parsed query."""
     if len(node) == 2:  # a term: its words in sequence, the last one perhaps a prefix
         return _term(*node)
     operator, left, right = node
