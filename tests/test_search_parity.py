@@ -36,6 +36,14 @@ TEXTS = {
     "hi": "हिन्दी भाषा",
     "ta": "தமிழ் மொழி",
     "he": "עִבְרִית",
+    # Thai, Lao, Khmer and Myanmar: no spaces between words either, and a
+    # vowel sign or tone mark inside nearly every word.
+    "th": "ผมชอบกินข้าวผัด",
+    "th2": "กนอื่น",
+    "lo": "ສະບາຍດີເພື່ອນ",
+    "km": "ខ្ញុំស្រឡាញ់អ្នក",
+    "my": "မင်္ဂလာပါခင်ဗျား",
+    "thmix": "done: กินข้าวแล้ว123",
 }
 
 QUERIES = {
@@ -81,6 +89,21 @@ QUERIES = {
     '"हिन्दी भाषा"': {"hi"},
     "தமிழ்": {"ta"},
     "עִבְרִית": {"he"},
+    "กิน": {"th", "th2", "thmix"},  # marks are not letters to either index: กน too
+    "ข้าว": {"th", "thmix"},
+    "ข้าวผัด": {"th"},
+    '"ชอบ กิน"': {"th"},
+    "กิน NOT 123": {"th", "th2"},
+    "ข้*": {"th", "thmix"},
+    "แล้ว123": {"thmix"},
+    "ข้าวกิน": set(),
+    "เพื่อน": set(),  # Thai letters, not the Lao ones that look alike
+    "ເພື່ອນ": {"lo"},
+    "ສະບາຍ": {"lo"},
+    "ស្រឡាញ់": {"km"},
+    "អ្នក": {"km"},
+    "ခင်ဗျား": {"my"},
+    "မင်္ဂလာ": {"my"},
 }
 
 
@@ -107,6 +130,13 @@ def test_a_word_inside_a_run_of_chinese_is_highlighted(store: Store) -> None:
     (hit,) = search(store, "连接")
     assert hit.snippet == "数据库连接失败，请重试"  # the text as stored, no marks in it
     assert [hit.snippet[a:b] for a, b in hit.highlights] == ["连接"]
+
+
+def test_a_thai_word_is_highlighted_whole_with_its_marks(store: Store) -> None:
+    with store.create(session_id="th") as s:
+        s.append("message", {"content": "ผมชอบกินข้าวผัด"}, role="user")
+    (hit,) = search(store, "กิน ข้าว")
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["กิน", "ข้าว"]
 
 
 def test_cwd_finds_an_imported_session_by_the_directory_it_was_recorded_in(store: Store) -> None:

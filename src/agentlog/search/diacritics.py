@@ -27,7 +27,15 @@ a migration that computes them again.
 
 from __future__ import annotations
 
-__all__ = ["ACCENTED", "BASES", "DROPPED_MARKS", "SEPARATING_MARK_RANGES", "index_words", "strip_diacritics"]
+__all__ = [
+    "ACCENTED",
+    "BASES",
+    "DROPPED_MARKS",
+    "SEPARATING_MARKS",
+    "SEPARATING_MARK_RANGES",
+    "index_words",
+    "strip_diacritics",
+]
 
 #: Each accented letter FTS5 folds (code point order), and its base letter.
 ACCENTED = (
@@ -305,6 +313,9 @@ SEPARATING_MARK_RANGES = (
     (0x1D1AA, 0x1D1AD),
     (0x1D242, 0x1D244),
 )
+
+#: The same marks as the inside of a regular expression's bracket expression.
+SEPARATING_MARKS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in SEPARATING_MARK_RANGES)
 
 _FOLDS = str.maketrans(ACCENTED, BASES, DROPPED_MARKS)
 _WORDS = {**_FOLDS, **{cp: " " for lo, hi in SEPARATING_MARK_RANGES for cp in range(lo, hi + 1)}}

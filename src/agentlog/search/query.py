@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from ..errors import SearchError, SearchWarning
+from .diacritics import SEPARATING_MARKS
 from .scripts import pieces, split
 
 __all__ = ["Node", "SearchError", "SearchWarning", "Term", "highlight_words", "parse_query", "to_match"]
@@ -29,6 +30,9 @@ _TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
 _OPERATORS = frozenset({"OR", "NOT", "AND"})
 #: A word as FTS5's unicode61 tokenizer sees one: letters and digits.
 _WORD = re.compile(r"[^\W_]+")
+#: A word as a person reads it, for highlighting: words joined by the marks
+#: FTS5 ends a word at (a Hindi or Thai vowel sign: ``हिन्दी``, ``กิน``).
+_MARKED_WORD = re.compile(f"[^\\W_]+(?:[{SEPARATING_MARKS}]+[^\\W_]+)*")
 
 
 def _quote(text: str) -> str:
@@ -153,7 +157,9 @@ def _operator(parts: list[str], word: str, query: str) -> None:
 
 def highlight_words(query: str) -> list[tuple[str, bool]]:
     """The words a hit is highlighted on: (word, is_prefix), leaving out
-    words after NOT (they are, by definition, not in the hit)."""
+    words after NOT (they are, by definition, not in the hit). A word
+    keeps the marks inside it (``_MARKED_WORD``): ``กิน`` is highlighted
+    whole, not its two letters wherever each stands."""
     words: list[tuple[str, bool]] = []
     negated = False
     for found in _TOKEN.finditer(query):
@@ -163,9 +169,9 @@ def highlight_words(query: str) -> list[tuple[str, bool]]:
             continue
         if not negated:
             if phrase is not None:
-                words += [(w, False) for w in _WORD.findall(phrase)]
+                words += [(w, False) for w in _MARKED_WORD.findall(phrase)]
             elif word:
                 prefix = word.endswith("*")
-                words += [(w, prefix) for w in _WORD.findall(word.rstrip("*"))]
+                words += [(w, prefix) for w in _MARKED_WORD.findall(word.rstrip("*"))]
         negated = False
     return words

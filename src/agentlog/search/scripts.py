@@ -1,9 +1,13 @@
 """Words in scripts written without spaces between them: Chinese,
-Japanese and Korean.
+Japanese and Korean; Thai, Lao, Myanmar and Khmer.
 
 FTS5's unicode61 tokenizer (and PostgreSQL's parser) end a word only at a
 space or punctuation, so ``数据库连接失败`` is one word, and a search for
-``连接`` ("connection") inside it found nothing. Both indexes therefore see
+``连接`` ("connection") inside it found nothing. Thai, Lao, Myanmar and
+Khmer write a sentence without spaces too; there FTS5 ends a word at each
+vowel sign or tone mark instead (``search.diacritics``), which cuts a
+sentence into pieces that are not words either: ``กิน`` ("eat") was not
+found in ``ผมชอบกินข้าว``. Both indexes therefore see
 each character of these scripts as a word of its own, and a query's run of
 such characters is searched as the phrase of its characters, in order: a
 search finds any run of them inside the text, as a person reading it would.
@@ -12,7 +16,15 @@ Single characters rather than pairs (bigrams): a query of one character
 (``错``) still finds its text, and a phrase of single characters matches
 exactly the runs a pair index would, at the price of longer position
 lists. FTS5's ``trigram`` tokenizer would need three characters, and many
-words in these scripts have two.
+words in these scripts have two. A dictionary segmenter (ICU's, as
+PyICU) would find word boundaries in Thai or Khmer, but it is a heavy
+native dependency, SQLite's FTS5 and PostgreSQL would each need their own
+build of it, and two segmenters that disagree on a boundary would make
+the backends find different events. Characters need no dictionary: a
+word is found wherever its letters stand together, inside a longer word
+too (as if ``cat`` found ``concatenate``): that is the one cost. A
+vowel sign or tone mark between two letters is no word and no position
+to either index, so ``กิน`` is the phrase ``ก น``.
 
 For SQLite, a zero-width space marks each boundary in the text given to
 FTS5: unicode61 treats it (a format character) as a separator, and it is
@@ -28,10 +40,12 @@ import functools
 import re
 
 __all__ = [
+    "CJK_RANGES",
     "CLASS",
     "KANA_MARKS",
     "MARK",
     "RANGES",
+    "SOUTHEAST_ASIAN_RANGES",
     "pieces",
     "postgres_class",
     "split",
@@ -39,13 +53,14 @@ __all__ = [
     "unsplit",
 ]
 
-#: The code point ranges: CJK ideographs (the unified block, extensions A
-#: to H, compatibility ideographs), the ideographic iteration and closing
-#: marks, Bopomofo, Hiragana, Katakana (with the phonetic extensions and
-#: the halfwidth forms) and Hangul (syllables, jamo, compatibility jamo).
-#: PostgreSQL's migration 0008 is written from them, so a change here needs
-#: a new migration too (and a new SCHEMA_VERSION of the SQLite index).
-RANGES: tuple[tuple[int, int], ...] = (
+#: The code point ranges of Chinese, Japanese and Korean: CJK ideographs
+#: (the unified block, extensions A to H, compatibility ideographs), the
+#: ideographic iteration and closing marks, Bopomofo, Hiragana, Katakana
+#: (with the phonetic extensions and the halfwidth forms) and Hangul
+#: (syllables, jamo, compatibility jamo). PostgreSQL's migrations 0008 to
+#: 0012 are written from them: frozen (a change is a new migration, and a
+#: new SCHEMA_VERSION of the SQLite index).
+CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0x1100, 0x11FF),
     (0x3005, 0x3007),
     (0x3041, 0x30FF),
@@ -63,6 +78,19 @@ RANGES: tuple[tuple[int, int], ...] = (
     (0x20000, 0x2FA1F),
     (0x30000, 0x323AF),
 )
+#: Thai and Lao (one range: their blocks touch), Myanmar (with its
+#: extensions A and B) and Khmer (with its symbols): SQLite index version
+#: 6, PostgreSQL migration 0013.
+SOUTHEAST_ASIAN_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0E00, 0x0EFF),
+    (0x1000, 0x109F),
+    (0x1780, 0x17FF),
+    (0x19E0, 0x19FF),
+    (0xA9E0, 0xA9FF),
+    (0xAA60, 0xAA7F),
+)
+#: Every range whose characters are each a word, in code point order.
+RANGES: tuple[tuple[int, int], ...] = tuple(sorted(CJK_RANGES + SOUTHEAST_ASIAN_RANGES))
 #: The ranges as the inside of a regular expression's bracket expression.
 CLASS = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in RANGES)
 _CLASS = CLASS
@@ -124,8 +152,8 @@ def pieces(word: str) -> list[str]:
     return _patterns()[1].findall(word)
 
 
-def postgres_class() -> str:
-    """The ranges as a bracket expression of PostgreSQL's regular
+def postgres_class(ranges: tuple[tuple[int, int], ...] = RANGES) -> str:
+    """``ranges`` as a bracket expression of PostgreSQL's regular
     expressions (``\\U`` escapes of eight hex digits, so the SQL stays
     ASCII and no escape runs into the next)."""
-    return "[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in RANGES) + "]"
+    return "[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges) + "]"

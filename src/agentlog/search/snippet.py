@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .diacritics import SEPARATING_MARKS
 from .scripts import CLASS, KANA_MARKS, unspaced
 
 __all__ = ["SNIPPET_CHARS", "make_snippet"]
@@ -20,6 +21,10 @@ _BEFORE = SNIPPET_CHARS // 3
 #: of the scripts each of whose characters is a word (``scripts.py``), so
 #: ``test`` in ``test数据`` is a whole word, as the index sees it.
 _GOES_ON = f"[^\\W_{CLASS}]"
+#: Marks that end a word to the index (a Thai or Hindi vowel sign): a
+#: highlighted word may hold them, and the text may hold others there (the
+#: index finds กิน in กน too).
+_MARKS = f"[{SEPARATING_MARKS}]"
 
 
 def _fold(text: str) -> str:
@@ -50,11 +55,13 @@ def make_snippet(text: str, words: list[tuple[str, bool]]) -> tuple[str, tuple[t
         # characters (scripts.py), so it has no word boundary on that side,
         # and as a prefix it ends where it ends: each character is a word.
         head = "" if word and unspaced(word[0]) else f"(?<!{_GOES_ON})"
+        # a vowel sign or tone mark after the last letter belongs to it
         if word and unspaced(word[-1]):
-            tail = ""
+            tail = f"{_MARKS}*"
         else:
-            tail = f"{_GOES_ON}*" if prefix else f"(?!{_GOES_ON})"
-        pattern = re.compile(head + re.escape(_fold(word)) + tail)
+            tail = f"{_GOES_ON}*{_MARKS}*" if prefix else f"{_MARKS}*(?!{_GOES_ON})"
+        body = f"{_MARKS}*".join(re.escape(_fold(piece)) for piece in re.split(f"{_MARKS}+", word))
+        pattern = re.compile(head + body + tail)
         spans += [(m.start(), m.end()) for m in pattern.finditer(folded)]
     spans = sorted(set(spans))
     first = spans[0][0] if spans else 0

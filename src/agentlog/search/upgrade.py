@@ -27,27 +27,28 @@ if TYPE_CHECKING:
 __all__ = ["UPGRADED_IN_PLACE", "upgrade"]
 
 #: The versions brought to the current one in place (index.SCHEMA_VERSION).
-UPGRADED_IN_PLACE = ("2", "3", "4")
+UPGRADED_IN_PLACE = ("2", "3", "4", "5")
 #: Rows rewritten per transaction.
 _BATCH = 2000
 
 
 def upgrade(conn: sqlite3.Connection, store: Store, version: str, current: str) -> None:
     """Bring the index from ``version`` (one of UPGRADED_IN_PLACE) to ``current``."""
-    if version in ("2", "3"):
-        _rewrite_texts(conn)
-    _index_thinking(conn, store)
+    _rewrite_texts(conn)
+    if version != "5":
+        _index_thinking(conn, store)
     with write(conn):
         conn.execute("UPDATE info SET value = ? WHERE key = 'schema'", (current,))
 
 
 def _rewrite_texts(conn: sqlite3.Connection) -> None:
-    """Version 2 indexed a run of Chinese or Japanese as one word, and
-    versions 2 and 3 a terminal's escape codes glued to the words they
-    colour. Only the texts holding such characters change, and the stored
-    text says which: it is read from the index alone, a batch at a time
-    (seconds for a million events), and a store without such text
-    rewrites nothing."""
+    """Version 2 indexed a run of Chinese or Japanese as one word,
+    versions 2 to 5 one of Thai, Lao, Myanmar or Khmer, and versions 2 and
+    3 a terminal's escape codes glued to the words they colour. Only the
+    texts holding such characters change, and the stored text says which:
+    it is read from the index alone, a batch at a time (seconds for a
+    million events), and a store without such text rewrites nothing
+    (``split`` leaves a text it split already as it is)."""
     last = 0
     while True:
         with write(conn):

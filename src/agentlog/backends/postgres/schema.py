@@ -12,8 +12,15 @@ from collections.abc import Callable, Sequence
 import psycopg
 from psycopg import sql
 
-from ...search.scripts import postgres_class
-from .steps import WORD_TABLES, Connection, long_texts_in_parts, thinking_text, words_as_sqlite_reads_them
+from ...search.scripts import CJK_RANGES, RANGES, postgres_class
+from .steps import (
+    WORD_TABLES,
+    Connection,
+    long_texts_in_parts,
+    southeast_asian_by_character,
+    thinking_text,
+    words_as_sqlite_reads_them,
+)
 
 __all__ = ["MIGRATIONS", "Step", "applied", "apply_step", "migrate", "pending", "up_to_date"]
 
@@ -29,11 +36,16 @@ _MIGRATION_LOCK = 0x6167656E746C6F67
 _ASCII_PUNCTUATION = "".join(c for c in map(chr, range(33, 127)) if not c.isalnum())
 _PUNCTUATION = "'" + _ASCII_PUNCTUATION.replace("'", "''") + "', '" + " " * len(_ASCII_PUNCTUATION) + "'"
 
-#: The words PostgreSQL indexes: ASCII punctuation as spaces (0005), and each
-#: character of Chinese, Japanese and Korean a word of its own (0008).
-_SEARCH_WORDS = (
-    f"regexp_replace(translate(coalesce(search_text, ''), {_PUNCTUATION}), '({postgres_class()})', ' \\1 ', 'g')"
-)
+
+def _words(text: str, ranges: tuple[tuple[int, int], ...]) -> str:
+    """The words PostgreSQL indexes of the SQL expression ``text``: ASCII
+    punctuation as spaces (0005), and each character of ``ranges`` (the
+    scripts written without spaces) a word of its own (0008, 0013)."""
+    return f"regexp_replace(translate({text}, {_PUNCTUATION}), '({postgres_class(ranges)})', ' \\1 ', 'g')"
+
+
+#: The words of 0008: Chinese, Japanese and Korean by character.
+_SEARCH_WORDS = _words("coalesce(search_text, '')", CJK_RANGES)
 
 
 #: recordtext.TERMINAL_CODES as 0009 applied it (a released migration never
@@ -58,7 +70,9 @@ def _search_columns(words: str, tables: tuple[str, ...] = ("events", "blobs")) -
 
 
 #: The words of 0008, read from ``search_words`` where a row has them (0012).
-_FOLDED_WORDS = _SEARCH_WORDS.replace("coalesce(search_text, '')", "coalesce(search_words, search_text, '')")
+_FOLDED_WORDS = _words("coalesce(search_words, search_text, '')", CJK_RANGES)
+#: The words of 0012, with Thai, Lao, Myanmar and Khmer by character too (0013).
+_ALL_BY_CHARACTER = _words("coalesce(search_words, search_text, '')", RANGES)
 
 
 #: (name, statements). Never edit a released migration: add the next one
@@ -237,6 +251,15 @@ MIGRATIONS: Sequence[tuple[str, Sequence[Step]]] = (
             words_as_sqlite_reads_them,
             *_search_columns(_FOLDED_WORDS, WORD_TABLES),
         ),
+    ),
+    (
+        "0013_southeast_asian_scripts_by_character",
+        # Thai, Lao, Myanmar and Khmer are written without spaces too: each
+        # character becomes a word, as in the SQLite index (search.scripts).
+        # A text holding them has more words now, so some reach a limit of
+        # textparts and are cut first; then the columns are rebuilt, which
+        # rewrites each table once.
+        (southeast_asian_by_character, *_search_columns(_ALL_BY_CHARACTER, WORD_TABLES)),
     ),
 )
 

@@ -12,10 +12,17 @@ import psycopg
 
 from ...search.diacritics import index_words
 from ...search.query import SearchWarning
+from ...search.scripts import SOUTHEAST_ASIAN_RANGES, postgres_class
 from .storage import searchable_text
 from .textparts import KEPT_POSITIONS, MAX_CHARS, MAX_WORDS, MIN_CHARS, index_parts
 
-__all__ = ["WORD_TABLES", "long_texts_in_parts", "thinking_text", "words_as_sqlite_reads_them"]
+__all__ = [
+    "WORD_TABLES",
+    "long_texts_in_parts",
+    "southeast_asian_by_character",
+    "thinking_text",
+    "words_as_sqlite_reads_them",
+]
 
 Connection = psycopg.Connection[tuple[object, ...]]
 
@@ -24,14 +31,16 @@ Connection = psycopg.Connection[tuple[object, ...]]
 _BATCH = 1000
 
 
-def _text_now(kind: str, payload: bytes, where: str) -> str | None:
+def _text_now(kind: str, payload: bytes, where: str, migration: str = "0010") -> str | None:
     """The search text a write stores now, or None (with a warning) for a
     record that cannot be parsed: one bad row must not stop a migration,
     which would stop every process from opening the store."""
     try:
         return searchable_text(kind, payload)
     except ValueError as exc:  # orjson's JSONDecodeError, a UnicodeDecodeError
-        warnings.warn(SearchWarning(f"migration 0010 left the search text of {where} as it was: {exc}"), stacklevel=2)
+        warnings.warn(
+            SearchWarning(f"migration {migration} left the search text of {where} as it was: {exc}"), stacklevel=2
+        )
         return None
 
 
@@ -160,3 +169,60 @@ def words_as_sqlite_reads_them(conn: Connection) -> None:
             words = index_words(text)
             if words is not None:
                 conn.execute(f"UPDATE {table} SET search_words = %s WHERE {where}", (words, *key))
+
+
+def _store_text(conn: Connection, table: str, key: tuple[object, ...], text: str) -> None:
+    """Store ``text`` as the search text of the row of ``table`` (events or
+    blobs) with ``key``, as a write stores it now: whole, or in parts
+    (``index_parts``) with the row's own text NULL; parts it had go."""
+    parts_table = {"events": "event_parts", "blobs": "blob_parts"}[table]
+    columns = _KEYS[table]
+    where = " AND ".join(f"{column} = %s" for column in columns)
+    conn.execute(f"DELETE FROM {parts_table} WHERE {where}", key)
+    parts = index_parts(text)
+    if len(parts) == 1:
+        conn.execute(
+            f"UPDATE {table} SET search_text = %s, search_words = %s WHERE {where}", (text, index_words(text), *key)
+        )
+        return
+    conn.execute(f"UPDATE {table} SET search_text = NULL, search_words = NULL WHERE {where}", key)
+    with conn.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {parts_table} ({', '.join(columns)}, part, search_text, search_words)"
+            f" VALUES ({', '.join(['%s'] * (len(columns) + 3))})",
+            [(*key, i, part, index_words(part)) for i, part in enumerate(parts)],
+        )
+
+
+def southeast_asian_by_character(conn: Connection) -> None:
+    """Until 0013 a run of Thai, Lao, Myanmar or Khmer was a word, or a few
+    cut at its vowel signs; now each character is (search.scripts), so a
+    text holding them has more words and may reach a limit of
+    ``textparts``. Such a text held whole is cut into parts. One held in
+    parts already is cut again from its record, as a write cuts it now: its
+    parts overlap, and would not give the text back. Only rows holding such
+    a character are read."""
+    holds = f"search_text ~ '{postgres_class(SOUTHEAST_ASIAN_RANGES)}'"
+    for table in ("events", "blobs"):
+        for key, text in _texts(conn, table, f"length(search_text) >= {MIN_CHARS} AND {holds}"):
+            if len(index_parts(text)) > 1:
+                _store_text(conn, table, key, text)
+    cut = conn.execute(f"SELECT DISTINCT session_id, id::text FROM event_parts WHERE {holds}").fetchall()
+    for session_id, event_id in cut:
+        row = conn.execute(
+            "SELECT kind, record::text FROM events WHERE session_id = %s AND id = %s::uuid AND record IS NOT NULL",
+            (session_id, event_id),
+        ).fetchone()
+        where = f"event {event_id} of session {session_id}"
+        now = _text_now(str(row[0]), str(row[1]).encode(), where, "0013") if row else None
+        if now is not None:
+            _store_text(conn, "events", (session_id, event_id), now)
+    for (digest,) in conn.execute(f"SELECT DISTINCT digest FROM blob_parts WHERE {holds}").fetchall():
+        row = conn.execute(
+            "SELECT data, (SELECT kind FROM events WHERE events.digest = blobs.digest LIMIT 1) FROM blobs"
+            " WHERE digest = %s",
+            (digest,),
+        ).fetchone()
+        now = _text_now(str(row[1] or "custom"), cast(bytes, row[0]), f"blob {digest}", "0013") if row else None
+        if now is not None:
+            _store_text(conn, "blobs", (digest,), now)
