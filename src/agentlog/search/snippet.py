@@ -19,6 +19,8 @@ SNIPPET_CHARS = 240
 _BEFORE = SNIPPET_CHARS // 3
 #: How far past the window a word found in it is read at first.
 _MARGIN = 256
+#: The characters of a text folded and searched first (then 4 times more).
+_FIRST_READ = 1024
 #: A letter or digit of a word that goes on: not ``_``, and not a character
 #: of the scripts each of whose characters is a word (``scripts.py``), so
 #: ``test`` in ``test数据`` is a whole word, as the index sees it.
@@ -81,13 +83,26 @@ def _window(length: int, first: int) -> tuple[int, int]:
 
 def make_snippet(text: str, words: list[tuple[str, bool]]) -> tuple[str, tuple[tuple[int, int], ...]]:
     """(snippet, highlighted spans in it) for ``text``; ``words`` are
-    (word, is_prefix) as from ``highlight_words``."""
-    folded = _fold(text)
+    (word, is_prefix) as from ``highlight_words``.
+
+    The window starts a little before the first word found, which is
+    nearly always early in a text: the text is folded and read a part at
+    a time until a word is found far enough from the part's end that no
+    word after it could start the window, and only the spans inside the
+    window are looked for (a long log holds thousands of the word)."""
     patterns = [_word_pattern(word, prefix) for word, prefix in words]
-    # The window starts before the first word found; only the spans inside
-    # it are looked for (a long log holds thousands of the word).
-    found = [(p, m.start()) for p, m in ((p, p.search(folded)) for p in patterns) if m is not None]
-    lo, hi = _window(len(text), min((at for _, at in found), default=0))
+    size = _FIRST_READ
+    while True:
+        folded = _fold(text[:size])
+        whole = len(folded) == len(text)
+        # A match in the part that runs to its end may not be one in the
+        # text (the word may go on): only those well before the end count.
+        before = len(folded) if whole else len(folded) - SNIPPET_CHARS - _MARGIN
+        found = [(p, m.start()) for p, m in ((p, p.search(folded)) for p in patterns) if m is not None]
+        if whole or any(at < before for _, at in found):
+            break
+        size *= 4
+    lo, hi = _window(len(text), min((at for _, at in found if at < before), default=0))
     # Read up to a margin past the window: a match that reaches the margin
     # is matched again against the whole text, whose next character decides
     # where a word ends.
@@ -95,9 +110,9 @@ def make_snippet(text: str, words: list[tuple[str, bool]]) -> tuple[str, tuple[t
     spans: set[tuple[int, int]] = set()
     for pattern, at in found:
         for m in pattern.finditer(folded, max(lo, at), end):
-            whole = pattern.match(folded, m.start()) if m.end() == end < len(folded) else m
-            if whole is not None and whole.start() < hi:
-                spans.add((whole.start(), whole.end()))
+            match = m if m.end() < end or end == len(text) else pattern.match(_fold(text), m.start())
+            if match is not None and match.start() < hi:
+                spans.add((match.start(), match.end()))
     head = "…" if lo else ""
     shift = len(head) - lo
     kept = tuple((a + shift, min(b, hi) + shift) for a, b in sorted(spans))
