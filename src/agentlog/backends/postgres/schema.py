@@ -37,11 +37,26 @@ _ASCII_PUNCTUATION = "".join(c for c in map(chr, range(33, 127)) if not c.isalnu
 _PUNCTUATION = "'" + _ASCII_PUNCTUATION.replace("'", "''") + "', '" + " " * len(_ASCII_PUNCTUATION) + "'"
 
 
-def _words(text: str, ranges: tuple[tuple[int, int], ...]) -> str:
+#: The same characters as a bracket expression of PostgreSQL's regular
+#: expressions, each after a backslash (which makes any of them stand for
+#: itself), the quote doubled for SQL.
+_PUNCTUATION_CLASS = "'[" + "".join("\\" + c for c in _ASCII_PUNCTUATION).replace("'", "''") + "]'"
+
+
+def _words(text: str, ranges: tuple[tuple[int, int], ...], spaces: str = "translate") -> str:
     """The words PostgreSQL indexes of the SQL expression ``text``: ASCII
     punctuation as spaces (0005), and each character of ``ranges`` (the
-    scripts written without spaces) a word of its own (0008, 0013)."""
-    return f"regexp_replace(translate({text}, {_PUNCTUATION}), '({postgres_class(ranges)})', ' \\1 ', 'g')"
+    scripts written without spaces) a word of its own (0008, 0013).
+
+    ``spaces`` is how the punctuation becomes spaces: ``translate()`` until
+    0013, then ``regexp_replace()``, the same words in a sixth of the time
+    (33 against 181 ms a megabyte on this machine: ``translate()`` scans its
+    table for every character of the text, on every write)."""
+    if spaces == "translate":
+        spaced = f"translate({text}, {_PUNCTUATION})"
+    else:
+        spaced = f"regexp_replace({text}, {_PUNCTUATION_CLASS}, ' ', 'g')"
+    return f"regexp_replace({spaced}, '({postgres_class(ranges)})', ' \\1 ', 'g')"
 
 
 #: The words of 0008: Chinese, Japanese and Korean by character.
@@ -72,7 +87,7 @@ def _search_columns(words: str, tables: tuple[str, ...] = ("events", "blobs")) -
 #: The words of 0008, read from ``search_words`` where a row has them (0012).
 _FOLDED_WORDS = _words("coalesce(search_words, search_text, '')", CJK_RANGES)
 #: The words of 0012, with Thai, Lao, Myanmar and Khmer by character too (0013).
-_ALL_BY_CHARACTER = _words("coalesce(search_words, search_text, '')", RANGES)
+_ALL_BY_CHARACTER = _words("coalesce(search_words, search_text, '')", RANGES, spaces="regexp_replace")
 
 
 #: (name, statements). Never edit a released migration: add the next one
@@ -258,7 +273,8 @@ MIGRATIONS: Sequence[tuple[str, Sequence[Step]]] = (
         # character becomes a word, as in the SQLite index (search.scripts).
         # A text holding them has more words now, so some reach a limit of
         # textparts and are cut first; then the columns are rebuilt, which
-        # rewrites each table once.
+        # rewrites each table once (their punctuation read by a regular
+        # expression now, not translate(): the same words, faster).
         (southeast_asian_by_character, *_search_columns(_ALL_BY_CHARACTER, WORD_TABLES)),
     ),
 )
