@@ -278,3 +278,26 @@ def test_a_row_that_reaches_a_limit_once_folded_is_cut_when_the_store_is_opened(
     assert len(sql(f"SELECT part FROM {pg_schema}.event_parts WHERE id = %s", event.id)) > 1
     assert [hit.event_id for hit in search(store, '"cafe y connection refused"')] == [event.id]
     store.close()
+
+
+@needs_pg
+def test_a_blob_stored_as_two_kinds_keeps_one_cut_of_parts(pg_schema: str) -> None:
+    # The same bytes stored as a message and as a custom event: a message's
+    # text is its content, a custom event's every string in it, so the
+    # second cut has more parts. Those past the first cut's went in (ON
+    # CONFLICT kept only the rows the first had), and the blob was indexed
+    # as a mix of two cuts.
+    store = Store(pg_url(pg_schema), blob_threshold=1024)
+    record = {"content": " ".join(DISTINCT[:20_000]), "note": " ".join(DISTINCT[20_000:40_000])}
+    with store.create(session_id="a") as s:
+        message = s.append("message", record, role="user")
+    first = sql(f"SELECT part, search_text FROM {pg_schema}.blob_parts ORDER BY part")
+    storage = importlib.import_module("agentlog.backends.postgres.storage")
+    other = textparts().index_parts(storage.searchable_text("custom", orjson.dumps(record)))
+    assert len(other) > len(first) > 1
+    with store.create(session_id="b") as s:
+        custom = s.append("custom", record)
+    assert message.digest == custom.digest is not None
+    assert sql(f"SELECT part, search_text FROM {pg_schema}.blob_parts ORDER BY part") == first
+    assert {hit.event_id for hit in search(store, DISTINCT[19_999])} == {message.id, custom.id}
+    store.close()

@@ -131,11 +131,12 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
     # in it between the two round trips, and the lease's guard ends a
     # transaction idle for lease_ttl, so that gap holds no parsing of records.
     blob_rows: list[tuple[str, bytes, str | None, str | None]] = []
-    blob_parts: list[tuple[str, int, str | None, str | None]] = []
+    blob_parts: list[dict[str, object]] = []
     for digest, data in sorted(blobs):
         blob_text, pieces = _indexed(searchable_text(kinds.get(digest, "custom"), data))
         blob_rows.append((digest, data, *blob_text))
-        blob_parts.extend((digest, i, *piece) for i, piece in enumerate(pieces))
+        if pieces:
+            blob_parts.append({"d": digest, "t": [t for t, _ in pieces], "w": [w for _, w in pieces]})
     event_rows: list[tuple[object, ...]] = []
     event_parts: list[tuple[str, str, int, str | None, str | None]] = []
     for e in commit.events:
@@ -191,12 +192,19 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
                 )
             if blob_parts:
                 # A blob stored already has its parts already, or, stored
-                # whole under another rule, keeps its row's text alone.
+                # whole under another rule, keeps its row's text alone. Its
+                # parts may be another cut: the same bytes stored as another
+                # kind, whose text differs. They are kept whole, never mixed
+                # with these: a blob's parts go in at once, in one statement,
+                # only if it has none (the blob's row lock above orders two
+                # commits that store it).
                 cur.executemany(
-                    "INSERT INTO blob_parts (digest, part, search_text, search_words) SELECT %(d)s, %(i)s, %(t)s, %(w)s"
+                    "INSERT INTO blob_parts (digest, part, search_text, search_words)"
+                    " SELECT %(d)s, p.n - 1, p.t, p.w"
+                    " FROM unnest(%(t)s::text[], %(w)s::text[]) WITH ORDINALITY p (t, w, n)"
                     " WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE digest = %(d)s AND search_text IS NOT NULL)"
-                    " ON CONFLICT DO NOTHING",
-                    [{"d": d, "i": i, "t": t, "w": w} for d, i, t, w in blob_parts],
+                    " AND NOT EXISTS (SELECT 1 FROM blob_parts WHERE digest = %(d)s) ON CONFLICT DO NOTHING",
+                    blob_parts,
                 )
             if event_parts:
                 cur.executemany(
