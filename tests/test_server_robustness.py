@@ -166,7 +166,7 @@ def test_unknown_last_event_id_is_reported_and_the_stream_stays_live(how: str) -
 def test_a_failing_file_watch_is_reported_and_replaced_by_polling(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agentlog.server.feed as feed_module
+    import agentlog.server.session_feed as feed_module
 
     def broken_watch(*args: Any, **kwargs: Any) -> Any:
         raise OSError("OS file watch limit reached")

@@ -29,13 +29,18 @@ Opening a thread reads its checkpoint and writes records (not the values)
 to build an in-memory index (``_lg_thread``); later calls read only what
 they return. ``prune`` and ``delete_for_runs`` rewrite the thread into a
 new session (``_lg_retention``). Requires the ``langgraph`` extra.
+
+This module is the saver itself: its lock, and each LangGraph call mapped
+onto the parts it uses: ``_lg_open`` opens a thread's session,
+``_lg_read`` makes checkpoint tuples of the index, ``_lg_write`` appends
+values, writes and checkpoints.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
 
@@ -49,43 +54,22 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     get_checkpoint_id,
     get_checkpoint_metadata,
-    writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from .. import NIL_ID, CorruptionError, InvalidOption, Session, SessionExists, Store
-from ._ids import session_key
-from ._lg_refs import delta_or_full, list_items
-from ._lg_retention import Keep, finish_rewrite, rewrite
-from ._lg_thread import (
-    CHECKPOINT,
-    VALUE,
-    WRITES,
-    Stored,
-    Thread,
-    Typed,
-    index_checkpoint,
-    index_writes,
-    is_current,
-    lookup_in,
-    open_thread,
-    pack,
-    unpack,
-    value_digest,
-)
+from .. import InvalidOption, Store
+from ._lg_open import FRAMEWORK, close_thread, open_reader, open_writer, stored_thread_ids, thread_session_id
+from ._lg_read import checkpoint_tuple, list_thread
+from ._lg_retention import Keep, rewrite
+from ._lg_thread import WRITES, Thread, index_writes, pack, unpack
+from ._lg_write import append_checkpoint, append_side, store_values
 from ._locks import release_when_collected, shared_lock
 from ._open_writers import OpenWriters
 
 __all__ = ["AgentlogSaver"]
 
-FRAMEWORK = "langgraph"
-
 # ``list`` is a method name on the saver, so annotations inside the class use this.
 Tuples = list[CheckpointTuple]
-
-
-def _close_thread(thread: Thread) -> None:
-    thread.session.close()
 
 
 def _keep_latest(latest: dict[str, str]) -> Keep:
@@ -117,7 +101,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         self.store = store if store is not None else Store()
         # Threads held open for writing; past ``max_open`` the least recently
         # used is closed (releasing its lease) and reopened on its next write.
-        self._threads: OpenWriters[Thread] = OpenWriters(max_open, _close_thread)
+        self._threads: OpenWriters[Thread] = OpenWriters(max_open, close_thread)
         release_when_collected(self, self._threads.close_all)  # dropped without close()
         # Shared with every saver over this store in the process: see _locks.
         self._lock = shared_lock(self.store, FRAMEWORK)
@@ -146,130 +130,18 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
     @staticmethod
     def session_id(thread_id: str) -> str:
         """The agentlog session id of a LangGraph thread."""
-        return session_key("lg", str(thread_id))
+        return thread_session_id(thread_id)
 
     def _writer(self, thread_id: str) -> Thread:
         """The thread open for writing (created if new); kept open until ``close()``."""
-        thread_id = str(thread_id)
-        thread = self._held(thread_id)
-        if thread is not None:
-            return thread
-        sid = self.session_id(thread_id)
-        finish_rewrite(self.store, sid, thread_id, self._meta(thread_id))
-        if self.store.exists(sid):
-            session = self.store.open(sid)
-        else:
-            try:
-                session = self.store.create(session_id=sid, **self._meta(thread_id))
-            except SessionExists:
-                session = self.store.open(sid)
-        thread = open_thread(session)
-        self._threads.put(thread_id, thread)
-        return thread
+        return open_writer(self.store, self._threads, thread_id)
 
-    def _held(self, thread_id: str) -> Thread | None:
-        """The thread this saver holds open, its index built again if another
-        writer in this process (a second saver sharing the lease) appended
-        to it since: a stale index would resume from an old checkpoint."""
-        thread = self._threads.get(thread_id)
-        if thread is None or is_current(thread):
-            return thread
-        self._threads.pop(thread_id)  # open_thread closes the session if it fails
-        thread = open_thread(thread.session)
-        self._threads.put(thread_id, thread)
-        return thread
-
-    @staticmethod
-    def _meta(thread_id: str) -> dict[str, Any]:
-        return {"name": f"langgraph {thread_id}", "framework": FRAMEWORK, "thread_id": thread_id}
-
-    @contextmanager
-    def _reader(self, thread_id: str) -> Iterator[Thread | None]:
+    def _reader(self, thread_id: str) -> AbstractContextManager[Thread | None]:
         """The thread to read: ours if this saver writes it, else a read-only
-        handle for this call only (reading takes no lease, so listing threads
-        never blocks another process's writer). None if the thread is absent."""
-        thread_id = str(thread_id)
-        thread = self._held(thread_id)
-        if thread is not None:
-            yield thread
-            return
-        sid = self.session_id(thread_id)
-        finish_rewrite(self.store, sid, thread_id, self._meta(thread_id))
-        if not self.store.exists(sid):
-            yield None
-            return
-        thread = open_thread(self.store.open(sid, readonly=True))
-        try:
-            yield thread
-        finally:
-            thread.session.close()
-
-    def _append_side(self, thread: Thread, drafts: list[tuple[str, Any, None]]) -> list[str]:
-        """Append events to the values/writes chain; their ids."""
-        session = thread.session
-        session.select(thread.side_tail)
-        events = session.append_many(drafts)
-        thread.side_tail = events[-1].id
-        thread.indexed += len(events)
-        return [e.id for e in events]
+        handle for this call only. None if the thread is absent."""
+        return open_reader(self.store, self._threads, thread_id)
 
     # --- reading ----------------------------------------------------------------------
-    def _load_value(self, thread: Thread, event_id: str) -> Any:
-        packed = thread.cache.get(event_id)
-        if packed is None:
-            session = thread.session
-            event = session.resolve(session.event(event_id))
-            if event.kind != VALUE:
-                raise CorruptionError(f"session {session.id}", None, f"event {event_id} is not a value")
-            packed = event.record
-            thread.cache.put(event_id, packed)
-        return self._decode(thread.session, event_id, packed)
-
-    def _decode(self, session: Session, event_id: str, packed: Any) -> Any:
-        """A serialized value from one of our records, loaded with the serde.
-
-        A packed value of the wrong shape is corruption (named here); what
-        the serde raises for bytes it cannot load is its own error, passed on."""
-        try:
-            typed = unpack(packed)
-        except ValueError as exc:
-            raise CorruptionError(f"session {session.id}", None, f"event {event_id}: {exc}") from None
-        return self.serde.loads_typed(typed)
-
-    def _tuple(self, thread_id: str, ns: str, thread: Thread, stored: Stored) -> CheckpointTuple:
-        record = stored.record
-        session = thread.session
-        checkpoint: Checkpoint = self._decode(session, stored.event_id, record["checkpoint"])
-        values: dict[str, Any] = {}
-        for channel, ref in record["values"].items():
-            if ref is None:
-                continue  # the channel was empty at this checkpoint
-            if isinstance(ref, dict):  # a list stored element by element
-                try:
-                    item_ids = list_items(ref, lookup_in(thread))
-                except KeyError as exc:
-                    where = f"session {session.id}"
-                    raise CorruptionError(where, None, f"checkpoint event {stored.event_id}: {exc}") from None
-                values[channel] = [self._load_value(thread, eid) for eid in item_ids]
-            else:
-                values[channel] = self._load_value(thread, ref[0])
-        checkpoint = {**checkpoint, "channel_values": values}
-        pending = thread.writes.get((ns, record["id"]), {})
-        order = sorted(pending, key=lambda k: writes_sort_key(pending[k][3], *k))
-        writes = [(pending[k][0], pending[k][1], self._decode(session, pending[k][4], pending[k][2])) for k in order]
-        parent = stored.parent_id
-        return CheckpointTuple(
-            config={"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": record["id"]}},
-            checkpoint=checkpoint,
-            metadata=self._decode(session, stored.event_id, record["metadata"]),
-            parent_config=(
-                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
-                if parent
-                else None
-            ),
-            pending_writes=writes,
-        )
-
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the namespace's latest; None if absent."""
         configurable = config["configurable"]
@@ -282,18 +154,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             checkpoint_id = get_checkpoint_id(config) or max(in_ns, default=None)
             if checkpoint_id is None or checkpoint_id not in in_ns:
                 return None
-            return self._tuple(thread_id, ns, thread, in_ns[checkpoint_id])
-
-    def _thread_ids(self) -> list[str]:
-        """Every LangGraph thread in the store (listing metadata only, no event
-        read), including one whose rewrite was interrupted (its staging copy)."""
-        found: dict[str, None] = {}
-        for info in self.store.list(archived=True):
-            if info.meta.get("framework") in (FRAMEWORK, "langgraph-staging"):
-                thread_id = info.meta.get("thread_id")
-                if isinstance(thread_id, str):
-                    found[thread_id] = None
-        return list(found)
+            return checkpoint_tuple(self.serde, thread_id, ns, thread, in_ns[checkpoint_id])
 
     def list(
         self,
@@ -320,46 +181,16 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             want_ns = config["configurable"].get("checkpoint_ns")
             want_id = get_checkpoint_id(config)
         else:
-            thread_ids, want_ns, want_id = self._thread_ids(), None, None
+            thread_ids, want_ns, want_id = stored_thread_ids(self.store), None, None
         before_id = get_checkpoint_id(before) if before else None
         out: Tuples = []
         for thread_id in thread_ids:
             with self._reader(thread_id) as thread:
                 if thread is None:
                     continue
-                if not self._list_thread(thread_id, thread, out, want_ns, want_id, before_id, filter, limit):
+                if not list_thread(self.serde, thread_id, thread, out, want_ns, want_id, before_id, filter, limit):
                     return out
         return out
-
-    def _list_thread(
-        self,
-        thread_id: str,
-        thread: Thread,
-        out: Tuples,
-        want_ns: str | None,
-        want_id: str | None,
-        before_id: str | None,
-        filter: dict[str, Any] | None,
-        limit: int | None,
-    ) -> bool:
-        """Add one thread's matches to ``out``; False once ``limit`` is reached."""
-        for ns, in_ns in thread.checkpoints.items():
-            if want_ns is not None and ns != want_ns:
-                continue
-            for checkpoint_id in sorted(in_ns, reverse=True):
-                if want_id and checkpoint_id != want_id:
-                    continue
-                if before_id and checkpoint_id >= before_id:
-                    continue
-                stored = in_ns[checkpoint_id]
-                if filter:
-                    metadata = self.serde.loads_typed(unpack(stored.record["metadata"]))
-                    if not all(metadata.get(k) == v for k, v in filter.items()):
-                        continue
-                if limit is not None and len(out) >= limit:
-                    return False
-                out.append(self._tuple(thread_id, ns, thread, stored))
-        return True
 
     # --- writing ----------------------------------------------------------------------
     def put(
@@ -380,39 +211,16 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             thread = self._writer(thread_id)
             parent = thread.checkpoints.get(ns, {}).get(parent_id) if parent_id else None
             inherited = parent.record["values"] if parent is not None else {}
-            refs: dict[str, Any] = {}
-            new: dict[str, Typed] = {}  # digest -> serialized value, not yet stored
-            staged: list[str] = []  # channels whose refs still name digests
-            for channel in checkpoint["channel_versions"]:
-                if channel not in new_versions:
-                    if channel in inherited:
-                        refs[channel] = inherited[channel]  # unchanged: the parent's value
-                    continue
-                if channel not in values:
-                    refs[channel] = None
-                    continue
-                value = values[channel]
-                if type(value) is list and value:
-                    # A list (messages...) is stored element by element, so a
-                    # list that grows by one stores one new element, not itself again.
-                    refs[channel] = {"items": [self._stage(thread, new, item) for item in value]}
-                else:
-                    refs[channel] = [self._stage(thread, new, value)]
-                staged.append(channel)
-            if new:
-                ids = self._append_side(thread, [(VALUE, pack(t), None) for t in new.values()])
-                for event_id, digest in zip(ids, new, strict=True):
-                    thread.digests[digest] = event_id
-            lookup = lookup_in(thread)
-            for channel in staged:
-                ref = refs[channel]
-                if isinstance(ref, dict):
-                    # Against the parent's list: only what changed goes in this record.
-                    item_ids = [thread.digests[d] for d in ref["items"]]
-                    base = (ns, str(parent_id), channel)
-                    refs[channel] = delta_or_full(item_ids, base, inherited.get(channel), lookup)
-                else:
-                    refs[channel] = [thread.digests[ref[0]], ref[0]]
+            refs, first_stored = store_values(
+                self.serde,
+                thread,
+                values,
+                checkpoint["channel_versions"],
+                new_versions,
+                ns=ns,
+                parent_id=parent_id,
+                inherited=inherited,
+            )
             record = {
                 "ns": ns,
                 "id": checkpoint["id"],
@@ -420,22 +228,10 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
                 "checkpoint": pack(self.serde.dumps_typed(skeleton)),
                 "metadata": pack(self.serde.dumps_typed(get_checkpoint_metadata(config, metadata))),
                 "values": refs,
-                "new": {d: thread.digests[d] for d in new},  # digests first stored here
+                "new": {d: thread.digests[d] for d in first_stored},  # digests first stored here
             }
-            session = thread.session
-            session.select(parent.event_id if parent is not None else NIL_ID)
-            event = session.append(CHECKPOINT, record)
-            thread.indexed += 1
-            index_checkpoint(thread, event.id, record)
+            append_checkpoint(thread, parent, record)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
-
-    def _stage(self, thread: Thread, new: dict[str, Typed], value: Any) -> str:
-        """Serialize ``value``; queue it for storage unless the thread has it. Its digest."""
-        typed = self.serde.dumps_typed(value)
-        digest = value_digest(typed)
-        if digest not in thread.digests:
-            new.setdefault(digest, typed)
-        return digest
 
     def put_writes(
         self,
@@ -461,7 +257,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             if not rows:
                 return
             record = {"ns": ns, "checkpoint": checkpoint_id, "writes": rows}
-            (event_id,) = self._append_side(thread, [(WRITES, record, None)])
+            (event_id,) = append_side(thread, [(WRITES, record, None)])
             index_writes(thread, event_id, record)
 
     def delete_thread(self, thread_id: str) -> None:
@@ -486,7 +282,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
             events = [session.event(entry.id) for entry in session.entries()]
             target.session.import_events(events, source=session)
             # The copied records are indexed by opening the copy afresh.
-            _close_thread(target)
+            close_thread(target)
             self._threads.pop(str(target_thread_id))
             self._writer(target_thread_id)
 
@@ -517,7 +313,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         if not runs:
             return
         with self._lock:
-            for thread_id in self._thread_ids():
+            for thread_id in stored_thread_ids(self.store):
                 thread = self._writer(thread_id)
                 doomed = {
                     (ns, cid)
