@@ -44,6 +44,10 @@ TEXTS = {
     "km": "ខ្ញុំស្រឡាញ់អ្នក",
     "my": "မင်္ဂလာပါခင်ဗျား",
     "thmix": "done: กินข้าวแล้ว123",
+    # Symbols FTS5's Unicode 6.1 tables took for letters: an emoji added
+    # since, an icon font's glyph (private use), glued to a word.
+    "emoji": "🤖agent finished🥲",
+    "icon": "branch\ue0a0main",
 }
 
 QUERIES = {
@@ -104,6 +108,13 @@ QUERIES = {
     "អ្នក": {"km"},
     "ခင်ဗျား": {"my"},
     "မင်္ဂလာ": {"my"},
+    "agent": {"emoji"},
+    "finished": {"emoji"},
+    "🤖agent": {"emoji"},
+    "agent🥲": {"emoji"},
+    '"agent finished"': {"emoji"},
+    "main": {"icon"},
+    "branch": {"icon"},
 }
 
 

@@ -42,7 +42,8 @@ __all__ = ["SCHEMA_VERSION", "SearchIndex", "IndexStats", "index_location", "ope
 #: is a word of its own; 4: a terminal's escape codes are not part of the
 #: text (``recordtext.strip_terminal_codes``); 5: the text of thinking
 #: parts is (``recordtext.reasoning_text``); 6: so is each character of
-#: Thai, Lao, Myanmar and Khmer. An index of version 2 to 5 is upgraded in
+#: Thai, Lao, Myanmar and Khmer, and a word ends at an emoji
+#: (``symbols.py``). An index of version 2 to 5 is upgraded in
 #: place (``upgrade.py``).
 SCHEMA_VERSION = "6"
 #: Events written per transaction: short enough that another process's

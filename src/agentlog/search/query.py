@@ -23,6 +23,7 @@ import re
 from ..errors import SearchError, SearchWarning
 from .diacritics import SEPARATING_MARKS
 from .scripts import pieces, split
+from .symbols import without_symbols
 
 __all__ = ["Node", "SearchError", "SearchWarning", "Term", "highlight_words", "parse_query", "to_match"]
 
@@ -37,8 +38,9 @@ _MARKED_WORD = re.compile(f"[^\\W_]+(?:[{SEPARATING_MARKS}]+[^\\W_]+)*")
 
 def _quote(text: str) -> str:
     # FTS5 splits a quoted string as it split the text: a run of Chinese or
-    # Japanese characters becomes the phrase of its characters.
-    return '"' + split(text).replace('"', '""') + '"'
+    # Japanese characters becomes the phrase of its characters. A symbol (an
+    # emoji) is no word to any backend: left out, as PostgreSQL's words are.
+    return '"' + split(without_symbols(text)).replace('"', '""') + '"'
 
 
 def to_match(query: str) -> str:

@@ -39,6 +39,8 @@ import bisect
 import functools
 import re
 
+from .symbols import MARK, separate
+
 __all__ = [
     "CJK_RANGES",
     "CLASS",
@@ -111,8 +113,6 @@ def unspaced(ch: str) -> bool:
     return at >= 0 and ord(ch) <= RANGES[at][1]
 
 
-#: U+200B ZERO WIDTH SPACE: a separator to unicode61, invisible in text.
-MARK = "\u200b"
 #: The kana voicing marks (ギ is キ and U+3099 decomposed). They are not
 #: accents: they change the sound and the word, and neither index folds
 #: them away, so the folding for snippets and ranking keeps them too.
@@ -121,10 +121,12 @@ KANA_MARKS = "\u3099\u309a"
 
 def split(text: str) -> str:
     """``text`` with ``MARK`` between each two characters of these scripts,
-    and between such a character and a letter or digit next to it: what
+    and between such a character and a letter or digit next to it (and
+    between a symbol and a word it touches: ``symbols.separate``): what
     FTS5 indexes and is asked for."""
     if text.isascii():
         return text
+    text = separate(text)
 
     def marked(run: re.Match[str]) -> str:
         out = MARK.join(run.group())

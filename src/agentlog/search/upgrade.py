@@ -43,7 +43,8 @@ def upgrade(conn: sqlite3.Connection, store: Store, version: str, current: str) 
 
 def _rewrite_texts(conn: sqlite3.Connection) -> None:
     """Version 2 indexed a run of Chinese or Japanese as one word,
-    versions 2 to 5 one of Thai, Lao, Myanmar or Khmer, and versions 2 and
+    versions 2 to 5 one of Thai, Lao, Myanmar or Khmer (and a word glued
+    to a newer emoji), and versions 2 and
     3 a terminal's escape codes glued to the words they colour. Only the
     texts holding such characters change, and the stored text says which:
     it is read from the index alone, a batch at a time (seconds for a
