@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from agentlog import Store
 from agentlog.search import search
 from agentlog.search.scripts import MARK, pieces, split, unsplit
+from index_support import as_older_index, assert_upgraded_in_place, matches
 
 HAN = st.characters(min_codepoint=0x4E00, max_codepoint=0x4E40)
 KANA = st.characters(min_codepoint=0x30A1, max_codepoint=0x30B0)
@@ -79,32 +80,14 @@ def test_an_index_of_version_2_is_upgraded_in_place(tmp_path: Path) -> None:
     """Version 2 stored a run of Chinese as one word. Opening such an index
     splits the texts that hold these scripts, in place: nothing is read
     from the sessions again, and the words inside the run are found."""
-    import sqlite3
-
-    from agentlog.search import catch_up
-    from agentlog.search.index import SCHEMA_VERSION, index_location
-
     store = Store(tmp_path / "home")
     with store.create(session_id="s") as s:
         zh = s.append("message", {"content": "数据库连接失败"}, role="user").id
         s.append("message", {"content": "plain english text"}, role="assistant")
-    catch_up(store)
-    path = index_location(store.home)
-    assert path is not None
-    conn = sqlite3.connect(path)
-    with conn:  # what version 2 wrote: the text as it is
-        for rowid, text in conn.execute("SELECT rowid, text FROM fts").fetchall():
-            conn.execute("UPDATE fts SET text = ? WHERE rowid = ?", (unsplit(text), rowid))
-        conn.execute("UPDATE info SET value = '2' WHERE key = 'schema'")
-    assert conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", ('"连"',)).fetchone()[0] == 0
-    conn.close()
-
-    stats = catch_up(store)
-    assert (stats.sessions_indexed, stats.events_added) == (0, 0)  # upgraded, not rebuilt
+    path = as_older_index(store, "2")
+    assert matches(path, '"连"') == 0
+    assert_upgraded_in_place(store, path)
     assert [h.event_id for h in search(store, "连接", refresh=False)] == [zh]
     assert [h.event_id for h in search(store, "连接", session="s", role="user", refresh=False)] == [zh]  # tags kept
     assert [h.snippet for h in search(store, "english", refresh=False)] == ["plain english text"]
-    conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM info WHERE key = 'schema'").fetchone() == (SCHEMA_VERSION,)
-    conn.close()
     store.close()

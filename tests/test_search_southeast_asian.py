@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import random
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentlog import Store
-from agentlog.search import catch_up, search
-from agentlog.search.index import SCHEMA_VERSION, index_location
+from agentlog.search import search
 from agentlog.search.query import parse_query
 from agentlog.search.scripts import SOUTHEAST_ASIAN_RANGES, split, unspaced, unsplit
 from conftest import PG_DSN
+from index_support import as_older_index, assert_upgraded_in_place, matches
 from pg_support import needs_pg, pg_url, sql
 
 SENTENCE = "ผมชอบกินข้าวผัดมาก"
@@ -62,24 +61,11 @@ def test_an_index_of_version_5_is_upgraded_in_place(tmp_path: Path) -> None:
     with store.create(session_id="s") as s:
         thai = s.append("message", {"content": SENTENCE}, role="user").id
         s.append("message", {"content": "plain english text"}, role="assistant")
-    catch_up(store)
-    path = index_location(store.home)
-    assert path is not None
-    conn = sqlite3.connect(path)
-    with conn:  # what version 5 wrote: the Thai run as it is
-        for rowid, text in conn.execute("SELECT rowid, text FROM fts").fetchall():
-            conn.execute("UPDATE fts SET text = ? WHERE rowid = ?", (unsplit(text), rowid))
-        conn.execute("UPDATE info SET value = '5' WHERE key = 'schema'")
-    assert conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", ('"ข"',)).fetchone()[0] == 0
-    conn.close()
-
-    stats = catch_up(store)
-    assert (stats.sessions_indexed, stats.events_added) == (0, 0)  # upgraded, not rebuilt
+    path = as_older_index(store, "5")
+    assert matches(path, '"ข"') == 0
+    assert_upgraded_in_place(store, path)
     assert [h.event_id for h in search(store, "กิน", refresh=False)] == [thai]
     assert [h.event_id for h in search(store, "กิน", session="s", role="user", refresh=False)] == [thai]
-    conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM info WHERE key = 'schema'").fetchone() == (SCHEMA_VERSION,)
-    conn.close()
     store.close()
 
 

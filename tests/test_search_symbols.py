@@ -5,18 +5,17 @@ every backend (``agentlog.search.symbols``): ``agent`` is found in
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentlog import Store
-from agentlog.search import catch_up, search
-from agentlog.search.index import SCHEMA_VERSION, index_location
+from agentlog.search import search
 from agentlog.search.query import parse_query, to_match
 from agentlog.search.scripts import MARK, split, unsplit
 from agentlog.search.symbols import separate, without_symbols
+from index_support import as_older_index, assert_upgraded_in_place, matches
 
 PIECES = st.sampled_from(
     ["agent", "é", "e\u0301", "🤖", "🥲", "\ue0a0", "─", "✅", "数据", "กิน", " ", "-", "1", "\u200b"]
@@ -59,21 +58,8 @@ def test_an_index_of_version_5_separates_them_in_place(tmp_path: Path) -> None:
     store = Store(tmp_path / "home")
     with store.create(session_id="s") as s:
         glued = s.append("message", {"content": "🤖agent finished"}, role="assistant").id
-    catch_up(store)
-    path = index_location(store.home)
-    assert path is not None
-    conn = sqlite3.connect(path)
-    with conn:  # what version 5 wrote: the text as it is
-        for rowid, text in conn.execute("SELECT rowid, text FROM fts").fetchall():
-            conn.execute("UPDATE fts SET text = ? WHERE rowid = ?", (unsplit(text), rowid))
-        conn.execute("UPDATE info SET value = '5' WHERE key = 'schema'")
-    assert conn.execute("SELECT count(*) FROM fts WHERE fts MATCH 'agent'").fetchone() == (0,)
-    conn.close()
-
-    stats = catch_up(store)
-    assert (stats.sessions_indexed, stats.events_added) == (0, 0)  # upgraded, not rebuilt
+    path = as_older_index(store, "5")
+    assert matches(path, "agent") == 0
+    assert_upgraded_in_place(store, path)
     assert [h.event_id for h in search(store, "agent", refresh=False)] == [glued]
-    conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM info WHERE key = 'schema'").fetchone() == (SCHEMA_VERSION,)
-    conn.close()
     store.close()
