@@ -22,6 +22,7 @@ from agentlog import Store
 from agentlog._fs import OsFs
 from agentlog.backends.files import index as index_module
 from agentlog.backends.files.index import ENTRY_SIZE, HEADER_SIZE, Index, entry_of, read_intact_entries
+from agentlog.backends.files.index_format import NameTable
 from agentlog.errors import StorageError
 from agentlog.event import NIL_ID, format_timestamp
 from speedups_support import speedups
@@ -36,7 +37,7 @@ _LAST_NS = (1 << 63) - 1  # 2262-04-11T23:47:16.854775807Z: the slot's last inst
 def _python_slot(rec: dict[str, Any], chunk: int, offset: int, length: int, codes: dict[str, int]) -> bytes:
     """``Index._encode`` on an index whose table already holds ``codes``."""
     index = Index.__new__(Index)
-    index._names = index_module._Names(list(codes))
+    index._names = NameTable(list(codes))
     return index._encode(entry_of(rec, chunk, offset, length), [])
 
 

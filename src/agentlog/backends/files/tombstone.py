@@ -71,7 +71,7 @@ class Recovered:
 def index_entries_by_location(fs: OsFs, path: str) -> dict[tuple[int, int, int], dict[str, Any]]:
     """Intact entries of the index file (each by its own checksum), keyed by
     the (chunk, offset, length) they frame. A damaged index yields less; a
-    field the index does not hold (see index.py) is None."""
+    field the index does not hold (see index_format.py) is None."""
     out: dict[tuple[int, int, int], dict[str, Any]] = {}
     for e in read_intact_entries(fs, path):
         out[(e.chunk, e.offset, e.length)] = {
