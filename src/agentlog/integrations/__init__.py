@@ -6,6 +6,7 @@
 - ``agentlog.integrations.langgraph``: ``AgentlogSaver`` (LangGraph, extra ``langgraph``)
 
 Nothing here is imported by the core package, and this package imports no
-framework itself: each framework is imported only by its own module (and,
-for LangGraph, the ``_lg_*`` modules it is made of).
+framework itself: each framework is imported only by its own module (and
+the private modules it is made of: ``_adk_*`` for ADK, ``_lg_*`` for
+LangGraph).
 """

@@ -30,6 +30,11 @@
   writers interleave one history. The shared app and user state sessions
   are opened only for each write.
 
+The service is here; what it stands on is in ``_adk_state`` (state's JSON
+form and scopes), ``_adk_events`` (events' stored form, reading them back,
+replaying the session's own state) and ``_adk_scopes`` (the app and user
+state sessions).
+
 Requires the ``adk`` extra.
 """
 
@@ -37,13 +42,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import logging
 import time
 import uuid
 from collections.abc import Generator
 from typing import Any
 
-import orjson
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -55,76 +58,30 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session as AdkSession
 from google.adk.sessions.state import State
-from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from .. import NIL_ID, CorruptionError, Event, InvalidEvent, Session, SessionExists, SessionLocked, Store
+from .. import NIL_ID, Session, SessionExists, Store
+from ._adk_events import (
+    EVENT,
+    FRAMEWORK,
+    event_record,
+    holds_latest_event,
+    own_state,
+    recent_events,
+    stored_already,
+)
+from ._adk_scopes import app_scope_id, head_state, update_scope, user_scope_id
+from ._adk_state import json_state, split_scopes, state_delta_of
 from ._ids import session_key
 from ._locks import release_when_collected, shared_lock
 from ._open_writers import OpenWriters
 
 __all__ = ["AgentlogSessionService"]
 
-FRAMEWORK = "adk"
-EVENT = "adk.event"
-STATE = "adk.state"
 # The words of ADK's DatabaseSessionService (its _STALE_SESSION_ERROR_MESSAGE).
 _STALE_MESSAGE = (
     "The session has been modified in storage since it was loaded. "
     "Please reload the session before appending more events."
 )
-_LOCK_WAIT = 5.0  # seconds a shared-state write waits for another writer to finish
-_log = logging.getLogger(__name__)
-
-
-def _json_state(state: dict[str, Any]) -> dict[str, Any]:
-    """State in its JSON form, as ADK's persistent services store it.
-
-    Datetimes, models and so on become their JSON form. A value with none (a
-    callable) is stored as its ``repr``, with a warning, as ADK's own services
-    do (``make_json_safe_state``), rather than failing the whole session.
-
-    State the store cannot hold (bytes that are not UTF-8, a lone surrogate,
-    an integer beyond 64 bits) is ``InvalidEvent``. It is checked here, before
-    anything is written: a session and its scopes are separate writes, so a
-    value refused by the last of them would leave the first ones behind."""
-    try:
-        try:
-            result: dict[str, Any] = to_jsonable_python(state)
-        except PydanticSerializationError:
-            _log.warning(
-                "session state holds values that are not JSON-serializable (e.g. callables);"
-                " they are stored as their repr, as ADK's persistent services store them",
-                exc_info=True,
-            )
-            result = to_jsonable_python(state, serialize_unknown=True)
-        # The store writes records and metadata with orjson: what it refuses,
-        # every write of this state would refuse.
-        orjson.dumps(result)
-    except (UnicodeError, orjson.JSONEncodeError) as exc:
-        raise InvalidEvent(f"ADK state cannot be stored: {exc}") from None
-    return result
-
-
-def _split(delta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(app, user, session) parts of a state delta; ``temp:`` keys dropped."""
-    app: dict[str, Any] = {}
-    user: dict[str, Any] = {}
-    own: dict[str, Any] = {}
-    for key, value in delta.items():
-        if key.startswith(State.APP_PREFIX):
-            app[key.removeprefix(State.APP_PREFIX)] = value
-        elif key.startswith(State.USER_PREFIX):
-            user[key.removeprefix(State.USER_PREFIX)] = value
-        elif not key.startswith(State.TEMP_PREFIX):
-            own[key] = value
-    return app, user, own
-
-
-def _delta_of(record: Any) -> dict[str, Any]:
-    actions = record.get("actions") if isinstance(record, dict) else None
-    delta = actions.get("state_delta") if isinstance(actions, dict) else None
-    return delta if isinstance(delta, dict) else {}
 
 
 class _Closed:
@@ -183,49 +140,10 @@ class AgentlogSessionService(BaseSessionService):
             return {}
         session, opened = self._read(sid)
         try:
-            if session.head == NIL_ID:
-                return {}
-            record = session.resolve(session.event(session.head)).record
-            return dict(record["state"]) if isinstance(record, dict) else {}
+            return head_state(session)
         finally:
             if opened:
                 session.close()
-
-    def _update_scope(self, sid: str, delta: dict[str, Any], **meta: Any) -> None:
-        if not delta:
-            return
-        deadline = time.monotonic() + _LOCK_WAIT
-        while True:
-            try:
-                if self.store.exists(sid):
-                    session = self.store.open(sid)
-                else:
-                    try:
-                        session = self.store.create(session_id=sid, framework=FRAMEWORK, **meta)
-                    except SessionExists:
-                        session = self.store.open(sid)
-                break
-            except SessionLocked:
-                # Another process is writing this shared scope right now; its
-                # write is short, so wait for it rather than fail the event.
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-        try:
-            state = {}
-            if session.head != NIL_ID:
-                record = session.resolve(session.event(session.head)).record
-                state = dict(record["state"]) if isinstance(record, dict) else {}
-            state.update(delta)
-            session.append(STATE, {"state": state, "delta": delta}, "system")
-        finally:
-            session.close()
-
-    def _app_sid(self, app_name: str) -> str:
-        return session_key("adk-app", app_name)
-
-    def _user_sid(self, app_name: str, user_id: str) -> str:
-        return session_key("adk-user", app_name, user_id)
 
     def _merged(
         self, app_name: str, user_id: str, own: dict[str, Any], seen: dict[str, dict[str, Any]] | None = None
@@ -235,8 +153,8 @@ class AgentlogSessionService(BaseSessionService):
         seen = {} if seen is None else seen
         state = dict(own)
         for prefix, sid in (
-            (State.APP_PREFIX, self._app_sid(app_name)),
-            (State.USER_PREFIX, self._user_sid(app_name, user_id)),
+            (State.APP_PREFIX, app_scope_id(app_name)),
+            (State.USER_PREFIX, user_scope_id(app_name, user_id)),
         ):
             if sid not in seen:
                 seen[sid] = self._scope_state(sid)
@@ -249,7 +167,7 @@ class AgentlogSessionService(BaseSessionService):
         # A blank id asks for a new one, as ADK's services read it.
         session_id = (session_id or "").strip() or str(uuid.uuid4())
         sid = self.session_id_for(app_name, user_id, session_id)
-        app, user, own = _split(_json_state(state or {}))
+        app, user, own = split_scopes(json_state(state or {}))
         now = time.time()
         with self._lock:
             if self.store.exists(sid):
@@ -269,8 +187,8 @@ class AgentlogSessionService(BaseSessionService):
             except SessionExists:
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
             self._writers.put(sid, created)
-            self._update_scope(self._app_sid(app_name), app, app_name=app_name)
-            self._update_scope(self._user_sid(app_name, user_id), user, app_name=app_name, user_id=user_id)
+            update_scope(self.store, app_scope_id(app_name), app, app_name=app_name)
+            update_scope(self.store, user_scope_id(app_name, user_id), user, app_name=app_name, user_id=user_id)
             return AdkSession(
                 app_name=app_name,
                 user_id=user_id,
@@ -289,24 +207,6 @@ class AgentlogSessionService(BaseSessionService):
     ) -> AdkSession:
         return await asyncio.to_thread(self._create, app_name, user_id, state, session_id)
 
-    def _own_state(self, session: Session) -> tuple[dict[str, Any], float]:
-        """The session-scoped state and last update time, replaying any event
-        written after the metadata was (a crash between the two writes)."""
-        meta = session.meta
-        state = dict(meta.get("adk_state") or {})
-        last = float(meta.get("adk_last_update") or 0.0)
-        through = meta.get("adk_through", NIL_ID)
-        newer: list[AdkEvent] = []
-        for event in session.walk():
-            if event.id == through:
-                break
-            if event.kind == EVENT:
-                newer.append(self._decode(session, event))
-        for adk_event in reversed(newer):
-            state.update(_split(adk_event.actions.state_delta or {})[2])
-            last = adk_event.timestamp
-        return state, last
-
     def _get(self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None) -> AdkSession | None:
         # Ids are stored stripped (as by ADK's services), and the Session names
         # the stored id, so that appending through it finds the session.
@@ -317,21 +217,10 @@ class AgentlogSessionService(BaseSessionService):
                 return None
             session, opened = self._read(sid)
             try:
-                own, last = self._own_state(session)
-                events: list[AdkEvent] = []
+                own, last = own_state(session)
                 wanted = config.num_recent_events if config else None
                 after = config.after_timestamp if config else None
-                if wanted != 0:
-                    for event in session.walk():
-                        if event.kind != EVENT:
-                            continue
-                        adk_event = self._decode(session, event)
-                        if after is not None and adk_event.timestamp < after:
-                            break
-                        events.append(adk_event)
-                        if wanted is not None and len(events) >= wanted:
-                            break
-                events.reverse()
+                events = recent_events(session, wanted, after)
             finally:
                 if opened:
                     session.close()
@@ -343,17 +232,6 @@ class AgentlogSessionService(BaseSessionService):
                 events=events,
                 last_update_time=last,
             )
-
-    @staticmethod
-    def _decode(session: Session, event: Event) -> AdkEvent:
-        """The ADK event an ``adk.event`` event holds; damage is a CorruptionError."""
-        record = session.resolve(event).record
-        try:
-            return AdkEvent.model_validate(record)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            reason = f"event {event.id} is not an ADK event: {first['loc']}: {first['msg']}"
-            raise CorruptionError(f"session {session.id}", None, reason) from None
 
     async def get_session(
         self,
@@ -377,7 +255,7 @@ class AgentlogSessionService(BaseSessionService):
                     continue
                 session, opened = self._read(info.id)
                 try:
-                    own, last = self._own_state(session)
+                    own, last = own_state(session)
                 finally:
                     if opened:
                         session.close()
@@ -409,75 +287,30 @@ class AgentlogSessionService(BaseSessionService):
         await asyncio.to_thread(self._delete, app_name, user_id, session_id)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return await asyncio.to_thread(self._scope_state, self._user_sid(app_name, user_id))
-
-    @staticmethod
-    def _is_current(writer: Session, session: AdkSession) -> bool:
-        """Whether the ``Session`` object holds the stored history's latest
-        event (or both hold none). A ``last_update_time`` behind storage is
-        then only a drifted float (a round trip, a caller's adjustment), not a
-        newer revision: ADK's ``DatabaseSessionService`` accepts such a
-        session, and so does this one."""
-        mine = session.events[-1].id if session.events else None
-        for event in writer.walk():
-            if event.kind == EVENT:
-                record = writer.resolve(event).record
-                return isinstance(record, dict) and record.get("id") == mine
-        return mine is None
-
-    @staticmethod
-    def _record(event: AdkEvent) -> dict[str, Any]:
-        """The stored form of an event. Its state delta is stored as the
-        session's state is (``_json_state``): bytes as their text, as ADK's
-        SQL service keeps them, not the base64 the event's own JSON gives
-        them, and bytes that are not UTF-8 refused before anything is written."""
-        record: dict[str, Any] = event.model_dump(mode="json", exclude_none=True)
-        if event.actions is not None and event.actions.state_delta:
-            record["actions"]["state_delta"] = _json_state(dict(event.actions.state_delta))
-        return record
-
-    @staticmethod
-    def _stored_already(writer: Session, record: dict[str, Any]) -> bool:
-        """Whether an equal event (same id, same fields) is stored: ADK's
-        ``append_event`` is idempotent for an equal re-delivery (a retried
-        call), and keeps distinct events that merely share an id. The walk
-        goes back only over events at or after this one's time: an equal
-        event has the same time, and events are appended in time order."""
-        timestamp = record.get("timestamp")
-        for stored in writer.walk():
-            if stored.kind != EVENT:
-                continue
-            held = writer.resolve(stored).record
-            if not isinstance(held, dict):
-                continue
-            if held == record:
-                return True
-            at = held.get("timestamp")
-            if isinstance(at, int | float) and isinstance(timestamp, int | float) and at < timestamp:
-                return False
-        return False
+        return await asyncio.to_thread(self._scope_state, user_scope_id(app_name, user_id))
 
     def _persist(self, session: AdkSession, event: AdkEvent) -> bool:
         """Store ``event``; False when an equal one is stored already."""
         sid = self.session_id_for(session.app_name, session.user_id, session.id)
-        record = self._record(event)
+        record = event_record(event)
         with self._lock:
             if not self.store.exists(sid):
                 raise SessionNotFoundError(f"Session {session.id} not found.")
             writer = self._writer(sid)
-            if self._stored_already(writer, record):
+            if stored_already(writer, record):
                 return False
-            own, stored_last = self._own_state(writer)
-            if stored_last > session.last_update_time and not self._is_current(writer, session):
+            own, stored_last = own_state(writer)
+            if stored_last > session.last_update_time and not holds_latest_event(writer, session):
                 # As ADK's persistent services do: this Session object was read
                 # before another append, and writing through it would lose that one.
                 raise StaleSessionError(_STALE_MESSAGE)
             role = "user" if event.author == "user" else "assistant"
             stored = writer.append(EVENT, record, role)
-            app, user, session_delta = _split(_delta_of(record))
-            self._update_scope(self._app_sid(session.app_name), app, app_name=session.app_name)
-            self._update_scope(
-                self._user_sid(session.app_name, session.user_id),
+            app, user, session_delta = split_scopes(state_delta_of(record))
+            update_scope(self.store, app_scope_id(session.app_name), app, app_name=session.app_name)
+            update_scope(
+                self.store,
+                user_scope_id(session.app_name, session.user_id),
                 user,
                 app_name=session.app_name,
                 user_id=session.user_id,
