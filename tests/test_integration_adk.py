@@ -198,6 +198,26 @@ def test_the_lease_refuses_a_second_writer(tmp_path: Any) -> None:
     assert other.returncode == 0, other.stderr  # once released, the other writer may append
 
 
+def test_a_service_deletes_a_session_another_service_of_the_process_holds(tmp_path: Any) -> None:
+    # Two services over one home (a web app's and an admin task's): the one
+    # that appended holds the session open for writing, and the other's
+    # delete failed with SessionLocked, where ADK's database service deletes.
+    home = tmp_path / "home"
+    first, second = AgentlogSessionService(Store(home)), AgentlogSessionService(Store(home))
+    session = asyncio.run(first.create_session(app_name="app", user_id="u", session_id="s"))
+    asyncio.run(first.append_event(session, text_event("user", "one", time.time())))
+    asyncio.run(second.delete_session(app_name="app", user_id="u", session_id="s"))
+    assert asyncio.run(first.get_session(app_name="app", user_id="u", session_id="s")) is None
+    with pytest.raises(SessionNotFoundError):  # as ADK's services: the session is gone
+        asyncio.run(first.append_event(session, text_event("user", "two", time.time())))
+    again = asyncio.run(first.create_session(app_name="app", user_id="u", session_id="s"))
+    asyncio.run(first.append_event(again, text_event("user", "three", time.time())))
+    got = asyncio.run(second.get_session(app_name="app", user_id="u", session_id="s"))
+    assert got is not None and [e.content.parts[0].text for e in got.events] == ["three"]
+    first.close()
+    second.close()
+
+
 def test_a_real_runner_keeps_the_same_history(store: Store) -> None:
     from collections.abc import AsyncGenerator
 

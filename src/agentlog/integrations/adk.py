@@ -44,6 +44,7 @@ import asyncio
 import copy
 import time
 import uuid
+import weakref
 from collections.abc import Generator
 from typing import Any
 
@@ -94,6 +95,11 @@ class _Closed:
         yield  # a generator that finishes at once
 
 
+#: Every service of this process: a delete makes each of them over the same
+#: store let go of the session first (``_delete``).
+_SERVICES: weakref.WeakSet[AgentlogSessionService] = weakref.WeakSet()
+
+
 class AgentlogSessionService(BaseSessionService):
     """ADK sessions, events and scoped state kept in an agentlog store."""
 
@@ -105,6 +111,7 @@ class AgentlogSessionService(BaseSessionService):
         release_when_collected(self, self._writers.close_all)  # dropped without close()
         # Shared with every service over this store in the process: see _locks.
         self._lock = shared_lock(self.store, FRAMEWORK)
+        _SERVICES.add(self)
 
     # --- ids and sessions -------------------------------------------------------------
     @staticmethod
@@ -277,9 +284,15 @@ class AgentlogSessionService(BaseSessionService):
     def _delete(self, app_name: str, user_id: str, session_id: str) -> None:
         sid = self.session_id_for(app_name, user_id, session_id.strip() if session_id else session_id)
         with self._lock:
-            held = self._writers.pop(sid)
-            if held is not None:
-                held.close()
+            # Every service over this store in the process lets go of it: one
+            # holding it open for writing made the delete fail (SessionLocked),
+            # where ADK's database service deletes whatever another instance
+            # read. The shared lock keeps them all out meanwhile; the next
+            # append through another service finds no session, as ADK's does.
+            for service in [s for s in list(_SERVICES) if s.store.url == self.store.url]:
+                held = service._writers.pop(sid)
+                if held is not None:
+                    held.close()
             if self.store.exists(sid):
                 self.store.delete(sid)
 
