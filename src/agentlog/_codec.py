@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["LineError", "checksum_ok", "decode_line", "encode_line"]
+__all__ = ["LineError", "batch_marker", "checksum_ok", "decode_line", "encode_line"]
 
 _CRC_PREFIX = b',"crc":"'
 _SUFFIX_LEN = len(_CRC_PREFIX) + 8 + 2  # ,"crc":"  8 hex  "}
@@ -84,3 +84,13 @@ def _why_not_intact(raw: bytes) -> str:
     if _HEX8.fullmatch(stored) is None:
         return f"checksum field is not 8 lowercase hex digits: {stored!r}"
     return f"checksum mismatch (stored {stored.decode()}, computed {_crc(raw):08x})"
+
+
+def batch_marker(txn: Any) -> tuple[int, int] | None:
+    """A line's batch marker ``txn`` as (its place in the batch, the batch's
+    size), or None if it is not one: two integers, 0 <= place < size. The
+    one rule the scan, fsck and the index's resume read it by."""
+    if isinstance(txn, list) and len(txn) == 2 and isinstance(txn[0], int) and isinstance(txn[1], int):
+        if 0 <= txn[0] < txn[1]:
+            return txn[0], txn[1]
+    return None

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._codec import LineError, decode_line
+from ..._codec import LineError, batch_marker, decode_line
 from ..._fs import OsFs
 from ..._lease import writer_is_live
 from ...errors import CorruptionError, StorageError
@@ -145,13 +145,7 @@ def scan_log(log: ChunkLog) -> Scan:
             after_damage = True  # the members after it belong to the batch it broke
             continue
         txn = rec.get("txn")
-        if txn is not None and not (
-            isinstance(txn, list)
-            and len(txn) == 2
-            and isinstance(txn[0], int)
-            and isinstance(txn[1], int)
-            and 0 <= txn[0] < txn[1]
-        ):
+        if txn is not None and batch_marker(txn) is None:
             flush_pending("batch broken by a damaged member")
             bad.append(Bad(line.chunk, line.offset, line.length, "malformed batch marker"))
             continue

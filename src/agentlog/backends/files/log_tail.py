@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._codec import LineError, decode_line
+from ..._codec import LineError, batch_marker, decode_line
 from ...errors import CorruptionError
 from ...event import is_event_id, stored_record_problem
 from .chunklog import Line, set_aside
@@ -62,13 +62,7 @@ class LogTail(FileSessionBase):
             except LineError as exc:
                 raise CorruptionError(path, line.offset, str(exc)) from None
             txn = rec.get("txn")
-            if txn is not None and not (
-                isinstance(txn, list)
-                and len(txn) == 2
-                and isinstance(txn[0], int)
-                and isinstance(txn[1], int)
-                and 0 <= txn[0] < txn[1]
-            ):
+            if txn is not None and batch_marker(txn) is None:
                 raise CorruptionError(path, line.offset, f"malformed batch marker {str(txn)[:60]}")
             if pending and (txn is None or txn[0] != len(pending)):
                 first = pending[0][1]

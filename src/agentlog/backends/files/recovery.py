@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._codec import LineError, decode_line
+from ..._codec import LineError, batch_marker, decode_line
 from ...errors import CorruptionError, StorageError
 from ...event import NIL_ID, stored_record_problem
 from .index import Entry, IndexDamaged, entry_of
@@ -75,16 +75,10 @@ class FileRecovery(LogTail):
         """The index entry the log scan resumes after. An index write cut at a
         line boundary (a crash; a reader racing the writer) can end inside a
         batch: then the batch's entries are set aside and it is rescanned whole."""
-        txn = rec.get("txn")
-        if not (
-            isinstance(txn, list)
-            and len(txn) == 2
-            and isinstance(txn[0], int)
-            and isinstance(txn[1], int)
-            and txn[0] + 1 < txn[1]
-        ):
+        marker = batch_marker(rec.get("txn"))
+        if marker is None or marker[0] + 1 == marker[1]:  # not in a batch, or its last line
             return last
-        keep = self.index.count - 1 - txn[0]
+        keep = self.index.count - 1 - marker[0]
         if keep < 0:
             raise IndexDamaged(f"index entry for {last.id} is inside a batch the index does not begin")
         if self.readonly:
