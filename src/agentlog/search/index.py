@@ -43,9 +43,10 @@ __all__ = ["SCHEMA_VERSION", "SearchIndex", "IndexStats", "index_location", "ope
 #: text (``recordtext.strip_terminal_codes``); 5: the text of thinking
 #: parts is (``recordtext.reasoning_text``); 6: so is each character of
 #: Thai, Lao, Myanmar and Khmer, and a word ends at an emoji
-#: (``symbols.py``). An index of version 2 to 5 is upgraded in
-#: place (``upgrade.py``).
-SCHEMA_VERSION = "6"
+#: (``symbols.py``); 7: a word ends there also after a decomposed accent
+#: (``cafe\u0301🤖``, ``cafe\u0301数据``). An index of version 2 to 6 is
+#: upgraded in place (``upgrade.py``).
+SCHEMA_VERSION = "7"
 #: Events written per transaction: short enough that another process's
 #: catch-up waits milliseconds, long enough to amortize the commit.
 BATCH = 500

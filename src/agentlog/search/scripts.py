@@ -39,7 +39,7 @@ import bisect
 import functools
 import re
 
-from .symbols import MARK, separate
+from .symbols import MARK, in_word, separate
 
 __all__ = [
     "CJK_RANGES",
@@ -131,9 +131,9 @@ def split(text: str) -> str:
     def marked(run: re.Match[str]) -> str:
         out = MARK.join(run.group())
         start, end = run.span()
-        if start and text[start - 1].isalnum():  # 错误error: two words, not one
+        if start and in_word(text[start - 1]):  # 错误error: two words, not one
             out = MARK + out
-        if end < len(text) and text[end].isalnum():
+        if end < len(text) and in_word(text[end]):
             out += MARK
         return out
 

@@ -7,11 +7,12 @@ query that way costs a full doclist merge per hit shown).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
 from .diacritics import SEPARATING_MARKS
-from .scripts import CLASS, KANA_MARKS, unspaced
+from .scripts import CLASS, KANA_MARKS, pieces, unspaced
 
 __all__ = ["SNIPPET_CHARS", "make_snippet"]
 
@@ -59,6 +60,7 @@ def _fold(text: str) -> str:
     return text.lower() if text.isascii() else text.translate(_FOLDS)
 
 
+@functools.lru_cache(maxsize=256)  # each hit of a page asks for the same words
 def _word_pattern(word: str, prefix: bool) -> re.Pattern[str]:
     """Where ``word`` (a prefix, or not) stands in a folded text."""
     # A word of Chinese or Japanese is found inside a run of such
@@ -70,7 +72,9 @@ def _word_pattern(word: str, prefix: bool) -> re.Pattern[str]:
         tail = f"{_MARKS}*"
     else:
         tail = f"{_GOES_ON}*{_MARKS}*" if prefix else f"{_MARKS}*(?!{_GOES_ON})"
-    body = f"{_MARKS}*".join(re.escape(_fold(piece)) for piece in re.split(f"{_MARKS}+", word))
+    # Between two letters of those scripts, the text may hold marks the
+    # word has not: the index finds ขาว in ข้าว (a mark is no word to it).
+    body = f"{_MARKS}*".join(re.escape(_fold(run)) for piece in re.split(f"{_MARKS}+", word) for run in pieces(piece))
     return re.compile(head + body + tail)
 
 
@@ -103,15 +107,22 @@ def make_snippet(text: str, words: list[tuple[str, bool]]) -> tuple[str, tuple[t
             break
         size *= 4
     lo, hi = _window(len(text), min((at for _, at in found if at < before), default=0))
-    # Read up to a margin past the window: a match that reaches the margin
-    # is matched again against the whole text, whose next character decides
-    # where a word ends.
-    end = min(len(folded), hi + _MARGIN)
+    # A word that starts in the window may end past the part read (a query
+    # word of hundreds of letters): read on to where the longest could end.
+    reach = hi + max((len(word) for word, _ in words), default=0) + _MARGIN
+    if not whole and reach > len(folded):
+        folded = _fold(text[:reach])
+        whole = len(folded) == len(text)
     spans: set[tuple[int, int]] = set()
-    for pattern, at in found:
-        for m in pattern.finditer(folded, max(lo, at), end):
-            match = m if m.end() < end or end == len(text) else pattern.match(_fold(text), m.start())
-            if match is not None and match.start() < hi:
+    for pattern in patterns:
+        for m in pattern.finditer(folded, lo):
+            if m.start() >= hi:
+                break
+            # A match that runs to the end of the part read is matched again
+            # against the whole text, whose next character decides where a
+            # word ends.
+            match = m if whole or m.end() < len(folded) else pattern.match(_fold(text), m.start())
+            if match is not None:
                 spans.add((match.start(), match.end()))
     head = "…" if lo else ""
     shift = len(head) - lo

@@ -30,7 +30,7 @@ import functools
 import re
 import unicodedata
 
-__all__ = ["MARK", "is_symbol", "separate", "without_symbols"]
+__all__ = ["MARK", "in_word", "is_symbol", "separate", "without_symbols"]
 
 #: U+200B ZERO WIDTH SPACE: a separator to unicode61, invisible in text.
 MARK = "\u200b"
@@ -48,6 +48,14 @@ def is_symbol(ch: str) -> bool:
 
 
 _is_symbol = functools.cache(is_symbol)  # separate asks of the same emoji again and again
+
+
+def in_word(ch: str) -> bool:
+    """Whether ``ch`` goes on the word it touches, to FTS5: a letter or a
+    digit, or a mark (an accent, decomposed as in ``cafe\u0301``: FTS5
+    keeps it in the word, and drops it). A mark FTS5 ends a word at (a Thai
+    vowel sign) counts too: a ``MARK`` beside it changes no word."""
+    return ch.isalnum() or (len(ch) == 1 and unicodedata.category(ch)[0] == "M")
 
 
 @functools.cache
@@ -83,7 +91,7 @@ def separate(text: str) -> str:
         for ch in run.group() + (text[end] if end < len(text) else ""):
             # a symbol and a letter or digit side by side: never two symbols,
             # nor two letters (a character of Chinese past the plane is one)
-            if before and (_is_symbol(before) and ch.isalnum() or before.isalnum() and _is_symbol(ch)):
+            if before and (_is_symbol(before) and in_word(ch) or in_word(before) and _is_symbol(ch)):
                 out.append(MARK)
             out.append(ch)
             before = ch
@@ -93,7 +101,31 @@ def separate(text: str) -> str:
 
 
 def without_symbols(text: str) -> str:
-    """``text`` with each symbol a space: what a query's words are."""
+    """``text`` with each symbol a space where it starts or ends a word:
+    what a query's words are. A symbol inside a word (``build🤖ok``) stays,
+    so the query is the phrase the SQLite index holds for that text
+    (``build``, ``🤖``, ``ok``); PostgreSQL's words of it are the same
+    phrase without the symbol, and find the same text."""
     if text.isascii():
         return text
-    return _candidates().sub(lambda run: "".join(" " if _is_symbol(ch) else ch for ch in run.group()), text)
+
+    def dropped(run: re.Match[str]) -> str:
+        start, end = run.span()
+        chars = run.group()
+        symbol = [_is_symbol(ch) for ch in chars]
+        # the character before and after each one that is not a symbol (a
+        # run may hold letters too: any character past the plane is in it)
+        left, last = [], text[start - 1] if start else ""
+        for ch, sym in zip(chars, symbol, strict=True):
+            left.append(last)
+            last = last if sym else ch
+        right, last = [""] * len(chars), text[end] if end < len(text) else ""
+        for at in range(len(chars) - 1, -1, -1):
+            right[at] = last
+            last = last if symbol[at] else chars[at]
+        return "".join(
+            " " if sym and not (in_word(lo) and in_word(hi)) else ch
+            for ch, sym, lo, hi in zip(chars, symbol, left, right, strict=True)
+        )
+
+    return _candidates().sub(dropped, text)

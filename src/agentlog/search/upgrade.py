@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["UPGRADED_IN_PLACE", "upgrade"]
 
 #: The versions brought to the current one in place (index.SCHEMA_VERSION).
-UPGRADED_IN_PLACE = ("2", "3", "4", "5")
+UPGRADED_IN_PLACE = ("2", "3", "4", "5", "6")
 #: Rows rewritten per transaction.
 _BATCH = 2000
 
@@ -35,7 +35,7 @@ _BATCH = 2000
 def upgrade(conn: sqlite3.Connection, store: Store, version: str, current: str) -> None:
     """Bring the index from ``version`` (one of UPGRADED_IN_PLACE) to ``current``."""
     _rewrite_texts(conn)
-    if version != "5":
+    if version in ("2", "3", "4"):
         _index_thinking(conn, store)
     with write(conn):
         conn.execute("UPDATE info SET value = ? WHERE key = 'schema'", (current,))
@@ -44,7 +44,8 @@ def upgrade(conn: sqlite3.Connection, store: Store, version: str, current: str) 
 def _rewrite_texts(conn: sqlite3.Connection) -> None:
     """Version 2 indexed a run of Chinese or Japanese as one word,
     versions 2 to 5 one of Thai, Lao, Myanmar or Khmer (and a word glued
-    to a newer emoji), and versions 2 and
+    to a newer emoji), versions 2 to 6 a word ending in a decomposed accent
+    glued to such a character or emoji, and versions 2 and
     3 a terminal's escape codes glued to the words they colour. Only the
     texts holding such characters change, and the stored text says which:
     it is read from the index alone, a batch at a time (seconds for a
