@@ -29,6 +29,11 @@ Connection = psycopg.Connection[tuple[object, ...]]
 #: Rows read per statement by a step that rewrites search texts (a blob's
 #: data is read one at a time: it has no upper size).
 _BATCH = 1000
+#: The kind a blob's search text is made for: that of the first event
+#: written with it, as a write makes the text once, for the first (a
+#: payload shared by events of two kinds is rare, but then the text must
+#: not depend on the order a scan happens to return them in).
+_BLOB_KIND = "(SELECT kind FROM events WHERE events.digest = blobs.digest ORDER BY ts, session_id, seq LIMIT 1)"
 
 
 def _text_now(kind: str, payload: bytes, where: str, migration: str = "0010") -> str | None:
@@ -74,7 +79,7 @@ def thinking_text(conn: Connection) -> None:
     digest = ""
     while True:
         blobs = conn.execute(
-            "SELECT digest, (SELECT kind FROM events WHERE events.digest = blobs.digest LIMIT 1) FROM blobs"
+            f"SELECT digest, {_BLOB_KIND} FROM blobs"
             " WHERE digest > %s AND strpos(search_text, '[thinking]') > 0 ORDER BY digest LIMIT %s",
             (digest, _BATCH),
         ).fetchall()
@@ -219,8 +224,7 @@ def southeast_asian_by_character(conn: Connection) -> None:
             _store_text(conn, "events", (session_id, event_id), now)
     for (digest,) in conn.execute(f"SELECT DISTINCT digest FROM blob_parts WHERE {holds}").fetchall():
         row = conn.execute(
-            "SELECT data, (SELECT kind FROM events WHERE events.digest = blobs.digest LIMIT 1) FROM blobs"
-            " WHERE digest = %s",
+            f"SELECT data, {_BLOB_KIND} FROM blobs WHERE digest = %s",
             (digest,),
         ).fetchone()
         now = _text_now(str(row[1] or "custom"), cast(bytes, row[0]), f"blob {digest}", "0013") if row else None
