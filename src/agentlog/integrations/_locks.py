@@ -60,7 +60,11 @@ def release_when_collected(owner: object, close: Callable[[], object]) -> weakre
     thread allocated at that moment, which may hold a lock that closing
     takes (the registry of open writers, while it opens a session), and
     would wait on itself for ever. An adapter's own ``close()`` closes in
-    its own thread and ``detach()``es the finalizer."""
+    its caller's thread. The Agents SDK session's then ``detach()``es the
+    finalizer (it holds one session, which is gone); the LangGraph saver
+    and the ADK service keep theirs, because they may be used after
+    ``close()``, which opens sessions again: collected, they close those,
+    and closing none is nothing."""
     finalizer = weakref.finalize(owner, _close_in_a_thread, close)
     finalizer.atexit = False
     return finalizer
