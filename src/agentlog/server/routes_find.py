@@ -54,7 +54,7 @@ def find_routes(service: Service) -> list[Route]:
                 raise ApiError(400, "invalid_parameter", str(exc)) from None
             return found, failed
 
-        hits, failed = await service.run(work)
+        hits, failed = await service.run(work, service.search_limiter)
         return json_response(
             {
                 "hits": [hit.to_dict() for hit in hits],

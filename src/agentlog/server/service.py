@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+import anyio
 import anyio.to_thread
 
 from .. import Session, Store
@@ -54,6 +55,10 @@ class Service:
         self._indexing = threading.Lock()  # one catch-up of the search index at a time
         self._stop = threading.Event()
         self._warmer: threading.Thread | None = None
+        # A search waits for the index's first build (minutes for a million
+        # events) inside its worker thread; on the shared pool, a few waiting
+        # searches took every thread and froze every other route.
+        self.search_limiter = anyio.CapacityLimiter(4)
 
     @property
     def own_index(self) -> bool:
@@ -105,8 +110,9 @@ class Service:
         with self._locks_guard:
             return self._locks.setdefault(session_id, threading.Lock())
 
-    async def run(self, fn: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(fn)
+    async def run(self, fn: Callable[[], T], limiter: anyio.CapacityLimiter | None = None) -> T:
+        """``fn()`` in a worker thread: of the shared pool, or of ``limiter``'s."""
+        return await anyio.to_thread.run_sync(fn, limiter=limiter)
 
     async def read(self, session_id: str, fn: Callable[[Session], T]) -> T:
         """``fn(session)`` on the session opened read-only, in a worker thread."""

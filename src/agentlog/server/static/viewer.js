@@ -282,6 +282,7 @@ async function showSession(sid, target) {
   $("session-view").hidden = false;
   if (view.sid !== sid) {
     stopStream();
+    clearDelta();
     // Not "on" from the session shown before: this one's stream is not open yet.
     $("live-state").textContent = "connecting";
     $("live-state").className = "";
@@ -504,6 +505,7 @@ function scheduleFrame() {
   view.frame = requestAnimationFrame(() => {
     view.frame = null;
     flushConversation();
+    if (!view.at && view.shown && view.head !== view.shown) scheduleRedraw();
     if (view.treeDirty) { view.treeDirty = false; view.treeDraw = false; renderTree(); }
     else if (view.treeDraw) { view.treeDraw = false; drawTree(); }
   });
@@ -808,6 +810,10 @@ function startStream() {
     // CLOSED: the browser gave up (the session was deleted: a 404); else it retries.
     live.textContent = source.readyState === EventSource.CLOSED ? "off" : "reconnecting";
     live.className = "off";
+  });
+  source.addEventListener("ready", (msg) => {
+    const head = JSON.parse(msg.data).head;
+    if (head && head !== view.head) { view.head = view.streamHead = head; view.streamSeq += 1; showPath(view.at); }
   });
   source.addEventListener("settled", (msg) => onSettled(JSON.parse(msg.data)));
   source.addEventListener("head", (msg) => {
