@@ -320,8 +320,9 @@ class ImportSourceError(AgentlogError):
 
 
 class SourceNotFound(ImportSourceError):
-    def __init__(self, path: str) -> None:
-        super().__init__(f"no such file or directory: {path}")
+    def __init__(self, path: str, reason: str = "no such file or directory") -> None:
+        # reason: also "not a regular file or a directory" (a device, a FIFO)
+        super().__init__(f"{reason}: {path}")
         self.path = path
 
 

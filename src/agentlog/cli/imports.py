@@ -149,7 +149,8 @@ def import_(
         if os.path.isdir(paths[0]):
             raise click.BadParameter(f"{shown(paths[0])} is a directory: give the bundle file", param_hint="'PATH'")
         if not os.path.isfile(paths[0]):
-            raise click.BadParameter(f"no such file: {shown(paths[0])}", param_hint="'PATH'")
+            what = "not a regular file" if os.path.exists(paths[0]) else "no such file"
+            raise click.BadParameter(f"{what}: {shown(paths[0])}", param_hint="'PATH'")
         import_file(app, fmt, paths[0], as_json)
         return 0
     importer = get_importer(fmt)

@@ -28,6 +28,8 @@ def expand_paths(importer: Importer, paths: list[str] | tuple[str, ...], *, allo
             files.extend(found)
         elif os.path.isfile(root):
             files.append(root)
+        elif os.path.exists(root):  # a device, a FIFO: not read as a session file
+            raise SourceNotFound(root, "not a regular file or a directory")
         else:
             raise SourceNotFound(root)
     seen: set[str] = set()

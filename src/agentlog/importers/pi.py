@@ -215,10 +215,14 @@ class PiImporter(Importer):
         if isinstance(obj.get("id"), str):
             source["id"] = obj["id"]
         message = obj.get("message")
-        if kind == "message" and isinstance(message, dict):
+        if kind == "message":
+            if not isinstance(message, dict):
+                # a damaged entry: reported with its file and line (and kept
+                # whole), as the Claude Code importer does, not a silent side line
+                raise TypeError(f"the message of a 'message' entry is {type(message).__name__}, not an object")
             self._message(b, line, obj, message, parent, keys, source, ts)
         elif kind == "compaction":
-            self._compaction(b, line, obj, parent, keys, ts)
+            self._compaction(b, line, obj, parent, keys, source, ts)
         elif kind == "branch_summary":
             record = {
                 "summary": obj.get("summary") or "",
@@ -391,6 +395,7 @@ class PiImporter(Importer):
         obj: dict[str, Any],
         parent: str | None,
         keys: tuple[str, ...],
+        source: dict[str, Any],
         ts: int | None,
     ) -> None:
         first = None
@@ -408,7 +413,10 @@ class PiImporter(Importer):
             "tokens_before": obj.get("tokensBefore"),
             "tokens_after": obj.get("tokensAfter"),
             "previous_compaction_id": b.state["last_compaction"],
-            "source": {"fields": split_fields(obj, _ENTRY + ("summary", "details", "tokensBefore", "tokensAfter"))},
+            "source": {
+                **source,
+                "fields": split_fields(obj, _ENTRY + ("summary", "details", "tokensBefore", "tokensAfter")),
+            },
         }
         p = b.emit("compaction", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
         b.put(b.state, "last_compaction", p.id)

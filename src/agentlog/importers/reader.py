@@ -149,7 +149,14 @@ def read_file(path: str, skip_prefix: Callable[[bytes], int], tails: Tails | Non
             if old.digest is not None and seen == old.tail and skip_prefix(head) == old.skip:
                 f.seek(old.consumed)
                 fresh = f.read()
-                fd = parse_lines(path, fresh, old.skip, old.consumed, old.last_line)
+                # A last line taken whole before its newline was written: the
+                # newline now at the start ends that line, and is no blank line
+                # (counted as one, it made every later line's number one more).
+                previous = seen or head
+                ending = 0
+                if previous and not previous.endswith(b"\n"):
+                    ending = 2 if fresh.startswith(b"\r\n") else 1 if fresh.startswith(b"\n") else 0
+                fd = parse_lines(path, fresh[ending:], old.skip, old.consumed + ending, old.last_line)
                 added = fresh[: fd.consumed - old.consumed]
                 fd.digest = old.digest.copy()
                 fd.digest.update(added)
