@@ -168,3 +168,40 @@ def test_a_device_or_fifo_is_named_not_a_regular_file(tmp_path: Path) -> None:
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("agentlog: error: "), result.stderr
         assert "no such file" not in lines[0], lines[0]
+
+
+def test_an_integer_beyond_64_bits_is_reported_not_rounded(tmp_path: Path) -> None:
+    """Was a bug (silent corruption): orjson reads an integer beyond 64
+    bits as a float, without an error. reader._parse calls orjson.loads and
+    only falls back to a check (``_storable``: "an integer beyond 64 bits
+    (the stdlib parser reads those)") when orjson *fails*, which it never
+    does for such a number. So a tool call's argument 2**65 is stored as
+    3.6893488147419103e+19 (and written back into ``arguments`` as that
+    text: the call the model made is altered), with no malformed line and
+    no warning. ``agentlog append`` and the server refuse such a number
+    precisely so that it is never stored as a float (docs/cli.md,
+    docs/server.md).
+
+    Expected: the line is not silently rounded: either kept exactly (e.g.
+    as its raw text in a custom event) and reported in the file's
+    malformed lines or warnings."""
+    src = tmp_path / "src"
+    src.mkdir()
+    path = src / f"2026_{PI_ID}.jsonl"
+    big = 2**65
+    call = {
+        "type": "message",
+        "id": "a0000001",
+        "parentId": None,
+        "timestamp": "2026-01-01T10:00:01.000Z",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "toolCall", "id": "c1", "name": "kill", "arguments": {"pid": big}}],
+        },
+    }
+    path.write_text(_dump(_pi_header()) + "\n" + _dump(call) + "\n")
+    store = Store(tmp_path / "home")
+    report = run_import(store, FORMATS["pi"], [str(path)])
+    stored = json.dumps([e.record for e in load(store, PI_SESSION).events])
+    assert str(big) in stored, stored[:400]  # the line's text, kept whole
+    assert [n for _, n, _ in report.malformed] == [2], report.to_dict()

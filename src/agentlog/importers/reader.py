@@ -14,7 +14,9 @@ same; a full import checks the whole prefix."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +58,8 @@ Tails = dict[str, FileData]
 #: and an event's record holds parts of a line a few levels deeper than the
 #: line does (``source.merged[i].message``...), so the rest is left for that.
 MAX_DEPTH = 200
+#: Digits enough for an integer beyond 64 bits (2**64 has 20).
+_LONG_DIGITS = re.compile(rb"\d{20}")
 _HEADROOM = 254 - MAX_DEPTH
 
 
@@ -74,6 +78,12 @@ def _parse(body: bytes) -> tuple[dict[str, Any] | None, str | None, str | None]:
         return None, f"invalid JSON: {exc}", None
     if not isinstance(value, dict):
         return None, f"not a JSON object but {type(value).__name__}", None
+    # orjson reads an integer beyond 64 bits as a float, without an error: the
+    # stdlib parser reads it exactly, and such a line is kept as its text
+    # (``agentlog append`` and the server refuse one, for the same reason).
+    if _LONG_DIGITS.search(body) and body.count(b"{") + body.count(b"[") <= MAX_DEPTH:
+        if not _storable(json.loads(body)):
+            return None, "an integer beyond 64 bits (agentlog would store it rounded)", None
     # Counting brackets (strings' included) is cheap, and no deeper than their number.
     if body.count(b"{") + body.count(b"[") > MAX_DEPTH and not _storable(value):
         return None, f"nested more than {MAX_DEPTH} levels deep (agentlog cannot store it)", None
