@@ -40,13 +40,20 @@ class BuilderLoading(BuilderLines):
         stored = stamp_ns(updated, 0) if isinstance(updated, str) else 0
         self.dated_ns = max(stored, self.store.backend.stats(self.session_id).updated_ns)
         latest = 0
+        last_imported = None
         for entry, slim in slim_rows(self.session):
             self._observe(entry.id, entry.parent_id, entry.kind, slim)
+            if _imported(slim):
+                last_imported = entry.id
             self.rows.append([entry.id, entry.parent_id, entry.kind, slim])
             self.ids.last = max(self.ids.last, uuid.UUID(entry.id).int)
             latest = max(latest, stamp_ns(entry.timestamp, 0))
         self.last_ts = max(self.last_ts, latest)
-        self.cursor = self.session.head
+        # The chain goes on from the event of the last line imported, as a
+        # fresh import's would, not from HEAD: a checkout since, or events
+        # the user appended, are no part of the source's conversation, and
+        # lines without parent links (Codex, pi v1) take the cursor's.
+        self.cursor = last_imported or self.session.head
 
     def _file_states(self, meta: dict[str, Any]) -> dict[str, Any]:
         """The per-file states an earlier import recorded (each is checked
@@ -95,3 +102,10 @@ class BuilderLoading(BuilderLines):
                 self.alias[parent_id] = event_id
                 return
         self.has_chain = True
+
+
+def _imported(slim: Any) -> bool:
+    """Whether an event was written by an import (made from a line of a
+    file, or copied for a resume), not appended by hand."""
+    source = slim.get("source") if isinstance(slim, dict) else None
+    return isinstance(source, dict) and (isinstance(source.get("file"), str) or "copied_from" in source)
