@@ -136,7 +136,14 @@ def free_port() -> int:
 @contextmanager
 def live_server(store: Store, **options: Any) -> Iterator[str]:
     """The app under a real uvicorn on loopback, in a thread; yields its base URL."""
-    app = create_app(store, **options)
+    with serve_app(create_app(store, **options)) as url:
+        yield url
+
+
+@contextmanager
+def serve_app(app: Any) -> Iterator[str]:
+    """``app`` (already made, so a test can reach ``app.state``) under a real
+    uvicorn on loopback, in a thread; yields its base URL."""
     port = free_port()
     # The command's own settings (keep-alive included), with a short
     # graceful shutdown so that an open stream does not hold a test up.

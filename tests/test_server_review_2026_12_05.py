@@ -9,7 +9,6 @@ request in the browser (Playwright routing) while another writer commits."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -20,14 +19,11 @@ import pytest
 
 pytest.importorskip("starlette", reason="the 'server' extra is not installed")
 httpx = pytest.importorskip("httpx")
-import uvicorn  # noqa: E402
-from sse_starlette.sse import AppStatus  # noqa: E402
 
 from agentlog import Store  # noqa: E402
 from agentlog.server import create_app  # noqa: E402
-from agentlog.server.run import server_config  # noqa: E402
 from browser_support import ARGS, CHROMIUM, needs_chromium  # noqa: E402
-from server_support import free_port, live_server  # noqa: E402
+from server_support import live_server, serve_app  # noqa: E402
 
 API = "/api/v1"
 
@@ -35,27 +31,6 @@ pytestmark = pytest.mark.timeout(120)
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-@contextmanager
-def served(app: Any) -> Iterator[str]:
-    """``app`` (already made, so a test can reach ``app.state``) under a real
-    uvicorn on loopback, with the command's own settings; yields its URL."""
-    port = free_port()
-    server = uvicorn.Server(server_config(app, "127.0.0.1", port, timeout_graceful_shutdown=2))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the test server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        AppStatus.should_exit = True
-        server.should_exit = True
-        thread.join(10)
-        AppStatus.should_exit = False
 
 
 @contextmanager
@@ -269,7 +244,7 @@ def test_searches_waiting_for_the_index_do_not_starve_the_other_routes(tmp_path:
         s.append("message", {"content": "hello world"}, role="user")
     app = create_app(store)
     service = app.state.service
-    with served(app) as base:
+    with serve_app(app) as base:
         # Let the real warm-up of this tiny store finish, then hold its lock
         # as a long warm-up (a large store) would.
         assert httpx.get(f"{base}{API}/search", params={"q": "hello"}, timeout=30).status_code == 200
