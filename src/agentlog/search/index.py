@@ -44,9 +44,10 @@ __all__ = ["SCHEMA_VERSION", "SearchIndex", "IndexStats", "index_location", "ope
 #: parts is (``recordtext.reasoning_text``); 6: so is each character of
 #: Thai, Lao, Myanmar and Khmer, and a word ends at an emoji
 #: (``symbols.py``); 7: a word ends there also after a decomposed accent
-#: (``cafe\u0301🤖``, ``cafe\u0301数据``). An index of version 2 to 6 is
-#: upgraded in place (``upgrade.py``).
-SCHEMA_VERSION = "7"
+#: (``cafe\u0301🤖``, ``cafe\u0301数据``); 8: a text is read composed
+#: (``composed.py``: Korean written by macOS). An index of version 2 to 7
+#: is upgraded in place (``upgrade.py``).
+SCHEMA_VERSION = "8"
 #: Events written per transaction: short enough that another process's
 #: catch-up waits milliseconds, long enough to amortize the commit.
 BATCH = 500

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from ..errors import SearchError, SearchWarning
+from .composed import composed
 from .diacritics import SEPARATING_MARKS
 from .scripts import pieces, split
 from .symbols import without_symbols
@@ -111,7 +112,7 @@ def _balanced(operator: str, operands: list[Node]) -> Node:
 
 def _parts(query: str) -> list[str]:
     parts: list[str] = []
-    for found in _TOKEN.finditer(query):
+    for found in _TOKEN.finditer(composed(query)):
         phrase, word = found.group(1), found.group(2)
         # Text without a letter or digit (``*``, ``...``, an emoji) holds
         # no word the index has, so it would match nothing and the query
@@ -164,7 +165,7 @@ def highlight_words(query: str) -> list[tuple[str, bool]]:
     whole, not its two letters wherever each stands."""
     words: list[tuple[str, bool]] = []
     negated = False
-    for found in _TOKEN.finditer(query):
+    for found in _TOKEN.finditer(composed(query)):
         phrase, word = found.group(1), found.group(2)
         if word in _OPERATORS:
             negated = word == "NOT"

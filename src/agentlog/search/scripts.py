@@ -39,6 +39,7 @@ import bisect
 import functools
 import re
 
+from .composed import composed
 from .symbols import MARK, in_word, separate
 
 __all__ = [
@@ -123,10 +124,10 @@ def split(text: str) -> str:
     """``text`` with ``MARK`` between each two characters of these scripts,
     and between such a character and a letter or digit next to it (and
     between a symbol and a word it touches: ``symbols.separate``): what
-    FTS5 indexes and is asked for."""
+    FTS5 indexes and is asked for, composed first (``composed``)."""
     if text.isascii():
         return text
-    text = separate(text)
+    text = separate(composed(text))
 
     def marked(run: re.Match[str]) -> str:
         out = MARK.join(run.group())

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["UPGRADED_IN_PLACE", "upgrade"]
 
 #: The versions brought to the current one in place (index.SCHEMA_VERSION).
-UPGRADED_IN_PLACE = ("2", "3", "4", "5", "6")
+UPGRADED_IN_PLACE = ("2", "3", "4", "5", "6", "7")
 #: Rows rewritten per transaction.
 _BATCH = 2000
 
@@ -45,7 +45,8 @@ def _rewrite_texts(conn: sqlite3.Connection) -> None:
     """Version 2 indexed a run of Chinese or Japanese as one word,
     versions 2 to 5 one of Thai, Lao, Myanmar or Khmer (and a word glued
     to a newer emoji), versions 2 to 6 a word ending in a decomposed accent
-    glued to such a character or emoji, and versions 2 and
+    glued to such a character or emoji, versions 2 to 7 a text not
+    composed (a Korean file name as macOS writes it), and versions 2 and
     3 a terminal's escape codes glued to the words they colour. Only the
     texts holding such characters change, and the stored text says which:
     it is read from the index alone, a batch at a time (seconds for a

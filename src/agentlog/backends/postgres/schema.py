@@ -16,6 +16,7 @@ from ...search.scripts import CJK_RANGES, RANGES, postgres_class
 from .steps import (
     WORD_TABLES,
     Connection,
+    composed_texts,
     long_texts_in_parts,
     southeast_asian_by_character,
     thinking_text,
@@ -276,6 +277,13 @@ MIGRATIONS: Sequence[tuple[str, Sequence[Step]]] = (
         # rewrites each table once (their punctuation read by a regular
         # expression now, not translate(): the same words, faster).
         (southeast_asian_by_character, *_search_columns(_ALL_BY_CHARACTER, WORD_TABLES)),
+    ),
+    (
+        "0014_texts_composed",
+        # A text is indexed composed (search.composed), as the SQLite index
+        # reads it: the rows of a text that is not are written again, and
+        # their generated columns follow.
+        (composed_texts,),
     ),
 )
 

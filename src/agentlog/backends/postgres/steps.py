@@ -10,6 +10,7 @@ from typing import cast
 
 import psycopg
 
+from ...search.composed import composed, uncomposed_ranges
 from ...search.diacritics import index_words
 from ...search.query import SearchWarning
 from ...search.scripts import SOUTHEAST_ASIAN_RANGES, postgres_class
@@ -18,6 +19,7 @@ from .textparts import KEPT_POSITIONS, MAX_CHARS, MAX_WORDS, MIN_CHARS, index_pa
 
 __all__ = [
     "WORD_TABLES",
+    "composed_texts",
     "long_texts_in_parts",
     "southeast_asian_by_character",
     "thinking_text",
@@ -228,5 +230,43 @@ def southeast_asian_by_character(conn: Connection) -> None:
             (digest,),
         ).fetchone()
         now = _text_now(str(row[1] or "custom"), cast(bytes, row[0]), f"blob {digest}", "0013") if row else None
+        if now is not None:
+            _store_text(conn, "blobs", (digest,), now)
+
+
+def composed_texts(conn: Connection) -> None:
+    """Until 0014 a text was indexed as written; now composed
+    (``search.composed``): a Korean file name as macOS writes it was
+    found by no query typed. A text held whole that is not composed is
+    stored again composed (in parts, if it needs them now). A text held in
+    parts is made again from its record, as a write makes it now: its
+    parts overlap, and would not give the text back. Only rows holding a
+    character that a composed text may lack are read."""
+    holds = f"search_text ~ '{postgres_class(uncomposed_ranges())}'"
+    for table in ("events", "blobs"):
+        for key, text in _texts(conn, table, holds):
+            if composed(text) != text:
+                _store_text(conn, table, key, composed(text))
+    cut = conn.execute(f"SELECT DISTINCT session_id, id::text FROM event_parts WHERE {holds}").fetchall()
+    for session_id, event_id in cut:
+        parts = conn.execute(
+            "SELECT search_text FROM event_parts WHERE session_id = %s AND id = %s::uuid", (session_id, event_id)
+        ).fetchall()
+        if all(composed(str(part)) == part for (part,) in parts):
+            continue
+        row = conn.execute(
+            "SELECT kind, record::text FROM events WHERE session_id = %s AND id = %s::uuid AND record IS NOT NULL",
+            (session_id, event_id),
+        ).fetchone()
+        where = f"event {event_id} of session {session_id}"
+        now = _text_now(str(row[0]), str(row[1]).encode(), where, "0014") if row else None
+        if now is not None:
+            _store_text(conn, "events", (session_id, event_id), now)
+    for (digest,) in conn.execute(f"SELECT DISTINCT digest FROM blob_parts WHERE {holds}").fetchall():
+        parts = conn.execute("SELECT search_text FROM blob_parts WHERE digest = %s", (digest,)).fetchall()
+        if all(composed(str(part)) == part for (part,) in parts):
+            continue
+        row = conn.execute(f"SELECT data, {_BLOB_KIND} FROM blobs WHERE digest = %s", (digest,)).fetchone()
+        now = _text_now(str(row[1] or "custom"), cast(bytes, row[0]), f"blob {digest}", "0014") if row else None
         if now is not None:
             _store_text(conn, "blobs", (digest,), now)

@@ -23,6 +23,7 @@ from ...errors import (
 )
 from ...event import NIL_ID, Event, digest_of
 from ...recordtext import record_text, strip_terminal_codes
+from ...search.composed import composed
 from ...search.diacritics import index_words
 from ..base import (
     Commit,
@@ -77,8 +78,9 @@ def searchable_text(kind: str, payload: bytes) -> str:
     """What search indexes of a record: its text as the SQLite index and the
     exports read it (``recordtext``), without a terminal's escape codes, a NUL (which PostgreSQL text refuses)
     shown as the symbol for one, as the CLI shows it: dropping it glued the
-    words on either side into one ("hello\\x00nul" could not be found by "nul")."""
-    return strip_terminal_codes(record_text(kind, orjson.loads(payload))).replace("\x00", "\u2400")
+    words on either side into one ("hello\\x00nul" could not be found by "nul").
+    Composed (``search.composed``), as the SQLite index reads a text."""
+    return composed(strip_terminal_codes(record_text(kind, orjson.loads(payload))).replace("\x00", "\u2400"))
 
 
 #: A search text and the words indexed of it where they differ (``index_words``).
