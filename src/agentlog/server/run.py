@@ -12,6 +12,7 @@ import uvicorn
 
 from .. import Store
 from .app import create_app
+from .protocol import JsonErrorProtocol
 from .security import is_loopback
 
 __all__ = ["KEEP_ALIVE_SECONDS", "bind", "run_server", "server_config", "viewer_url"]
@@ -41,12 +42,14 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def server_config(app: Any, host: str, port: int, **overrides: Any) -> uvicorn.Config:
-    """uvicorn's settings for the app: quiet, with the keep-alive above."""
+    """uvicorn's settings for the app: quiet, with the keep-alive above, and
+    a JSON answer to a request it cannot parse (``protocol.py``)."""
     settings: dict[str, Any] = {
         "log_level": "warning",
         "access_log": False,
         "lifespan": "on",
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+        "http": JsonErrorProtocol,
         **overrides,
     }
     return uvicorn.Config(app, host=host, port=port, **settings)
