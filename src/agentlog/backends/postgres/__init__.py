@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from psycopg_pool import ConnectionPool
 from ...errors import (
     CorruptionError,
     SearchError,
+    SearchWarning,
     SessionExists,
     SessionLocked,
     SessionNotFound,
@@ -55,7 +57,7 @@ from ..sqlrows import (
 )
 from .lease import LEASE_MODES, PostgresLease, held_here
 from .schema import migrate
-from .search import search_sql, to_hits
+from .search import search_sql, to_hits, unfolded_case
 from .storage import META as _META
 from .storage import PostgresSessionStorage, channel_of, insert_commit, meta_columns
 
@@ -164,6 +166,7 @@ class PostgresBackend(Backend):
         with self.errors():
             with psycopg.connect(dsn, autocommit=True) as conn:
                 migrate(conn, schema)
+                self._unfolded_case = unfolded_case(conn)
             self._pool: ConnectionPool[Conn] = ConnectionPool(
                 dsn,
                 min_size=0,  # a writer reads on its own connection: open pooled ones only when asked
@@ -399,6 +402,9 @@ class PostgresBackend(Backend):
         """PostgreSQL's own full-text index answers ``agentlog search`` (no derived file)."""
         if not query.strip():
             raise SearchError("an empty query matches nothing: give a word")
+        if self._unfolded_case is not None:
+            warnings.warn(SearchWarning(self._unfolded_case), stacklevel=2)
+            self._unfolded_case = None  # once per store: every search would repeat it
         statement, args = search_sql(
             query,
             session=session,

@@ -19,12 +19,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import psycopg
+
 from ...search.diacritics import strip_diacritics
 from ...search.query import Node, highlight_words, parse_query
 from ...search.snippet import make_snippet
 from ..base import SearchHit
 
-__all__ = ["search_sql", "to_hits"]
+__all__ = ["search_sql", "to_hits", "unfolded_case"]
+
+
+def unfolded_case(conn: psycopg.Connection[Any]) -> str | None:
+    """Why search on this database tells letters beyond ASCII apart by their
+    case, or None where it does not. PostgreSQL lowercases a text's words
+    and a query's by the database's ``LC_CTYPE``: under ``C`` (not
+    ``C.UTF-8``) only ASCII letters, so ``ошибка`` never finds ``Ошибка``.
+    The database is fixed when created, so the search says so instead."""
+    row = conn.execute(
+        "SELECT lower(%s) = %s, datctype FROM pg_database WHERE datname = current_database()", ("ÄΣЖ", "äσж")
+    ).fetchone()
+    if row is None or row[0]:
+        return None
+    return (
+        f"this PostgreSQL database lowercases ASCII letters only (its LC_CTYPE is {row[1]}), so search"
+        " finds other letters (Cyrillic, Greek) only in the case they were written;"
+        " a database created with a UTF-8 LC_CTYPE (such as C.UTF-8) finds them in either"
+    )
 
 
 def _lexeme(word: str) -> str:

@@ -1,0 +1,68 @@
+"""A PostgreSQL database whose LC_CTYPE is C lowercases ASCII letters only,
+so its search tells ``Ошибка`` from ``ошибка``; the first search of a store
+on it says so (a SearchWarning, one line in the CLI), and a database with a
+UTF-8 LC_CTYPE says nothing. A real database is created for it."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from agentlog import Store
+from agentlog.errors import SearchWarning
+from agentlog.search import search
+from conftest import PG_DSN
+from pg_support import needs_pg, pg_url
+
+pytestmark = needs_pg
+
+DATABASE = "agentlog_test_ctype_c"
+
+
+def _on_database(dsn: str, name: str) -> str:
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+@pytest.fixture
+def c_database() -> Iterator[str]:
+    psycopg = pytest.importorskip("psycopg")
+    assert PG_DSN
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DATABASE} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'")
+    try:
+        yield _on_database(PG_DSN, DATABASE)
+    finally:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
+
+
+def _searched(store: Store, query: str) -> tuple[int, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hits = search(store, query)
+    return len(hits), [str(w.message) for w in caught if issubclass(w.category, SearchWarning)]
+
+
+def test_a_database_with_lc_ctype_c_says_its_search_keeps_case(c_database: str) -> None:
+    store = Store(f"{c_database}?schema=s")
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "Ошибка подключения"}, role="user")
+    count, said = _searched(store, "ошибка")
+    assert count == 0  # what the warning is about
+    (message,) = said
+    assert "LC_CTYPE is C" in message and "C.UTF-8" in message
+    assert _searched(store, "Ошибка") == (1, [])  # once per store
+    store.close()
+
+
+def test_a_database_with_a_utf8_lc_ctype_says_nothing(pg_schema: str) -> None:
+    store = Store(pg_url(pg_schema))
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "Ошибка подключения"}, role="user")
+    assert _searched(store, "ошибка") == (1, [])
+    store.close()
