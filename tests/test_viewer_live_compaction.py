@@ -14,8 +14,8 @@ pytest.importorskip("starlette", reason="the 'server' extra is not installed")
 pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 from agentlog import Store  # noqa: E402
-from browser_support import needs_chromium, watched_page  # noqa: E402
 from browser_support import browser as browser  # noqa: E402,F401  (a fixture)
+from browser_support import needs_chromium, watched_page  # noqa: E402
 from server_support import live_server  # noqa: E402
 
 pytestmark = [needs_chromium, pytest.mark.timeout(120)]
