@@ -1,7 +1,8 @@
 """A compaction that arrives live folds the history it summarized into the
 collapsible section above it, and the conversation is drawn as a reload
-draws it (the tree reloads on a compaction: viewer.js ``onSettled``).
-Real uvicorn, real Chromium through Playwright."""
+draws it (viewer.js ``appendToPath``). Before, the section appeared only
+after a reload, unless some other redraw happened to come first. Real
+uvicorn, real Chromium through Playwright."""
 
 from __future__ import annotations
 

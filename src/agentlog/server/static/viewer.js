@@ -697,6 +697,15 @@ function revealEvent(id) {
 function appendToPath(e) {
   view.path.push(e);
   view.pathIndex.set(e.id, view.path.length - 1);
+  if (e.kind === "compaction") {
+    // The history it summarized folds into the section above it, as a
+    // reload draws it: the conversation is drawn again from the path.
+    const atBottom = window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 200;
+    renderConversation(view.path);
+    const last = view.bottom.previousElementSibling;
+    if (atBottom && last) last.scrollIntoView({ block: "end" });
+    return;
+  }
   // Drawn only if the window reaches the end of the path (with what waits for this frame).
   if (view.win.end + view.pending.length === view.path.length - 1) {
     view.pending.push(e);
