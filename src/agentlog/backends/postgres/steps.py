@@ -5,7 +5,7 @@ and records an older build left (``schema.MIGRATIONS`` runs them)."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import cast
 
 import psycopg
@@ -214,24 +214,7 @@ def southeast_asian_by_character(conn: Connection) -> None:
         for key, text in _texts(conn, table, f"length(search_text) >= {MIN_CHARS} AND {holds}"):
             if len(index_parts(text)) > 1:
                 _store_text(conn, table, key, text)
-    cut = conn.execute(f"SELECT DISTINCT session_id, id::text FROM event_parts WHERE {holds}").fetchall()
-    for session_id, event_id in cut:
-        row = conn.execute(
-            "SELECT kind, record::text FROM events WHERE session_id = %s AND id = %s::uuid AND record IS NOT NULL",
-            (session_id, event_id),
-        ).fetchone()
-        where = f"event {event_id} of session {session_id}"
-        now = _text_now(str(row[0]), str(row[1]).encode(), where, "0013") if row else None
-        if now is not None:
-            _store_text(conn, "events", (session_id, event_id), now)
-    for (digest,) in conn.execute(f"SELECT DISTINCT digest FROM blob_parts WHERE {holds}").fetchall():
-        row = conn.execute(
-            f"SELECT data, {_BLOB_KIND} FROM blobs WHERE digest = %s",
-            (digest,),
-        ).fetchone()
-        now = _text_now(str(row[1] or "custom"), cast(bytes, row[0]), f"blob {digest}", "0013") if row else None
-        if now is not None:
-            _store_text(conn, "blobs", (digest,), now)
+    _parts_again(conn, holds, "0013")
 
 
 def composed_texts(conn: Connection) -> None:
@@ -245,28 +228,40 @@ def composed_texts(conn: Connection) -> None:
     holds = f"search_text ~ '{postgres_class(uncomposed_ranges())}'"
     for table in ("events", "blobs"):
         for key, text in _texts(conn, table, holds):
-            if composed(text) != text:
-                _store_text(conn, table, key, composed(text))
+            now = composed(text)
+            if now != text:
+                _store_text(conn, table, key, now)
+    _parts_again(conn, holds, "0014", lambda part: composed(part) != part)
+
+
+def _parts_again(
+    conn: Connection, holds: str, migration: str, wrong: Callable[[str], bool] = lambda part: True
+) -> None:
+    """Make again from its record, as a write makes it now, the search text
+    of each record held in parts of which one meets the SQL condition
+    ``holds`` (and, of those parts, one is ``wrong``): overlapping parts
+    do not give the text back. A record that cannot be parsed keeps its
+    parts, with a warning (``_text_now``)."""
     cut = conn.execute(f"SELECT DISTINCT session_id, id::text FROM event_parts WHERE {holds}").fetchall()
     for session_id, event_id in cut:
         parts = conn.execute(
             "SELECT search_text FROM event_parts WHERE session_id = %s AND id = %s::uuid", (session_id, event_id)
         ).fetchall()
-        if all(composed(str(part)) == part for (part,) in parts):
+        if not any(wrong(str(part)) for (part,) in parts):
             continue
         row = conn.execute(
             "SELECT kind, record::text FROM events WHERE session_id = %s AND id = %s::uuid AND record IS NOT NULL",
             (session_id, event_id),
         ).fetchone()
         where = f"event {event_id} of session {session_id}"
-        now = _text_now(str(row[0]), str(row[1]).encode(), where, "0014") if row else None
+        now = _text_now(str(row[0]), str(row[1]).encode(), where, migration) if row else None
         if now is not None:
             _store_text(conn, "events", (session_id, event_id), now)
     for (digest,) in conn.execute(f"SELECT DISTINCT digest FROM blob_parts WHERE {holds}").fetchall():
         parts = conn.execute("SELECT search_text FROM blob_parts WHERE digest = %s", (digest,)).fetchall()
-        if all(composed(str(part)) == part for (part,) in parts):
+        if not any(wrong(str(part)) for (part,) in parts):
             continue
         row = conn.execute(f"SELECT data, {_BLOB_KIND} FROM blobs WHERE digest = %s", (digest,)).fetchone()
-        now = _text_now(str(row[1] or "custom"), cast(bytes, row[0]), f"blob {digest}", "0014") if row else None
+        now = _text_now(str(row[1] or "custom"), cast(bytes, row[0]), f"blob {digest}", migration) if row else None
         if now is not None:
             _store_text(conn, "blobs", (digest,), now)
