@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from .. import SearchError, SearchHit, Session
 from ..export import EXPORT_FORMATS, export_session
+from ..export.redact import Redactor
 from . import params
 from .encode import json_response
 from .errors import ApiError
@@ -69,6 +70,16 @@ def find_routes(service: Service) -> list[Route]:
             raise ApiError(400, "bad_parameter", f"format: use one of {', '.join(EXPORT_FORMATS)}")
         all_branches = params.flag(request, "all_branches")
         redact = params.flag(request, "redact")
+        name = f"{sid}.{'jsonl' if fmt == 'bundle' else fmt}"
+        disposition = {"Content-Disposition": f'attachment; filename="{name}"'}
+        if request.method == "HEAD":
+            # A HEAD made the whole export only to throw it away: a link
+            # checker's HEAD of a gigabyte session cost what a download
+            # does. It gets the same checks and headers as a GET, without
+            # the Content-Length, which only making the export tells (RFC
+            # 9110 section 9.3.2 allows leaving it out), and no body.
+            await service.read(sid, lambda _session: Redactor() if redact else None)
+            return StreamingResponse(iter(()), media_type=_TYPES[fmt], headers=disposition)
 
         def work(session: Session) -> IO[bytes]:
             # Written to a file (in memory while small), then streamed: an
@@ -92,8 +103,7 @@ def find_routes(service: Service) -> list[Route]:
             finally:
                 body.close()
 
-        name = f"{sid}.{'jsonl' if fmt == 'bundle' else fmt}"
-        headers = {"Content-Disposition": f'attachment; filename="{name}"', "Content-Length": str(size)}
+        headers = {**disposition, "Content-Length": str(size)}
         return StreamingResponse(chunks(), media_type=_TYPES[fmt], headers=headers)
 
     prefix = "/api/v1"
