@@ -126,6 +126,25 @@ def _shown_url(dsn: str, schema: str) -> str:
 _DEFAULT_LEASE, _DEFAULT_LEASE_TTL = "advisory", 15.0
 
 
+def _check_encoding(conn: psycopg.Connection[Any], url: str) -> None:
+    """Refuse a database not encoded in UTF-8 before anything is written
+    to it: under ``SQL_ASCII`` the store opened and its first write failed
+    with "operator does not exist: uuid = bytea", and another encoding
+    cannot hold every text an agent writes."""
+    row = conn.execute("SHOW server_encoding").fetchone()
+    value = row[0] if row else "unknown"
+    # under SQL_ASCII psycopg gives text back as bytes
+    encoding = value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
+    if encoding != "UTF8":
+        raise StorageError(
+            "postgresql",
+            url,
+            None,
+            f"the database is encoded {encoding}; agentlog stores text as UTF-8 and needs a database"
+            " created with ENCODING 'UTF8'",
+        )
+
+
 def _check_options(schema: object, lease: object, lease_ttl: object) -> None:
     """UnknownBackend for a schema, lease mode or lease_ttl no store can have."""
     if not isinstance(schema, str) or not schema:
@@ -165,6 +184,7 @@ class PostgresBackend(Backend):
         self.url = _shown_url(dsn, schema)
         with self.errors():
             with psycopg.connect(dsn, autocommit=True) as conn:
+                _check_encoding(conn, self.url)
                 migrate(conn, schema)
                 self._unfolded_case = unfolded_case(conn)
             self._pool: ConnectionPool[Conn] = ConnectionPool(

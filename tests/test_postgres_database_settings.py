@@ -1,18 +1,22 @@
-"""A PostgreSQL database whose LC_CTYPE is C lowercases ASCII letters only,
-so its search tells ``Ошибка`` from ``ошибка``; the first search of a store
-on it says so (a SearchWarning, one line in the CLI), and a database with a
-UTF-8 LC_CTYPE says nothing. A real database is created for it."""
+"""What a PostgreSQL database was created with, and agentlog cannot change:
+its encoding and its LC_CTYPE. A database not encoded in UTF-8 is refused
+before anything is written to it. One whose LC_CTYPE is C lowercases ASCII
+letters only, so its search tells ``Ошибка`` from ``ошибка``; the first
+search of a store on it says so (a SearchWarning, one line in the CLI),
+and a database with a UTF-8 LC_CTYPE says nothing. Real databases are
+created for it."""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from agentlog import Store
-from agentlog.errors import SearchWarning
+from agentlog.errors import SearchWarning, StorageError
 from agentlog.search import search
 from conftest import PG_DSN
 from pg_support import needs_pg, pg_url
@@ -20,6 +24,7 @@ from pg_support import needs_pg, pg_url
 pytestmark = needs_pg
 
 DATABASE = "agentlog_test_ctype_c"
+ASCII_DATABASE = "agentlog_test_sql_ascii"
 
 
 def _on_database(dsn: str, name: str) -> str:
@@ -27,18 +32,25 @@ def _on_database(dsn: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
-@pytest.fixture
-def c_database() -> Iterator[str]:
+@contextmanager
+def _database(name: str, encoding: str) -> Iterator[str]:
+    """A new database with ``encoding`` and LC_CTYPE C, dropped after; its DSN."""
     psycopg = pytest.importorskip("psycopg")
     assert PG_DSN
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DATABASE} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'")
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'")
     try:
-        yield _on_database(PG_DSN, DATABASE)
+        yield _on_database(PG_DSN, name)
     finally:
         with psycopg.connect(PG_DSN, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def c_database() -> Iterator[str]:
+    with _database(DATABASE, "UTF8") as dsn:
+        yield dsn
 
 
 def _searched(store: Store, query: str) -> tuple[int, list[str]]:
@@ -66,3 +78,14 @@ def test_a_database_with_a_utf8_lc_ctype_says_nothing(pg_schema: str) -> None:
         s.append("message", {"content": "Ошибка подключения"}, role="user")
     assert _searched(store, "ошибка") == (1, [])
     store.close()
+
+
+def test_a_database_not_encoded_in_utf8_is_refused_before_anything_is_written() -> None:
+    """Was: the store opened, created its schema, and its first write failed
+    with "operator does not exist: uuid = bytea"."""
+    psycopg = pytest.importorskip("psycopg")
+    with _database(ASCII_DATABASE, "SQL_ASCII") as dsn:
+        with pytest.raises(StorageError, match="encoded SQL_ASCII.*ENCODING 'UTF8'"):
+            Store(f"{dsn}?schema=s")
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 's'").fetchone() == (0,)
