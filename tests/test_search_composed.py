@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import importlib
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentlog import Store
+from agentlog.recordtext import strip_terminal_codes
 from agentlog.search import search
+from agentlog.search import upgrade as upgrade_module
 from agentlog.search.composed import composed, uncomposed_ranges
 from agentlog.search.query import highlight_words, parse_query, to_match
 from agentlog.search.scripts import split
@@ -71,17 +78,68 @@ def test_uncomposed_ranges_hold_every_character_a_decomposed_text_needs() -> Non
     assert not any(ord(ch) in held for ch in "한글 café 数据 🤖")  # composed text is sent nowhere
 
 
+@contextmanager
+def as_version_7() -> Iterator[None]:
+    """``split`` as version 7 made it: the text not composed first."""
+    with mock.patch("agentlog.search.scripts.composed", lambda text: text):
+        yield
+
+
 def test_an_index_of_version_7_composes_its_texts_in_place(tmp_path: Path) -> None:
+    """Version 7 put a MARK between each two Korean letters and before a
+    kana voicing mark, so composing its stored text mends nothing: the
+    upgrade takes out a MARK before a character that composes first."""
     store = Store(tmp_path / "home")
     with store.create(session_id="s") as s:
         korean = s.append("message", {"content": nfd(KOREAN)}, role="user").id
+        kana = s.append("message", {"content": nfd("ガイド.md を読む")}, role="user").id
         s.append("message", {"content": "plain words"}, role="user")
-    path = as_older_index(store, "7", nfd)  # as version 7 held a text written decomposed
-    assert matches(path, to_match("한글")) == 0
+    with as_version_7():
+        path = as_older_index(store, "7", lambda text: text)
+    assert matches(path, to_match("한글")) == 0 and matches(path, to_match("ガイド")) == 0
     assert_upgraded_in_place(store, path)
-    assert matches(path, to_match("한글")) == 1
+    assert matches(path, to_match("한글")) == 1 and matches(path, to_match("ガイド")) == 1
     assert [h.event_id for h in search(store, "한글", refresh=False)] == [korean]
+    assert [h.event_id for h in search(store, "ガイド", refresh=False)] == [kana]
     store.close()
+
+
+PIECES = st.sampled_from(
+    [
+        nfd("한글"),
+        "한",
+        nfd("ガイド"),
+        "ガ",
+        "e\u0301",
+        "é",
+        "数据",
+        "กิน",
+        "🤖",
+        "agent",
+        " ",
+        "-",
+        "1",
+        "\u0301",
+        "\u3099",
+        "\u1161",
+        "\u11ab",
+        "\u0e34",
+        "\u094d",
+        "\uf900",
+        "\u212b",
+        "Å",
+        "ग",
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(PIECES, max_size=20))
+def test_the_upgrade_gives_each_text_what_a_new_index_holds(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    with as_version_7():
+        old = split(text)
+    assert split(strip_terminal_codes(upgrade_module._joined(old))) == split(text)
 
 
 @needs_pg

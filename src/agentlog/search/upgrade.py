@@ -10,6 +10,7 @@ the same.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import warnings
 from collections import defaultdict
@@ -17,8 +18,10 @@ from typing import TYPE_CHECKING
 
 from ..errors import AgentlogError, CorruptionError, EventNotFound, SessionNotFound
 from ..recordtext import record_text, strip_terminal_codes
+from .composed import uncomposed_ranges
 from .query import SearchWarning
 from .scripts import split
+from .symbols import MARK
 from .transaction import write
 
 if TYPE_CHECKING:
@@ -59,12 +62,42 @@ def _rewrite_texts(conn: sqlite3.Connection) -> None:
                 "SELECT rowid, text FROM fts WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, _BATCH)
             ).fetchall()
             for rowid, text in rows:
-                marked = split(strip_terminal_codes(text))
+                marked = split(strip_terminal_codes(_joined(text)))
                 if marked != text:
                     conn.execute("UPDATE fts SET text = ? WHERE rowid = ?", (marked, rowid))
         if not rows:
             return
         last = rows[-1][0]
+
+
+def _joined(text: str) -> str:
+    """``text`` without each MARK an earlier version put beside a character
+    that composes with the one before it. Version 7 put one between every
+    two Korean letters and before a kana voicing mark, so a syllable that
+    macOS wrote as its letters (``한`` as three) stayed apart, which
+    composing across a MARK cannot mend; ``split`` then composes the
+    letters and marks the text as it marks a new one (a MARK it needs
+    there, it puts back)."""
+    if MARK not in text:
+        return text
+    composing = _composing()
+    joined: list[str] = []
+    for n, piece in enumerate(text.split(MARK)):
+        # beside such a character on either side: composing may also
+        # reorder marks, which moves what the MARK stood between
+        if (
+            n
+            and not (piece and ord(piece[0]) in composing)
+            and not (joined and joined[-1] and ord(joined[-1][-1]) in composing)
+        ):
+            joined.append(MARK)
+        joined.append(piece)
+    return "".join(joined)
+
+
+@functools.cache
+def _composing() -> frozenset[int]:
+    return frozenset(code for lo, hi in uncomposed_ranges() for code in range(lo, hi + 1))
 
 
 def _index_thinking(conn: sqlite3.Connection, store: Store) -> None:
