@@ -33,13 +33,15 @@ def _on_database(dsn: str, name: str) -> str:
 
 
 @contextmanager
-def _database(name: str, encoding: str) -> Iterator[str]:
+def _database(name: str, encoding: str, extra: str = "") -> Iterator[str]:
     """A new database with ``encoding`` and LC_CTYPE C, dropped after; its DSN."""
     psycopg = pytest.importorskip("psycopg")
     assert PG_DSN
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'")
+        conn.execute(
+            f"CREATE DATABASE {name} TEMPLATE template0 ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C'{extra}"
+        )
     try:
         yield _on_database(PG_DSN, name)
     finally:
@@ -47,9 +49,12 @@ def _database(name: str, encoding: str) -> Iterator[str]:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-@pytest.fixture
-def c_database() -> Iterator[str]:
-    with _database(DATABASE, "UTF8") as dsn:
+@pytest.fixture(params=["libc", "icu"])
+def c_database(request: pytest.FixtureRequest) -> Iterator[str]:
+    """LC_CTYPE C, with libc's collations or ICU's (whose lower() folds
+    every letter, though text search still reads words by LC_CTYPE)."""
+    icu = " LOCALE_PROVIDER icu ICU_LOCALE 'und'" if request.param == "icu" else ""
+    with _database(DATABASE, "UTF8", icu) as dsn:
         yield dsn
 
 

@@ -422,9 +422,6 @@ class PostgresBackend(Backend):
         """PostgreSQL's own full-text index answers ``agentlog search`` (no derived file)."""
         if not query.strip():
             raise SearchError("an empty query matches nothing: give a word")
-        if self._unfolded_case is not None:
-            warnings.warn(SearchWarning(self._unfolded_case), stacklevel=2)
-            self._unfolded_case = None  # once per store: every search would repeat it
         statement, args = search_sql(
             query,
             session=session,
@@ -434,7 +431,11 @@ class PostgresBackend(Backend):
             cwd=os.path.abspath(cwd) if cwd else None,
             limit=limit,
         )
-        return to_hits(self.query(statement, args), query)
+        hits = to_hits(self.query(statement, args), query)
+        if self._unfolded_case is not None:
+            warnings.warn(SearchWarning(self._unfolded_case), stacklevel=2)
+            self._unfolded_case = None  # once per store: every search would repeat it
+        return hits
 
     def repair(self, session_id: str) -> list[str]:
         return []  # the server's WAL recovers its own crashes; damage beyond is reported by verify
