@@ -52,3 +52,30 @@ def test_a_request_uvicorn_cannot_parse_gets_a_json_400(tmp_path, case: str) -> 
         # the server goes on serving
         assert httpx.get(f"{base}/api/v1/sessions", timeout=10).status_code == 200
     store.close()
+
+
+def test_a_malformed_body_after_the_answer_gets_no_second_response(tmp_path) -> None:
+    """The app answered a request whose chunked body it did not read; the
+    client then sends a malformed chunk. Nothing more is written on the
+    connection (a second status line would land after, or inside, the
+    first response): it closes."""
+    store = Store(tmp_path / "home")
+    with store.create(session_id="s") as s:
+        s.append("message", {"content": "hello"}, role="user")
+    with live_server(store) as base:
+        parts = urlsplit(base)
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+            sock.sendall(b"GET /api/v1/sessions/s HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+            received = b""
+            while b"\r\n\r\n" not in received or not received.rstrip().endswith(b"}"):
+                chunk = sock.recv(65536)
+                assert chunk, f"the server closed before answering: {received!r}"
+                received += chunk
+            assert received.startswith(b"HTTP/1.1 200 ")
+            sock.sendall(b"zz\r\n")  # not a chunk size
+            rest = b""
+            while chunk := sock.recv(65536):
+                rest += chunk
+        assert rest == b""
+        assert httpx.get(f"{base}/api/v1/sessions", timeout=10).status_code == 200
+    store.close()

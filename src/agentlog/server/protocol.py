@@ -13,6 +13,7 @@ requests differently.
 
 from __future__ import annotations
 
+import h11
 import orjson
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -23,6 +24,12 @@ class JsonErrorProtocol(H11Protocol):
     """h11's protocol with a JSON body for the 400 it sends itself."""
 
     def send_400_response(self, msg: str) -> None:
+        if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            # A response has begun (a malformed chunk of a body the app
+            # already answered): a second one would land in or after it.
+            # The connection only closes, as uvicorn's own ends up doing.
+            self.transport.close()
+            return
         body = orjson.dumps({"error": {"code": "bad_request", "message": msg}})
         head = [b"HTTP/1.1 400 Bad Request\r\n"]
         head += [name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers]
