@@ -588,26 +588,14 @@ function renderConversation(events, focus) {
   view.pathIndex = new Map(events.map((e, i) => [e.id, i]));
   // History a compaction summarized stays readable: the events before its
   // first kept event are shown in a collapsible section above it.
-  let lastCompaction = -1;
-  events.forEach((e, i) => { if (e.kind === "compaction") lastCompaction = i; });
-  let firstKept = 0;
-  if (lastCompaction >= 0) {
-    const record = events[lastCompaction].record || {};
-    const kept = events.findIndex((e) => e.id === record.first_kept_event_id);
-    firstKept = kept >= 0 && kept < lastCompaction ? kept : lastCompaction;
-  }
+  const firstKept = firstKeptIndex(events);
   view.firstKept = firstKept;
   const top = el("li", { class: "sentinel", "aria-hidden": "true" });
   const bottom = el("li", { class: "sentinel", "aria-hidden": "true" });
   view.preInner = null;
   view.preItem = null;
   const parts = [top];
-  if (firstKept > 0) {
-    view.preInner = el("ol");
-    view.preItem = el("li", {}, el("details", { class: "pre-compaction", open: true },
-      el("summary", { text: `History before compaction (${firstKept} events, summarized for the model)` }), view.preInner));
-    parts.push(view.preItem);
-  }
+  if (firstKept > 0) parts.push(preCompactionSection(firstKept));
   parts.push(bottom);
   out.replaceChildren(...parts);
   view.top = top;
@@ -629,6 +617,41 @@ function renderConversation(events, focus) {
   view.observer = new IntersectionObserver(onSentinel, { rootMargin: "1200px 0px" });
   view.observer.observe(top);
   view.observer.observe(bottom);
+}
+
+// The index of the first event the latest compaction of `events` kept (0
+// without a compaction): the events before it are the history it summarized.
+function firstKeptIndex(events) {
+  let lastCompaction = -1;
+  events.forEach((e, i) => { if (e.kind === "compaction") lastCompaction = i; });
+  if (lastCompaction < 0) return 0;
+  const record = events[lastCompaction].record || {};
+  const kept = events.findIndex((e) => e.id === record.first_kept_event_id);
+  return kept >= 0 && kept < lastCompaction ? kept : lastCompaction;
+}
+
+function preCompactionSection(firstKept) {
+  view.preInner = el("ol");
+  view.preSummary = el("summary", { text: `History before compaction (${firstKept} events, summarized for the model)` });
+  view.preItem = el("li", {}, el("details", { class: "pre-compaction", open: true }, view.preSummary, view.preInner));
+  return view.preItem;
+}
+
+// A compaction that arrived live: the events drawn before its first kept
+// event move into the section above, as they are (an opened blob stays
+// open), and the event read at the top of the screen stays where it was.
+function foldBefore(firstKept) {
+  const drawn = Array.from($("conversation").children).filter((node) => node.dataset.id);
+  const anchor = drawn.find((node) => node.getBoundingClientRect().bottom > 0);
+  const before = anchor ? anchor.getBoundingClientRect().top : 0;
+  if (!view.preItem) view.top.after(preCompactionSection(firstKept));
+  for (const node of drawn) {
+    const index = view.pathIndex.get(node.dataset.id);
+    if (index !== undefined && index < firstKept) view.preInner.append(node);
+  }
+  view.firstKept = firstKept;
+  view.preSummary.textContent = `History before compaction (${firstKept} events, summarized for the model)`;
+  if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - before);
 }
 
 function placeBelow(index, node) {
@@ -699,12 +722,13 @@ function appendToPath(e) {
   view.pathIndex.set(e.id, view.path.length - 1);
   if (e.kind === "compaction") {
     // The history it summarized folds into the section above it, as a
-    // reload draws it: the conversation is drawn again from the path.
-    const atBottom = window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 200;
-    renderConversation(view.path);
-    const last = view.bottom.previousElementSibling;
-    if (atBottom && last) last.scrollIntoView({ block: "end" });
-    return;
+    // reload draws it (a boundary earlier than the one drawn: drawn again).
+    const firstKept = firstKeptIndex(view.path);
+    if (firstKept < view.firstKept) {
+      renderConversation(view.path);
+      return;
+    }
+    if (firstKept > view.firstKept) foldBefore(firstKept);
   }
   // Drawn only if the window reaches the end of the path (with what waits for this frame).
   if (view.win.end + view.pending.length === view.path.length - 1) {
