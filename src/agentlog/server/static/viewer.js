@@ -630,9 +630,13 @@ function firstKeptIndex(events) {
   return kept >= 0 && kept < lastCompaction ? kept : lastCompaction;
 }
 
+function preCompactionTitle(firstKept) {
+  return `History before compaction (${firstKept} events, summarized for the model)`;
+}
+
 function preCompactionSection(firstKept) {
   view.preInner = el("ol");
-  view.preSummary = el("summary", { text: `History before compaction (${firstKept} events, summarized for the model)` });
+  view.preSummary = el("summary", { text: preCompactionTitle(firstKept) });
   view.preItem = el("li", {}, el("details", { class: "pre-compaction", open: true }, view.preSummary, view.preInner));
   return view.preItem;
 }
@@ -650,7 +654,7 @@ function foldBefore(firstKept) {
     if (index !== undefined && index < firstKept) view.preInner.append(node);
   }
   view.firstKept = firstKept;
-  view.preSummary.textContent = `History before compaction (${firstKept} events, summarized for the model)`;
+  view.preSummary.textContent = preCompactionTitle(firstKept);
   if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - before);
 }
 
