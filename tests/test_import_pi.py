@@ -308,3 +308,28 @@ def test_v1_compaction_arriving_in_a_later_poll(store, tmp_path):
     loaded = load(store, f"pi-{SID}")
     (compaction,) = [e for e in loaded.events if e.kind == "compaction"]
     assert loaded.by_id[compaction.record["first_kept_event_id"]].record["content"][0]["text"] == "ONE"
+
+
+def test_branch_summary_as_pi_writes_it_names_the_branch_it_left(store, tmp_path):
+    # pi's branchWithSummary writes fromId == parentId (the entry it branches
+    # from) and "root" for a new root; the branch it leaves ends at the entry
+    # it wrote just before.
+    lines = [
+        {"type": "session", "version": 3, "id": SID, "timestamp": _ts(0), "cwd": "/w"},
+        _v3(1, "bb000001", None, _msg(1, "user", "try A")),
+        _v3(2, "bb000002", "bb000001", _msg(2, "assistant", [{"type": "text", "text": "A fails"}])),
+        _v3(3, "bb000003", "bb000002", _msg(3, "user", "why?")),
+        _v3(4, "bb000004", "bb000003", _msg(4, "assistant", [{"type": "text", "text": "because"}])),
+        _v3(5, "bb000005", "bb000001", {"type": "branch_summary", "fromId": "bb000001", "summary": "A failed"}),
+        _v3(6, "bb000006", "bb000005", _msg(6, "user", "try B")),
+        _v3(7, "bb000007", None, {"type": "branch_summary", "fromId": "root", "summary": "B abandoned"}),
+        _v3(8, "bb000008", "bb000007", _msg(8, "user", "start over")),
+    ]
+    do_import(store, "pi", write_lines(tmp_path / "s.jsonl", lines))
+    k = load(store, f"pi-{SID}").by_key()
+    first = k[f"{SID}:bb000005"].record
+    assert first["abandoned_head"] == k[f"{SID}:bb000004"].id
+    assert first["common_ancestor"] == k[f"{SID}:bb000001"].id
+    second = k[f"{SID}:bb000007"].record
+    assert second["abandoned_head"] == k[f"{SID}:bb000006"].id
+    assert second["common_ancestor"] == "00000000-0000-0000-0000-000000000000"

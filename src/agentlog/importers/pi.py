@@ -187,6 +187,21 @@ class PiImporter(Importer):
         key = f"{b.source_id}:{entry_id}"
         return b.lookup_first(key) if first else b.lookup(key)
 
+    def _abandoned_head(self, b: SessionBuilder, obj: dict[str, Any]) -> str:
+        """The head of the branch a ``branch_summary`` leaves. pi's code
+        (``branchWithSummary``) writes ``fromId`` as the entry it branches
+        *from*, the same as ``parentId`` (or ``"root"``), and never names the
+        leaf it moved away from; that leaf is the entry it wrote last, the
+        line before (pi appends every entry at its leaf). A ``fromId`` that
+        names another entry, as pi's format document shows it, is taken as
+        given."""
+        from_id = obj.get("fromId")
+        if from_id != obj.get("parentId"):
+            named = self._entry(b, from_id)
+            if named is not None:
+                return named
+        return b.cursor
+
     def _parent(self, b: SessionBuilder, obj: dict[str, Any]) -> str | None:
         """The parent event: pi's parentId (v2+), else the chain (v1)."""
         if b.state["version"] < 2:
@@ -227,8 +242,8 @@ class PiImporter(Importer):
             record = {
                 "summary": obj.get("summary") or "",
                 "structured": obj.get("details") or {},
-                "abandoned_head": self._entry(b, obj.get("fromId")),
-                "common_ancestor": b.resolve(parent) if parent else b.cursor,
+                "abandoned_head": self._abandoned_head(b, obj),
+                "common_ancestor": NIL_ID if parent == NIL_ID else b.resolve(parent) if parent else b.cursor,
                 "source": {**source, "fields": split_fields(obj, _ENTRY + ("summary", "details"))},
             }
             b.emit("branch_summary", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
