@@ -230,6 +230,13 @@ class Importer(ABC):
         state a later line needs). Formats without such state keep this."""
         return None
 
+    def rewritten(self, b: SessionBuilder, lines: list[SourceLine], consumed: int) -> bool:
+        """Whether a file whose consumed part changed is the source tool's
+        own rewrite of it, line for line (pi migrating an old session), so
+        that its first ``consumed`` lines are the ones an import already
+        holds. Other tools only append, so by default a change is a change."""
+        return False
+
     def safe_to_flush(self, b: SessionBuilder) -> bool:
         """Whether the pending events may be written now, in the middle of a
         long session: not while a later line could still be merged into

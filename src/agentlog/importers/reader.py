@@ -27,7 +27,7 @@ from ..errors import CorruptionError
 from .model import SourceChanged, SourceLine
 from .salvage import repair_surrogates
 
-__all__ = ["FileData", "Tails", "check_state", "parse_lines", "prefix_state", "read_file"]
+__all__ = ["FileData", "Tails", "check_state", "consumed_lines", "parse_lines", "prefix_state", "read_file"]
 
 #: Bytes before a followed file's old end compared at each poll.
 TAIL_CHECK = 4096
@@ -216,6 +216,11 @@ def check_state(data: bytes, state: Any, path: str, session_id: str) -> int:
     if size > len(data) or hashlib.sha256(data[skip:size]).hexdigest() != digest:
         raise SourceChanged(path, session_id, size)
     return lines
+
+
+def consumed_lines(state: Any, path: str, session_id: str) -> int:
+    """The number of the last line ``state`` consumed (its shape checked)."""
+    return _state_fields(state, os.path.basename(path), session_id)[2]
 
 
 def _state_fields(state: Any, name: str, session_id: str) -> tuple[int, int, int, str]:

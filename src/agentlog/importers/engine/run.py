@@ -15,7 +15,7 @@ from ..base import Importer, name_from_prompt
 from ..builder import SessionBuilder
 from ..model import FileReport, ImportReport, SessionReport, SourceChanged, SourceLine
 from ..naming import SessionNames
-from ..reader import FileData, Tails, check_state, prefix_state, read_file
+from ..reader import FileData, Tails, check_state, consumed_lines, prefix_state, read_file
 from ..repeats import Repeats
 from .lines import LineConverter
 from .stored_keys import StoredKeys
@@ -166,12 +166,17 @@ class Run:
             try:
                 last = check_state(fd.data, state, path, sid)
             except SourceChanged as exc:
-                fr.error = str(exc)
-                self.report.errors.append(str(exc))
-                group.lines = [ln for ln in group.lines if ln.path != path]
-                del group.files[path]
-                self.forget(path)
-                continue
+                last = consumed_lines(state, path, sid)
+                if self.importer.rewritten(b, [ln for ln in group.lines if ln.path == path], last):
+                    note = f"{self.importer.name} rewrote the file; its lines 1-{last} are the ones imported before"
+                    fr.warnings.append((1, note))
+                else:
+                    fr.error = str(exc)
+                    self.report.errors.append(str(exc))
+                    group.lines = [ln for ln in group.lines if ln.path != path]
+                    del group.files[path]
+                    self.forget(path)
+                    continue
             for line in group.lines:
                 if line.path == path and line.lineno <= last:
                     line.new = False
