@@ -230,6 +230,12 @@ class Importer(ABC):
         state a later line needs). Formats without such state keep this."""
         return None
 
+    def finish(self, b: SessionBuilder) -> None:
+        """After a session's new lines are converted: write what the format
+        held back for a later line of the same run (a Claude Code summary
+        written before the line it names). Most formats hold nothing back."""
+        return None
+
     def rewritten(self, b: SessionBuilder, lines: list[SourceLine], consumed: int) -> bool:
         """Whether a file whose consumed part changed is the source tool's
         own rewrite of it, line for line (pi migrating an old session), so

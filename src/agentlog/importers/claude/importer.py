@@ -15,7 +15,7 @@ from ..reader import FileData
 from .assistant import convert_assistant, stored_reply
 from .compaction import convert_boundary
 from .lines import dedup_key, line_time_ns
-from .side import convert_side_line, convert_summary
+from .side import convert_side_line, convert_summary, finish_summaries
 from .user import convert_user
 
 __all__ = ["ClaudeImporter"]
@@ -100,6 +100,11 @@ class ClaudeImporter(Importer):
         # live file's first lines (a permission mode, a snapshot) may carry
         # none of these, and a later pass fills what is still unset.
         objs = [ln.obj for ln in lines if ln.obj is not None]
+        # The uuids this run's new lines hold: a summary naming one of them
+        # waits for it (side.convert_summary).
+        b.state["ahead"] = {
+            ln.obj["uuid"] for ln in lines if ln.new and ln.obj is not None and isinstance(ln.obj.get("uuid"), str)
+        }
         cwd = next((o["cwd"] for o in objs if isinstance(o.get("cwd"), str)), None)
         model = next(
             (
@@ -140,6 +145,9 @@ class ClaudeImporter(Importer):
             convert_summary(b, line, obj)
         else:
             convert_side_line(b, line, obj)
+
+    def finish(self, b: SessionBuilder) -> None:
+        finish_summaries(b)
 
     def restates(self, obj: dict[str, Any]) -> bool:
         # Every conversation line has a uuid; a line without one is state

@@ -12,13 +12,20 @@ from ..model import SourceLine
 from .lines import dedup_key, line_time_ns, uuid_keys
 from .parents import after_parallel_calls
 
-__all__ = ["convert_side_line", "convert_summary"]
+__all__ = ["convert_side_line", "convert_summary", "finish_summaries"]
 
 
-def convert_summary(b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> None:
-    """A ``label`` on the summary's ``leafUuid`` when that event is in the session, else a ``custom`` event."""
+def convert_summary(b: SessionBuilder, line: SourceLine, obj: dict[str, Any], *, waited: bool = False) -> None:
+    """A ``label`` on the summary's ``leafUuid`` when that event is in the
+    session, else a ``custom`` event. Claude Code writes a summary *before*
+    the conversation it names when it resumes one (the new file starts with
+    it, then the history copied); such a summary waits for its leaf, to the
+    end of the run (``finish_summaries``), unless ``waited`` already."""
     leaf = obj.get("leafUuid")
     target = b.keys.get(leaf) if isinstance(leaf, str) else None
+    if target is None and not waited and isinstance(leaf, str) and leaf in b.state.get("ahead", ()):
+        b.put(b.state.setdefault("waiting_summaries", {}), (line.path, line.lineno), line)
+        return
     key = dedup_key(obj)
     keys = (key,) if key else ()
     if target is None:
@@ -32,6 +39,18 @@ def convert_summary(b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) ->
     b.emit("label", None, record, line, keys=keys, side=True)
     if isinstance(obj.get("summary"), str):
         b.put(b.meta_changes, "name", obj["summary"])  # Claude Code shows it as the title
+
+
+def finish_summaries(b: SessionBuilder) -> None:
+    """The summaries that waited for a later line: each a label if its leaf
+    came, else the ``custom`` event it would have been (a repeat of one
+    already written, from another file of the session, adds nothing)."""
+    waiting = b.state.pop("waiting_summaries", {})
+    for line in waiting.values():
+        assert line.obj is not None
+        key = dedup_key(line.obj)
+        if key is None or key not in b.keys:
+            convert_summary(b, line, line.obj, waited=True)
 
 
 def convert_side_line(b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> None:

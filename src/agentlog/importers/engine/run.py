@@ -226,6 +226,8 @@ class Run:
                 self.lines.convert(b, group.source_id, group.files[line.path][1], line, repeats)
                 if len(b.pending) >= self.chunk_events and self.importer.safe_to_flush(b):
                     b.flush(final=False)  # bounded memory for long sessions
+            if new:
+                self.importer.finish(b)
             changed = bool(new)
             for path, (fd, _) in group.files.items():
                 state = prefix_state(fd)
