@@ -44,6 +44,16 @@ def convert_compact_summary(
         b.report.merged += 1
         return
     record = compaction_record(b, text, None, None)
+    boundary = _stored_boundary(b, parent)
+    if boundary is not None:
+        # Its boundary was written by an earlier import (or --follow poll)
+        # that ended between the two lines, and the log is append-only: this
+        # compaction takes the boundary's place, with its size, trigger and
+        # predecessor, so that it reads as a one-shot import's would.
+        record["tokens_before"] = boundary.get("tokens_before")
+        record["trigger"] = boundary.get("trigger")
+        record["previous_compaction_id"] = boundary.get("previous_compaction_id")
+        source["summary_of"] = parent
     record["source"] = source
     p = b.emit(
         "compaction",
@@ -56,6 +66,21 @@ def convert_compact_summary(
         keys=uuid_keys(obj),
     )
     b.put(b.state, "last_compaction", p.id)
+
+
+def _stored_boundary(b: SessionBuilder, event_id: str) -> dict[str, Any] | None:
+    """The record of ``event_id`` if it is a stored compaction still awaiting
+    its summary (a ``compact_boundary`` written before its summary line came)."""
+    if b.kind_of.get(event_id) != "compaction" or event_id in b.by_id or b.session is None:
+        return None
+    event = b.session.event(event_id)
+    record = (event if event.loaded else b.session.resolve(event)).record
+    if not isinstance(record, dict):
+        return None
+    source = record.get("source")
+    if not isinstance(source, dict) or source.get("awaiting_summary") is not True or "copied_from" in source:
+        return None
+    return record
 
 
 def compaction_record(b: SessionBuilder, summary: str, tokens_before: Any, trigger: Any) -> dict[str, Any]:
