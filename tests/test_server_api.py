@@ -89,6 +89,10 @@ def test_list_get_entries_path_context(client: Client, store: Store) -> None:
     assert tree["head"] == ids["head"]
     assert ids["abandoned"] in {e["id"] for e in tree["entries"]}  # both branches are there
     assert tree["labels"] == {ids["compaction"]: ["fixed"]}
+    with store.open(sid) as s:  # what `agentlog label` sets: names in the metadata
+        s.update_meta(labels={"start": ids["first"], "again": ids["compaction"], "fixed": ids["compaction"]})
+    labelled = client.get(f"{API}/sessions/{sid}/entries").json()["labels"]
+    assert labelled == {ids["first"]: ["start"], ids["compaction"]: ["again", "fixed"]}
     assert tree["notes"][ids["compaction"]]["kind"] == "compaction"
     assert tree["notes"][ids["branch_summary"]]["kind"] == "branch_summary"
 

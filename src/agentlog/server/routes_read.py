@@ -25,8 +25,16 @@ _NOTE_CHARS = 2000
 
 def _notes(session: Session) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
     """Labels by target, and the summaries of compactions and branch summaries:
-    what the tree shows beside its nodes (small records, read one by one)."""
+    what the tree shows beside its nodes (small records, read one by one).
+    Labels are those ``agentlog label`` keeps in the session's metadata, as
+    ``tree`` and the exports show them, and the ``label`` events an import
+    wrote."""
     labels: dict[str, list[str]] = {}
+    named = session.meta.get("labels")
+    if isinstance(named, dict):
+        for name, target in sorted(named.items()):
+            if isinstance(target, str):
+                labels.setdefault(target, []).append(str(name))
     notes: dict[str, dict[str, Any]] = {}
     for entry in session.entries():
         if entry.kind not in _NOTE_KINDS:
@@ -35,8 +43,9 @@ def _notes(session: Session) -> tuple[dict[str, list[str]], dict[str, dict[str, 
         if not isinstance(record, dict):
             continue
         if entry.kind == "label":
-            if isinstance(record.get("target"), str) and isinstance(record.get("name"), str):
-                labels.setdefault(record["target"], []).append(record["name"])
+            target, name = record.get("target"), record.get("name")
+            if isinstance(target, str) and isinstance(name, str) and name not in labels.get(target, ()):
+                labels.setdefault(target, []).append(name)
             continue
         summary = record.get("summary")
         note: dict[str, Any] = {
