@@ -13,9 +13,11 @@ in order, even if this process dies.
 from __future__ import annotations
 
 import dataclasses
+import http.client
 import queue
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -45,6 +47,9 @@ class RemoteHub(LiveHub):
 
     def __init__(self, url: str, *, token: str | None = None, max_pending: int = 10_000, timeout: float = 5.0) -> None:
         super().__init__()
+        if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+            # refused here: the sender thread could only fail on every delta
+            raise ValueError(f"RemoteHub needs an http:// or https:// URL, not {url!r}")
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
@@ -59,7 +64,15 @@ class RemoteHub(LiveHub):
         delivered = super().publish(session_id, item)
         if not isinstance(item, Event):
             try:
-                self._queue.put_nowait((session_id, _jsonable(item)))
+                # Encoded here, so that a delta JSON cannot hold (a lone
+                # surrogate, a set) is this delta's loss, not the sender's.
+                body = orjson.dumps(_jsonable(item))
+            except orjson.JSONEncodeError as exc:
+                self.lost += 1
+                self.last_error = f"a delta could not be sent as JSON: {exc}"
+                return delivered
+            try:
+                self._queue.put_nowait((session_id, body))
             except queue.Full:
                 self.lost += 1  # never block the agent: a lost delta is only a live preview
         return delivered
@@ -70,7 +83,11 @@ class RemoteHub(LiveHub):
         if session_id is not None:
             super().close(session_id)
             return
-        self._queue.put(_STOP)
+        try:
+            # A full queue drains while the sender lives; never wait longer than a send.
+            self._queue.put(_STOP, timeout=self.timeout)
+        except queue.Full:
+            self.last_error = "closed with deltas still queued; they were not sent"
         self._thread.join(self.timeout * 2)
 
     def _run(self) -> None:
@@ -89,7 +106,7 @@ class RemoteHub(LiveHub):
                     stop = True
                     break
                 batch.append(more)
-            by_session: dict[str, list[dict[str, Any]]] = {}
+            by_session: dict[str, list[bytes]] = {}
             for session_id, body in batch:
                 by_session.setdefault(session_id, []).append(body)
             for session_id, items in by_session.items():
@@ -97,10 +114,10 @@ class RemoteHub(LiveHub):
             if stop:
                 return
 
-    def _post(self, session_id: str, items: list[dict[str, Any]]) -> None:
+    def _post(self, session_id: str, items: list[bytes]) -> None:
         request = urllib.request.Request(
             f"{self.url}/api/v1/sessions/{session_id}/live",
-            data=orjson.dumps({"items": items}),
+            data=b'{"items":[' + b",".join(items) + b"]}",
             method="POST",
             headers={
                 "Content-Type": "application/json",
@@ -111,7 +128,7 @@ class RemoteHub(LiveHub):
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 response.read()
             self.sent += len(items)
-        except (urllib.error.URLError, OSError) as exc:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             # The server is down or refused: deltas are a preview, the log
             # holds the truth; count the loss and keep the agent running.
             self.lost += len(items)
