@@ -5,6 +5,7 @@ a real socket to a real uvicorn, as a broken client or a scanner sends them."""
 from __future__ import annotations
 
 import json
+import logging
 import socket
 from urllib.parse import urlsplit
 
@@ -79,3 +80,35 @@ def test_a_malformed_body_after_the_answer_gets_no_second_response(tmp_path) -> 
         assert rest == b""
         assert httpx.get(f"{base}/api/v1/sessions", timeout=10).status_code == 200
     store.close()
+
+
+UPGRADES = {
+    "websocket": b"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+    "h2c": b"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UPGRADES))
+def test_an_upgrade_request_is_answered_as_plain_http_through_the_guard(tmp_path, kind: str) -> None:
+    """The server serves no upgrade: the request is an ordinary one, so the
+    Host check and the JSON errors apply (the websockets package, when
+    installed, used to answer a bare text 403 past the Guard), and nothing
+    tells the operator to install a WebSocket library."""
+    store = Store(tmp_path / "home")
+    logged: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: logged.append(record.getMessage())  # type: ignore[method-assign]
+    with live_server(store) as base:
+        # uvicorn's logger does not reach the root's (caplog's): listen to it
+        logging.getLogger("uvicorn.error").addHandler(handler)
+        try:
+            start = b"GET /api/v1/health HTTP/1.1\r\nConnection: Upgrade, close\r\n" + UPGRADES[kind]
+            status, headers, body = _exchange(base, start + b"Host: 127.0.0.1\r\n\r\n")
+            assert status.startswith("HTTP/1.1 200 ") and json.loads(body)["ok"] is True
+            status, headers, body = _exchange(base, start + b"Host: evil.example\r\n\r\n")
+            assert status.startswith("HTTP/1.1 421 ") and headers["content-type"] == "application/json"
+            assert json.loads(body)["error"]["code"] == "bad_host"
+        finally:
+            logging.getLogger("uvicorn.error").removeHandler(handler)
+    store.close()
+    assert not [m for m in logged if "upgrade" in m.lower() or "websocket" in m.lower()]

@@ -23,6 +23,13 @@ __all__ = ["JsonErrorProtocol"]
 class JsonErrorProtocol(H11Protocol):
     """h11's protocol with a JSON body for the 400 it sends itself."""
 
+    def _unsupported_upgrade_warning(self) -> None:
+        # The server serves no upgrade (run.py turns WebSockets off): such a
+        # request is answered as plain HTTP, and uvicorn's two warnings for
+        # it, one telling the operator to install a WebSocket library, would
+        # only mislead. (A uvicorn that renames this hook logs them again.)
+        return None
+
     def send_400_response(self, msg: str) -> None:
         if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             # A response has begun (a malformed chunk of a body the app

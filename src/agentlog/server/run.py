@@ -42,14 +42,18 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def server_config(app: Any, host: str, port: int, **overrides: Any) -> uvicorn.Config:
-    """uvicorn's settings for the app: quiet, with the keep-alive above, and
-    a JSON answer to a request it cannot parse (``protocol.py``)."""
+    """uvicorn's settings for the app: quiet, with the keep-alive above, a
+    JSON answer to a request it cannot parse (``protocol.py``), and no
+    WebSocket upgrades."""
     settings: dict[str, Any] = {
         "log_level": "warning",
         "access_log": False,
         "lifespan": "on",
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         "http": JsonErrorProtocol,
+        # No WebSocket routes: an upgrade request is answered as plain HTTP,
+        # through the Guard, instead of by the websockets package's text 403.
+        "ws": "none",
         **overrides,
     }
     return uvicorn.Config(app, host=host, port=port, **settings)
