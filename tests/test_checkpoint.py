@@ -49,6 +49,24 @@ def test_checkpoint_record_round_trip():
     assert Checkpoint.from_record({"usage": {"calls": "2"}}).usage.calls == 2
 
 
+def test_a_checkpoint_read_back_can_always_be_stored_again(file_store):
+    # Another writer's numbers: a float count beyond 64 bits, a cost kept as
+    # "NaN" (as docs/records.md says to keep one). Read back as they were,
+    # the next turn's checkpoint could not be stored (its reply lost with it),
+    # or NaN + every later cost hid the spend a budget checks.
+    record = {"tool_calls": 1e20, "todos": [{"text": "t", "retries": 1e25}],
+              "usage": {"cost_usd": "NaN", "calls": -1e19, "input_tokens": "Infinity"}}  # fmt: skip
+    cp = Checkpoint.from_record(record)
+    assert cp.tool_calls == 0 and cp.todos[0].retries == 0
+    assert cp.usage == UsageTotals(0, 0, 0.0, 0)
+    assert Checkpoint.from_record({"usage": {"cost_usd": "Infinity"}}).usage.cost_usd == 0.0
+    assert Checkpoint.from_record({"tool_calls": 2**63 - 1}).tool_calls == 2**63 - 1
+    with file_store.create() as s:
+        s.append("state", record)
+        result = Agent(s, ScriptedModel(["Hello."])).run("hi")
+        assert result.text == "Hello." and s.state().usage.calls == 1
+
+
 def test_save_turn_is_one_batch_with_the_state(file_store):
     with file_store.create() as s:
         assert s.state() == Checkpoint()

@@ -88,7 +88,8 @@ class Checkpoint:
     def from_record(cls, record: Any) -> Checkpoint:
         """The checkpoint a ``state`` record holds; lenient about types, since
         the record may come from JSON another writer produced: a number that
-        is not one counts as 0, a todo that is not an object is its text,
+        is not one counts as 0 (so does a count beyond 64 bits, which could
+        not be stored again, and a cost that is NaN or infinite), a todo that is not an object is its text,
         and a record that is not an object is an empty checkpoint
         (``Session.state()`` warns of such a record and looks further back)."""
         if not isinstance(record, Mapping) or not record:
@@ -114,18 +115,28 @@ def _text(value: Any, default: str = "") -> str:
     return default if value is None else str(value)
 
 
+#: The largest count a checkpoint holds: what a record can store again (JSON
+#: integers are 64-bit here); a larger one read back would make the next
+#: checkpoint unwritable, and with it the turn that saves it.
+_MAX_COUNT = 2**63 - 1
+
+
 def _int(value: Any) -> int:
     try:
-        return int(value or 0)
+        count = int(value or 0)
     except (TypeError, ValueError, OverflowError):  # "two", [1], inf, NaN: not a count
         return 0
+    return count if -_MAX_COUNT <= count <= _MAX_COUNT else 0
 
 
 def _float(value: Any) -> float:
     try:
-        return float(value or 0.0)
+        number = float(value or 0.0)
     except (TypeError, ValueError, OverflowError):  # an int beyond a float's range too
         return 0.0
+    # "NaN" or "inf" (how docs/records.md says to keep a number JSON cannot
+    # hold) is no amount: NaN would also hide every later cost (NaN + x).
+    return number if math.isfinite(number) else 0.0
 
 
 def _todo(t: Any) -> Todo:
