@@ -63,8 +63,15 @@ def _matches(ids: Iterable[str], text: str) -> list[str]:
         h = _hex(i)
         if i == text or h.startswith(digits):
             found.append(i)
-        elif is_uuid(i) and (
-            h.startswith(low) or (tail and h.endswith(low)) or (short_start and h[-SHORT_LEN:].startswith(low))
+        elif (
+            is_uuid(i)
+            and (
+                h.startswith(low)
+                # a tail as long as a short id is one (lengthened ones included);
+                # a shorter one is only the start of one, as printed
+                or (tail and not short_start and h.endswith(low))
+                or (short_start and h[-SHORT_LEN:].startswith(low))
+            )
         ):
             found.append(i)
     return found
@@ -102,13 +109,25 @@ def resolve_session(store: Store, text: str) -> str:
         return text
     ids = list(store.backend.session_ids())
     by_id = _matches(ids, text) if as_id else []
-    if len(by_id) == 1:
-        return by_id[0]
     if len(by_id) > 1:
         raise AmbiguousRef(f"session {text!r} is ambiguous: it could be {_some(sorted(by_id))}")
+    # A ref shorter than a short id ("42", "cafe") may as well be a name:
+    # then both are looked for, and a name and an id that disagree are an
+    # error, never one of them picked (a session created later would
+    # otherwise change, unseen, which session `rm --yes 42` deletes). A
+    # longer one is taken as an id without listing every session's metadata.
+    if len(by_id) == 1 and len(_hex(text)) >= SHORT_LEN:
+        return by_id[0]
     named = sorted(
         {info.id for info in store.list(archived=True) if text in (info.meta.get("name"), info.meta.get("title"))}
     )
+    if by_id and named and named != by_id:
+        raise AmbiguousRef(
+            f"session {text!r} is ambiguous: it is the name of {_some(named)}"
+            f" and matches the id of {_some(by_id)}; use a longer id"
+        )
+    if by_id:
+        return by_id[0]
     if len(named) == 1:
         return named[0]
     if named:
