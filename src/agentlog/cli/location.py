@@ -48,6 +48,13 @@ def store_location(ctx: click.Context, home: str | None, store_url: str | None) 
     for name, value in (("--store", store_url), ("--home", home)):
         if value is not None and not value.strip():
             raise click.UsageError(f"{name} is empty: give a store, or leave {name} out for the default one")
+    if home is None and store_url is None:
+        # click reads a variable set to "" as unset, which would mean the
+        # default store: `AGENTLOG_HOME=$SCRATCH agentlog rm --yes ...` with
+        # SCRATCH unset must not reach it, any more than `--home ""` does.
+        for variable in ("AGENTLOG_STORE", "AGENTLOG_HOME"):
+            if variable in os.environ and not os.environ[variable].strip():
+                raise click.UsageError(f"${variable} is set but empty: give a store, or unset it for the default one")
     if home is None or store_url is None:
         return store_url or home
     typed = {
