@@ -60,6 +60,25 @@ class SessionNames:
     def tried(self, source_id: str) -> list[str]:
         return [sid for sid, _ in self.candidates(source_id)]
 
+    def _imported_from_here(self, sid: str, look: int = 8) -> bool:
+        """Whether the first events of ``sid`` were made by this importer
+        (their ``source.format``). Its id is one this source's alone would
+        be given, so together the two say it is this source's session; the
+        lines it holds are then found by their place, and not imported twice."""
+        try:
+            with self.store.open(sid, readonly=True) as session:
+                for n, entry in enumerate(session.entries()):
+                    if n >= look:
+                        break
+                    event = session.event(entry.id)
+                    record = (event if event.loaded else session.resolve(event)).record
+                    source = record.get("source") if isinstance(record, dict) else None
+                    if isinstance(source, dict) and source.get("format") == self.importer.name:
+                        return True
+        except AgentlogError:
+            return True  # damaged: preparing the session reports it, as claim() does
+        return False
+
     def claim(self, sid: str, source_id: str) -> Claim:
         holder = self.holders.get(sid)
         if holder is None and self.keep is not None and sid in self.keep:
@@ -73,7 +92,10 @@ class SessionNames:
         except AgentlogError:
             return "ours"  # damaged: preparing the session reports it, for this session only
         if imported is None:
-            return "taken"  # a session of its own, not an import
+            # A session of its own, not an import; or an import whose
+            # metadata lost its bookkeeping (fsck --repair writes a damaged
+            # session.json again with defaults): its events still say so.
+            return "ours" if self._imported_from_here(sid) else "taken"
         held = imported.get("source_id") if isinstance(imported, dict) else None
         if not isinstance(held, str):
             return "ours"  # damaged bookkeeping: reported when the session is prepared
