@@ -34,3 +34,28 @@ def test_repair_of_a_damaged_blob_converges(tmp_path) -> None:
     assert path.with_name(path.name + ".quarantine").exists()
     with store.open("s") as s:
         assert [e.id for e in s.path()][1] == big.id  # the event stays on the path; its payload is gone
+
+
+def test_repair_of_a_missing_blob_converges(tmp_path) -> None:
+    # A blob deleted by hand or lost by a disk: fsck called it repairable and
+    # repair did nothing, so every `fsck --repair` failed the same way, and a
+    # bundle kept sending the user back to it.
+    store = Store(tmp_path / "home", blob_threshold=BLOB_THRESHOLD)
+    with store.create(session_id="s") as s:
+        s.append("message", {"role": "user", "content": "before"}, role="user")
+        big = s.append("message", {"role": "assistant", "content": "y" * (BLOB_THRESHOLD * 4)}, role="assistant")
+    path = blob_path(store, "s", big.digest)
+    path.unlink()
+    (error,) = store.backend.verify("s")
+    assert error.severity == "error" and error.repairable and "missing" in error.message
+    actions = store.backend.repair("s")
+    assert any(f"recorded {path} as lost" in a and big.id in a for a in actions)
+    for _ in range(2):
+        (problem,) = store.backend.verify("s")
+        assert problem.severity == "warning" and not problem.repairable
+        assert f"the payload of event {big.id} is lost" in problem.message
+        assert all("index.bin" in a for a in store.backend.repair("s"))
+    note = path.with_name(path.name + ".lost")
+    assert note.exists() and big.id in note.read_text()
+    with store.open("s") as s:
+        assert [e.id for e in s.path()] == [s.path()[0].id, big.id]

@@ -159,8 +159,8 @@ def _resolved(session: Session, stored: Event) -> Event:
             exc.path,
             exc.offset,
             f"{exc.reason}; it is the payload of event {stored.id}, and a bundle is a faithful copy, "
-            f"so the export was stopped: run 'agentlog fsck --repair {session.id}' first, or export "
-            "--format md or html, which mark the unreadable payload",
+            f"so the export was stopped: 'agentlog fsck {session.id}' says whether repair can bring it "
+            "back (a payload it names as lost stays lost); export --format md or html mark it instead",
         ) from None
 
 

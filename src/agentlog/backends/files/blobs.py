@@ -10,7 +10,12 @@ from ..._fs import OsFs
 from ...errors import BlobIntegrityError, CorruptionError, StorageError
 from ...event import digest_of
 
-__all__ = ["BlobStore"]
+__all__ = ["LOST", "BlobStore"]
+
+#: Suffix of the note ``fsck --repair`` leaves for a blob no file held: the
+#: payload is gone and nothing brings it back, and the note says so from then
+#: on (as ``.quarantine`` does for a blob whose bytes were damaged).
+LOST = ".lost"
 
 
 def _hex(digest: str, where: str) -> str:

@@ -23,7 +23,7 @@ from ..._lease import writer_is_live
 from ...errors import CorruptionError, StorageError
 from ...event import NIL_ID, is_event_id, stored_record_problem
 from ..base import Problem
-from .blobs import BlobStore
+from .blobs import LOST, BlobStore
 from .chunklog import ChunkLog, Line
 from .index import ENTRY_SIZE, HEADER_SIZE, Index, IndexDamaged, NamesBehind, acknowledged_end_of
 from .layout import Layout
@@ -401,6 +401,17 @@ def _verify_blobs(fs: OsFs, blobs: BlobStore, scan: Scan, add: Report) -> None:
                     None,
                     f"blob {digest} was quarantined by fsck --repair (its content did not match its digest): "
                     f"the payload of event {event_id} is lost; the damaged bytes are in {exc.path}.quarantine",
+                    "warning",
+                    repairable=False,
+                )
+                continue
+            if not fs.exists(exc.path) and fs.exists(exc.path + LOST):
+                # No file held it when repair ran, which wrote that down.
+                add(
+                    exc.path,
+                    None,
+                    f"blob {digest} was missing when fsck --repair ran (noted in {exc.path}{LOST}): "
+                    f"the payload of event {event_id} is lost",
                     "warning",
                     repairable=False,
                 )

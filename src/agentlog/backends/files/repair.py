@@ -31,7 +31,7 @@ from ..._codec import encode_line
 from ..._fs import OsFs
 from ...event import NIL_ID, digest_of, is_event_id
 from ..base import Commit, SessionStorage
-from .blobs import BlobStore
+from .blobs import LOST, BlobStore
 from .chunklog import ChunkLog
 from .fsck import Bad, Scan, cut_after_ack, scan_log
 from .index import acknowledged_end_of
@@ -159,6 +159,20 @@ def repair_session(
             if fs.exists(path) and digest_of(fs.read_file(path)) != digest:
                 fs.rename(path, path + ".quarantine")
                 actions.append(f"moved {path} to {path}.quarantine (content does not match its digest)")
+            elif not (fs.exists(path) or fs.exists(path + ".quarantine") or fs.exists(path + LOST)):
+                # Nothing to set aside: the loss is written down, so that
+                # fsck names it from then on as a warning no repair clears.
+                note = {
+                    "lost_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "digest": digest,
+                    "event": event_id,
+                    "reason": "no file held the blob",
+                }
+                fs.write_atomic(path + LOST, orjson.dumps(note) + b"\n", durable=True)
+                actions.append(
+                    f"recorded {path} as lost in {path}{LOST}: no file held it, and the payload of event "
+                    f"{event_id} cannot be brought back"
+                )
     finally:
         log.close()
     for index in (layout.index(session_id), layout.legacy_index(session_id)):
