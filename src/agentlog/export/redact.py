@@ -43,6 +43,17 @@ _KEY_END = re.compile(r"-----END[^\n]*?-----|Private-MAC:[^\n]*")
 #: What can continue a token past where a detector's pattern stopped (the
 #: JWT pattern ends lazily after the payload, leaving the signature).
 _TOKEN_TAIL = re.compile(r"(?:[A-Za-z0-9_+/=-]|\.(?=[A-Za-z0-9_+/=-]))*")
+#: Keys detect-secrets has no detector for, that an agent's session is the
+#: likeliest place to hold: Anthropic's (``sk-ant-api03-``, ``-admin01-``,
+#: ``-oat01-``...).
+_OWN = [("Anthropic API Key", re.compile(r"\bsk-ant-[a-z]+\d{2}-[A-Za-z0-9_-]{20,}"))]
+#: An unquoted value after a secret-sounding key (``DB_PASSWORD=...``, as
+#: ``env``, ``printenv`` and ``cat .env`` print them) is redacted when it is
+#: one token of at least this many characters: shorter ones, prose
+#: (``password: see below``) and references (``${API_KEY}``, ``os.environ[``)
+#: are no secret values.
+_MIN_BARE = 8
+_BARE_VALUE = re.compile(r"[^\s'\"()\[\]{}$<>`]+\Z")
 
 
 class Redactor:
@@ -64,6 +75,7 @@ class Redactor:
             self._plugins = list(get_plugins())
         self._regex_based = RegexBasedDetector
         self._keys = [p for p in self._plugins if isinstance(p, RegexBasedDetector) and p.secret_type == "Private Key"]
+        self._keyword = next(p for p in self._plugins if p.secret_type == "Secret Keyword")
         self._settings = settings
         self._transient = transient_settings
         self.counts: Counter[str] = Counter()
@@ -137,11 +149,15 @@ class Redactor:
                     while start != -1:
                         spans.append((start, start + len(value), kind))
                         start = line.find(value, start + len(value))
+        spans += self._bare_values(line)
+        for kind, pattern in _OWN:
+            spans += [(m.start(), m.end(), kind) for m in pattern.finditer(line)]
         if not spans:
             return line
         out: list[str] = []
         end = 0
-        for start, stop, kind in sorted(spans):
+        # Where two detectors agree, the one that knows the provider names it.
+        for start, stop, kind in sorted(spans, key=lambda s: (s[0], s[2] == "Secret Keyword", s[1])):
             if start < end:  # overlaps one already replaced (two detectors agree)
                 continue
             out.append(line[end:start])
@@ -150,6 +166,22 @@ class Redactor:
             end = stop
         out.append(line[end:])
         return "".join(out)
+
+    def _bare_values(self, line: str) -> list[tuple[int, int, str]]:
+        """Unquoted values of secret-sounding keys. detect-secrets reads an
+        unknown file's lines for quoted values only (``password = "..."``);
+        read as a config file's, ``KEY=value`` is found too, and only a value
+        that is one long token is taken (``_MIN_BARE``)."""
+        spans = []
+        for secret in self._keyword.analyze_line(filename="export.cfg", line=line, line_number=0):
+            value = secret.secret_value or ""
+            if len(value) < _MIN_BARE or not _BARE_VALUE.match(value):
+                continue
+            start = line.find(value)
+            while start != -1:
+                spans.append((start, start + len(value), str(secret.type)))
+                start = line.find(value, start + len(value))
+        return spans
 
     def value(self, value: Any) -> Any:
         """A copy of a JSON value with every string redacted."""
