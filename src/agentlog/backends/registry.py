@@ -108,10 +108,12 @@ def local_path(scheme: str, url: str) -> str:
     plain path as it is; "" when it names none. The one reading of these
     URLs, for the backends that open them and the CLI that asks whether a
     store is there."""
+    # Bytes that are not UTF-8 (a path Python holds as surrogate escapes,
+    # which a backend's URL percent-encodes) come back as they were.
     if url.startswith(scheme + "://"):
-        return unquote(urlsplit(url).path)
+        return unquote(urlsplit(url).path, errors="surrogateescape")
     if url.startswith(scheme + ":"):
-        return unquote(url[len(scheme) + 1 :])
+        return unquote(url[len(scheme) + 1 :], errors="surrogateescape")
     return url
 
 

@@ -240,7 +240,8 @@ class SqliteBackend(Backend):
         # itself resolves symlinks to name its WAL; the URL follows too, so
         # writers in one process share one timeline whichever name they used.
         self.path = os.path.realpath(path)
-        self.url = "sqlite://" + quote(self.path)  # from_url unquotes: a "?" or "%" in the name survives
+        # from_url unquotes: a "?" or "%" in the name survives, and so do bytes that are not UTF-8
+        self.url = "sqlite://" + quote(os.fsencode(self.path))
         self.durability = durability
         self._locks = self.path + ".locks"
         self._mutex = threading.RLock()

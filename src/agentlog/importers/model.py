@@ -5,6 +5,7 @@ and the CLI agree on one shape."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,17 @@ __all__ = [
     "SourceLine",
     "SourceNotFound",
     "UnknownFormat",
+    "file_name",
 ]
+
+
+def file_name(path: str) -> str:
+    """The name a source file is known by in what an import stores (each
+    event's ``source.file``, the files' states): its base name, with bytes
+    that are not UTF-8 (a name Python keeps as surrogate escapes, which no
+    JSON holds) written as ``\\xe9``, as messages show them."""
+    name = os.path.basename(path)
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 @dataclass(slots=True)

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from ..errors import CorruptionError
-from .model import SourceChanged, SourceLine
+from .model import SourceChanged, SourceLine, file_name
 from .salvage import repair_surrogates
 
 __all__ = ["FileData", "Tails", "check_state", "consumed_lines", "parse_lines", "prefix_state", "read_file"]
@@ -212,7 +212,7 @@ def check_state(data: bytes, state: Any, path: str, session_id: str) -> int:
     """The number of the last line ``state`` consumed, after checking that
     those bytes are unchanged (else SourceChanged). A state of the wrong
     shape (hand-edited, or damaged) is a CorruptionError naming the session."""
-    size, skip, lines, digest = _state_fields(state, os.path.basename(path), session_id)
+    size, skip, lines, digest = _state_fields(state, file_name(path), session_id)
     if size > len(data) or hashlib.sha256(data[skip:size]).hexdigest() != digest:
         raise SourceChanged(path, session_id, size)
     return lines
@@ -220,7 +220,7 @@ def check_state(data: bytes, state: Any, path: str, session_id: str) -> int:
 
 def consumed_lines(state: Any, path: str, session_id: str) -> int:
     """The number of the last line ``state`` consumed (its shape checked)."""
-    return _state_fields(state, os.path.basename(path), session_id)[2]
+    return _state_fields(state, file_name(path), session_id)[2]
 
 
 def _state_fields(state: Any, name: str, session_id: str) -> tuple[int, int, int, str]:

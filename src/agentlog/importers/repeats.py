@@ -21,10 +21,9 @@ file's own session id, so those copies differ and are still duplicates."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from .model import SourceLine
+from .model import SourceLine, file_name
 
 __all__ = ["Repeats"]
 
@@ -66,5 +65,5 @@ class Repeats:
         self.add(line)
         if first is None:
             return None
-        where = f"line {first.lineno}" if first.path == line.path else f"{os.path.basename(first.path)}:{first.lineno}"
+        where = f"line {first.lineno}" if first.path == line.path else f"{file_name(first.path)}:{first.lineno}"
         return f"repeats {where} exactly and has no id to tell the two apart; kept as an event of its own"

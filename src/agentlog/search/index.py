@@ -215,7 +215,7 @@ def _read_only(path: str, why: BaseException) -> tuple[sqlite3.Connection, bool]
     if os.path.exists(path):
         # immutable: no -shm or -wal to create beside it (the directory may
         # be read-only too); a WAL not yet checkpointed is left unread.
-        uri = "file:" + urllib.parse.quote(path) + "?immutable=1"
+        uri = "file:" + urllib.parse.quote(os.fsencode(path)) + "?immutable=1"
         try:
             conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             row = conn.execute("SELECT value FROM info WHERE key='schema'").fetchone()

@@ -85,7 +85,8 @@ class FileBackend(Backend):
         self.durability = durability
         self.durable = durability == "full"
         self.chunk_size = chunk_size
-        self.url = "file://" + quote(self.layout.home)  # from_url unquotes: a "?" or "%" in the name survives
+        # from_url unquotes: a "?" or "%" in the name survives, and so do bytes that are not UTF-8
+        self.url = "file://" + quote(os.fsencode(self.layout.home))
         self._mkdirs()
 
     @classmethod

@@ -9,11 +9,10 @@ attached after it instead, so keeping them adds no spurious branches."""
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from ...event import NIL_ID, ROLE_PATTERN
-from ..model import SourceLine
+from ..model import SourceLine, file_name
 from .lines import BuilderLines
 from .pending import Pending, source_line_of, stamp_ns
 
@@ -70,13 +69,13 @@ class BuilderBuilding(BuilderLines):
         if not literal_parent:
             parent = self.resolve(parent)
         ts = self.time_of(line, ts_ns)
-        name = os.path.basename(line.path)
+        name = file_name(line.path)
         n = self._per_line.get((name, line.lineno), 0)
         self.put(self._per_line, (name, line.lineno), n + 1)
         event_id = self.ids.next(ts, f"{self.session_id}\0{name}\0{line.lineno}\0{n}")
         source = record.setdefault("source", {})
         source.setdefault("format", self.format)
-        source.setdefault("file", os.path.basename(line.path))
+        source.setdefault("file", file_name(line.path))
         source.setdefault("line", line.lineno)
         if keys:
             source["keys"] = list(keys)

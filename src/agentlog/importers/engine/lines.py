@@ -7,11 +7,9 @@ journal), so nothing is lost and nothing half-written."""
 
 from __future__ import annotations
 
-import os
-
 from ..base import Importer, custom_record
 from ..builder import SessionBuilder
-from ..model import FileReport, SourceLine
+from ..model import FileReport, SourceLine, file_name
 from ..repeats import Repeats
 from ..salvage import top_level_strings
 
@@ -36,7 +34,7 @@ class LineConverter:
         assert b.report is not None
         # A line already held by its place: the file's state was not saved
         # after its events (a crash between the two writes of a flush).
-        if (os.path.basename(line.path), line.lineno) in b.seen_lines:
+        if (file_name(line.path), line.lineno) in b.seen_lines:
             b.report.duplicates += 1
             return
         if line.obj is None:
@@ -85,7 +83,7 @@ class LineConverter:
         fr.malformed.append((line.lineno, line.error or "malformed"))
         key = self.importer.event_key(b, line, top_level_strings(line.text))
         if key is None:
-            b.lost_key_at = (os.path.basename(line.path), line.lineno)
+            b.lost_key_at = (file_name(line.path), line.lineno)
         keys = self.own_keys(b, key)
         b.emit("custom", None, {"type": None, "raw": line.text, "error": line.error}, line, side=True, keys=keys)
 
@@ -102,7 +100,7 @@ class LineConverter:
         if b.missed and b.lost_key_at is not None:
             name, lineno = b.lost_key_at
             missing = ", ".join(repr(k) for k in dict.fromkeys(b.missed))
-            where = f"line {lineno}" if name == os.path.basename(line.path) else f"{name}:{lineno}"
+            where = f"line {lineno}" if name == file_name(line.path) else f"{name}:{lineno}"
             fr.warnings.append(
                 (
                     line.lineno,

@@ -13,7 +13,7 @@ from ...errors import AgentlogError
 from ...store import Store
 from ..base import Importer, name_from_prompt
 from ..builder import SessionBuilder
-from ..model import FileReport, ImportReport, SessionReport, SourceChanged, SourceLine
+from ..model import FileReport, ImportReport, SessionReport, SourceChanged, SourceLine, file_name
 from ..naming import SessionNames
 from ..reader import FileData, Tails, check_state, consumed_lines, prefix_state, read_file
 from ..repeats import Repeats
@@ -160,7 +160,7 @@ class Run:
         b.locator = self.locate
         b.report = SessionReport(sid, group.source_id, created=not existed)
         for path, (fd, fr) in list(group.files.items()):
-            state = b.files.get(os.path.basename(path))
+            state = b.files.get(file_name(path))
             if not state or fd.data is None:
                 continue  # new here, or followed: its earlier lines come marked already
             try:
@@ -231,8 +231,8 @@ class Run:
             changed = bool(new)
             for path, (fd, _) in group.files.items():
                 state = prefix_state(fd)
-                if b.files.get(os.path.basename(path)) != state:
-                    b.files[os.path.basename(path)] = state
+                if b.files.get(file_name(path)) != state:
+                    b.files[file_name(path)] = state
                     changed = True
             if changed or b.pending:
                 b.flush()
