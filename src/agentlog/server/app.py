@@ -24,6 +24,7 @@ from .encode import json_response
 from .errors import install_handlers
 from .feed import Feeds
 from .openapi import openapi_document
+from .queries import only_documented_queries
 from .routes_find import find_routes
 from .routes_read import read_routes
 from .routes_stream import quiet_cut_streams, stream_routes
@@ -144,7 +145,7 @@ def create_app(
         *_viewer_routes(token),
     ]
     app = Starlette(
-        routes=_one_route_per_path(routes),
+        routes=only_documented_queries(_one_route_per_path(routes), document),
         exception_handlers=install_handlers(),
         middleware=[
             Middleware(
