@@ -56,6 +56,7 @@ class _Data:
     head: str = NIL_ID
     updated_ns: int = field(default_factory=time.time_ns)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    deleted: bool = False  # the store deleted it; handles still open read what they hold
 
     def apply(self, session_id: str, commit: Commit) -> None:
         blobs = {d: b if isinstance(b, bytes) else b.source.get_blob(d) for d, b in commit.blobs.items()}
@@ -112,7 +113,13 @@ class MemorySessionStorage(SessionStorage):
         return data
 
     def read_meta(self) -> dict[str, Any]:
+        self._exists()
         return copy.deepcopy(self._data.meta)
+
+    def _exists(self) -> None:
+        """As the other backends do for a session deleted under a handle."""
+        if self._data.deleted:
+            raise SessionNotFound(self.session_id)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         self._data.meta = _as_stored(meta)
@@ -133,7 +140,9 @@ class MemorySessionStorage(SessionStorage):
         return sorted(self._data.sidecars)
 
     def refresh(self) -> None:
-        """Readers share the writer's data: there is nothing to catch up."""
+        """Readers share the writer's data: there is nothing to catch up,
+        unless the session is gone."""
+        self._exists()
 
     def close(self) -> None:
         """Nothing is held: a memory session has no lease beyond the core's."""
@@ -194,9 +203,10 @@ class MemoryBackend(Backend):
         return SessionStats(len(data.events), data.updated_ns)
 
     def delete(self, session_id: str) -> None:
-        self._data(session_id)
+        data = self._data(session_id)
         with self._lock:
             del self._sessions[session_id]
+        data.deleted = True
 
     def put_breadcrumb(self, working_dir: str, session_id: str) -> None:
         self._breadcrumbs[working_dir] = check_session_id(session_id)

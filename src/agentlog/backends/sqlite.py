@@ -117,12 +117,21 @@ class SqliteSessionStorage(SessionStorage):
         row = self._db.query(sql, (self.session_id, *args), one=True)
         return None if row is None else row[0]
 
+    def _session(self, column: str) -> Any:
+        """A column of the session's row. A session deleted while this
+        storage was open (another handle, `agentlog rm`) has none: that is
+        SessionNotFound, never an empty session read as if it were whole."""
+        row = self._db.query(f"SELECT {column} FROM sessions WHERE id = ?", (self.session_id,), one=True)
+        if row is None:
+            raise SessionNotFound(self.session_id)
+        return row[0]
+
     def head(self) -> str:
-        head: str = self._one("SELECT head FROM sessions WHERE id = ?") or NIL_ID
+        head: str = self._session("head") or NIL_ID
         return head
 
     def last_id(self) -> str:
-        last: str = self._one("SELECT last_id FROM sessions WHERE id = ?") or ""
+        last: str = self._session("last_id") or ""
         return last
 
     def get(self, event_id: str) -> Event:
@@ -132,6 +141,7 @@ class SqliteSessionStorage(SessionStorage):
             one=True,
         )
         if row is None:
+            self._session("1")
             raise EventNotFound(event_id, self.session_id)
         return event_from_row(row)
 
@@ -171,17 +181,21 @@ class SqliteSessionStorage(SessionStorage):
             " WHERE session_id = ? ORDER BY seq",
             (self.session_id,),
         )
+        if not rows:
+            self._session("1")
         return iter([IndexEntry(*row) for row in rows])
 
     def events(self) -> Iterator[Event]:
         def fetch(after: int) -> list[tuple[Any, ...]]:
             rows: list[tuple[Any, ...]] = self._db.query(_EVENTS, (self.session_id, after, EVENTS_PAGE))
+            if not rows and after < 0:
+                self._session("1")
             return rows
 
         return paged_events(fetch)
 
     def event_count(self) -> int:
-        count: int = self._one("SELECT event_count FROM sessions WHERE id = ?") or 0
+        count: int = self._session("event_count") or 0
         return count
 
     def get_blob(self, digest: str) -> bytes:

@@ -268,12 +268,21 @@ class PostgresSessionStorage(SessionStorage):
         row = self._query(statement, (self.session_id, *args), one=True)
         return None if row is None else row[0]
 
+    def _session(self, column: str) -> Any:
+        """A column of the session's row. A session deleted while this
+        storage was open (another handle, `agentlog rm`) has none: that is
+        SessionNotFound, never an empty session read as if it were whole."""
+        row = self._query(f"SELECT {column} FROM sessions WHERE id = %s", (self.session_id,), one=True)
+        if row is None:
+            raise SessionNotFound(self.session_id)
+        return row[0]
+
     def head(self) -> str:
-        head: str | None = self._one("SELECT head::text FROM sessions WHERE id = %s")
+        head: str | None = self._session("head::text")
         return head or NIL_ID
 
     def last_id(self) -> str:
-        last: str | None = self._one("SELECT last_id::text FROM sessions WHERE id = %s")
+        last: str | None = self._session("last_id::text")
         return last or ""
 
     def get(self, event_id: str) -> Event:
@@ -283,6 +292,7 @@ class PostgresSessionStorage(SessionStorage):
             one=True,
         )
         if row is None:
+            self._session("1")
             raise EventNotFound(event_id, self.session_id)
         return event_from_row(row)
 
@@ -322,18 +332,22 @@ class PostgresSessionStorage(SessionStorage):
             " FROM events WHERE session_id = %s ORDER BY seq",
             (self.session_id,),
         )
+        if not rows:
+            self._session("1")
         return iter([IndexEntry(*row) for row in rows])
 
     def events(self) -> Iterator[Event]:
         def fetch(after: int) -> list[tuple[Any, ...]]:
             statement = f"SELECT seq, {_COLUMNS} FROM events WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s"
             rows: list[tuple[Any, ...]] = self._query(statement, (self.session_id, after, EVENTS_PAGE))
+            if not rows and after < 0:
+                self._session("1")
             return rows
 
         return paged_events(fetch)
 
     def event_count(self) -> int:
-        count: int | None = self._one("SELECT event_count FROM sessions WHERE id = %s")
+        count: int | None = self._session("event_count")
         return int(count or 0)
 
     def get_blob(self, digest: str) -> bytes:
