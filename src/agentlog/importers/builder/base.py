@@ -39,6 +39,9 @@ class BuilderBase:
     format: str
     session: Session | None = None
     existing: bool = False
+    # The session is stored and its maps are loaded, but it is not open
+    # (``release``): a run holds one session open at a time, not all of them.
+    released: bool = False
     keys: dict[str, str] = field(default_factory=dict)
     # The first event made from each source key's line, where ``keys`` has
     # the last (the one the line's keys are written on): a child goes after

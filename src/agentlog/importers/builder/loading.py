@@ -33,6 +33,10 @@ class BuilderLoading(BuilderLines):
         from the index cache what it holds."""
         if not self.existing or self.session is not None:
             return
+        if self.released:  # maps loaded before: only the session is opened again
+            self.session = self.store.open(self.session_id)
+            self.released = False
+            return
         self.session = self.store.open(self.session_id)
         stored_meta = self.session.meta
         self.files = self._file_states(stored_meta)

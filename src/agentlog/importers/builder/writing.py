@@ -7,9 +7,12 @@ import cache (index_cache.py)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from ...event import format_timestamp
+from ...session import Session
 from ...lifecycle import check_meta
 from ..index_cache import save_rows, slim_record
 from .base import META_KEY
@@ -81,3 +84,22 @@ class BuilderWriting(BuilderLoading):
     def close(self) -> None:
         if self.session is not None:
             self.session.close()
+
+    def release(self) -> None:
+        """Close the session (its lease, its files, its connection), keeping
+        the maps: an import of a thousand sessions must not hold a thousand
+        open. ``ensure_loaded`` opens it again for writing, ``stored`` for
+        reading a path to copy."""
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+            self.existing = self.released = True
+
+    @contextlib.contextmanager
+    def stored(self) -> Iterator[Session]:
+        """The session to read from: the open one, else opened read-only for the while."""
+        if self.session is not None:
+            yield self.session
+            return
+        with self.store.open(self.session_id, readonly=True) as session:
+            yield session

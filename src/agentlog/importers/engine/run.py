@@ -182,6 +182,8 @@ class Run:
                     line.new = False
         if any(ln.new for ln in group.lines):
             b.ensure_loaded()  # its maps are needed only to convert new lines
+            if self.keep is None:
+                b.release()  # opened again when its turn comes: not all at once
         return b
 
     def fail(self, group: Group, exc: Exception) -> None:
@@ -214,6 +216,7 @@ class Run:
         new = [ln for ln in group.lines if ln.new]
         try:
             if new:
+                b.ensure_loaded()  # open again (start released it): converting reads what it holds
                 if not b.last_ts:  # lines before the first with a time take that time
                     b.last_ts = group.first or min(os.stat(p).st_mtime_ns for p in group.files)
                 self.importer.begin(b, group.lines)
@@ -236,6 +239,8 @@ class Run:
                     changed = True
             if changed or b.pending:
                 b.flush()
+            if self.keep is None:
+                b.release()  # written: --follow alone keeps its sessions open for the next poll
         finally:
             self.active.discard(sid)
             self.done.add(sid)
@@ -268,17 +273,22 @@ class Run:
         if owner is not None and owner != b.session_id:
             self.convert(self.groups[owner])
             ob = self.builders[owner]
-            if key in ob.keys and ob.session is not None and not ob.pending:
-                return b.copy_path(ob.session, ob.keys[key])
+            if key in ob.keys and (ob.session is not None or ob.released) and not ob.pending:
+                with ob.stored() as session:
+                    return b.copy_path(session, ob.keys[key])
             return None
         for other in self.builders.values():
             if other.session_id in self.failed:
                 continue  # left out of this run (and reported)
             if other is not b:
                 other.ensure_loaded()
+                if self.keep is None and other.session_id not in self.active:
+                    other.release()
             found = other.keys.get(key)
-            if other is not b and found is not None and found not in other.by_id and other.session is not None:
-                return b.copy_path(other.session, found)  # stored by an earlier import
+            written = other.session is not None or other.released
+            if other is not b and found is not None and found not in other.by_id and written:
+                with other.stored() as session:
+                    return b.copy_path(session, found)  # stored by an earlier import
         stored = self.stored_keys.find(key, b.session_id)
         return b.copy_path(*stored) if stored is not None else None
 
