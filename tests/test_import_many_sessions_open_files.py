@@ -38,7 +38,8 @@ def _import(home: Path, source: Path) -> dict[str, object]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (LIMIT, LIMIT))
 
     done = subprocess.run(
-        [sys.executable, "-c", "from agentlog.cli import main; main()", "--home", str(home), "import", "--from", "claude", str(source), "--json"],
+        [sys.executable, "-c", "from agentlog.cli import main; main()", "--home", str(home)]
+        + ["import", "--from", "claude", str(source), "--json"],
         capture_output=True,
         text=True,
         preexec_fn=limited,

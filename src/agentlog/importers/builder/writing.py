@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...event import format_timestamp
-from ...session import Session
 from ...lifecycle import check_meta
+from ...session import Session
 from ..index_cache import save_rows, slim_record
 from .base import META_KEY
 from .loading import BuilderLoading
