@@ -1,10 +1,33 @@
-"""The visible text of a message's content, however a provider shaped it."""
+"""The visible text of a message's content, however a provider shaped it,
+and text made storable."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["content_text"]
+__all__ = ["content_text", "storable", "storable_json"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    # 0xDC80-0xDCFF: a byte that was not UTF-8, kept by surrogateescape
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def storable(text: str) -> str:
+    """``text`` as UTF-8, and so a record, can hold it. Python text can hold
+    what no JSON can: a surrogate pair split in two (a stream cut inside an
+    emoji, each half decoded alone), joined again here into its character;
+    bytes that were not UTF-8, kept as surrogate escapes (a file name from
+    ``os.listdir``), written as ``\\xe9``; any other lone surrogate, written
+    as ``\\ud83d``. Text without surrogates is returned as it is."""
+    if _SURROGATE.search(text) is None:
+        return text
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _SURROGATE.sub(_escaped, joined)
 
 
 def content_text(content: Any) -> str:
@@ -21,3 +44,14 @@ def content_text(content: Any) -> str:
                 parts.append(part["text"])
         return "\n".join(parts)
     return ""
+
+
+def storable_json(value: Any) -> Any:
+    """A JSON value with every string in it, keys too, made ``storable``."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, list):
+        return [storable_json(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(k) if isinstance(k, str) else k: storable_json(v) for k, v in value.items()}
+    return value

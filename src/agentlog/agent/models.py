@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .._text import storable, storable_json
 from ..errors import ModelError
 from ..records import MessageRecord, RecordTuple, ToolCallRecord
 from ..tokens import Usage, estimate_tokens
@@ -50,7 +51,8 @@ class ToolCall:
     arguments: str
 
     def to_record(self) -> ToolCallRecord:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+        # a lone surrogate in JSON text becomes its escape: still the same JSON
+        return {"id": self.id, "name": self.name, "arguments": storable(self.arguments)}
 
     def to_openai(self) -> dict[str, Any]:
         return {
@@ -105,14 +107,16 @@ class Completion:
         """``(kind, record, role)`` drafts per docs/records.md: one assistant
         ``message`` then one ``tool_call`` per call, in order. Ready for
         ``Session.append_many`` (which keeps the turn all-or-nothing)."""
-        message: MessageRecord = {"content": self.content}
+        # storable: a reply stored as the model sent it where it can be, never
+        # lost to a stream that cut an emoji's surrogate pair in two
+        message: MessageRecord = {"content": storable(self.content)}
         if self.reasoning is not None:
-            message["reasoning"] = self.reasoning
+            message["reasoning"] = storable(self.reasoning)
         message["usage"] = self.usage.to_dict()
         message["model"] = self.model
         message["finish_reason"] = self.finish_reason
         if raw and self.raw is not None:
-            message["provider"] = self.raw
+            message["provider"] = storable_json(self.raw)
         out: list[RecordTuple] = [("message", message, "assistant")]
         out.extend(("tool_call", call.to_record(), "assistant") for call in self.tool_calls)
         return out
