@@ -63,3 +63,29 @@ def test_an_import_of_many_sessions_under_a_small_open_file_limit(tmp_path: Path
     second = _import(home, source)
     assert second["errors"] == [] and second["events"] == 2 * N
     assert not list((home / "sessions").glob(".new-*"))
+
+
+FOLLOW = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, ({limit}, {limit}))
+from agentlog import Store
+from agentlog.importers import FORMATS, follow
+total = follow(Store(sys.argv[1]), FORMATS["claude"], [sys.argv[2]], interval=0, max_polls=2, sleep=lambda _: None)
+print(len(total.errors), total.events)
+"""
+
+
+def test_follow_holds_a_bounded_number_of_sessions_open_in_a_poll(tmp_path: Path) -> None:
+    source = tmp_path / "projects"
+    source.mkdir()
+    n = 120  # more than --follow keeps open (KEEP_OPEN), under a limit that fits only that many
+    for i in range(n):
+        _session_file(source, i, 2)
+    done = subprocess.run(
+        [sys.executable, "-c", FOLLOW.format(limit=320), str(tmp_path / "home"), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0", str(2 * n)]

@@ -15,15 +15,12 @@ from ..store import Store
 from .base import Importer
 from .builder import SessionBuilder
 from .engine import run_import
+from .engine.run import KEEP_OPEN
 from .model import ImportReport
 from .paths import expand_paths
 from .reader import Tails
 
 __all__ = ["KEEP_OPEN", "Follower", "follow"]
-
-#: Sessions --follow keeps open between polls, the most recently written;
-#: an older one is closed (its lease released) and read again if it grows.
-KEEP_OPEN = 64
 
 
 class Follower:

@@ -20,7 +20,12 @@ from ..repeats import Repeats
 from .lines import LineConverter
 from .stored_keys import StoredKeys
 
-__all__ = ["CHUNK_EVENTS", "Group", "Progress", "Run"]
+__all__ = ["CHUNK_EVENTS", "KEEP_OPEN", "Group", "Progress", "Run"]
+
+#: Sessions --follow keeps open, during a poll and between polls: the most
+#: recently written; an older one is closed (its lease released, its maps
+#: kept) and opened again if it grows. A plain import holds one at a time.
+KEEP_OPEN = 64
 
 Progress = Callable[[int], None]
 
@@ -69,6 +74,7 @@ class Run:
         self.stored_keys = StoredKeys(store, importer, self.groups)
         self.failed: set[str] = set()
         self.lines = LineConverter(importer, self.owner)
+        self.recent: dict[str, None] = dict.fromkeys(keep) if keep is not None else {}
 
     # --- reading ------------------------------------------------------------------
     def read(self, path: str, progress: Progress | None) -> None:
@@ -182,9 +188,24 @@ class Run:
                     line.new = False
         if any(ln.new for ln in group.lines):
             b.ensure_loaded()  # its maps are needed only to convert new lines
-            if self.keep is None:
-                b.release()  # opened again when its turn comes: not all at once
+            self.hold(b)  # opened again when its turn comes: not all at once
         return b
+
+    def hold(self, b: SessionBuilder) -> None:
+        """Bound the sessions a run holds open after using one: a plain
+        import closes it (``release``); --follow keeps the KEEP_OPEN most
+        recently used open, for its next poll, and closes the older ones."""
+        if self.keep is None:
+            b.release()
+            return
+        self.recent.pop(b.session_id, None)
+        self.recent[b.session_id] = None
+        while len(self.recent) > KEEP_OPEN:
+            oldest = next(iter(self.recent))
+            del self.recent[oldest]
+            other = self.builders.get(oldest) or self.keep.get(oldest)
+            if other is not None and oldest not in self.active:
+                other.release()
 
     def fail(self, group: Group, exc: Exception) -> None:
         """Leave a session out of this run, saying why; the rest goes on."""
@@ -239,8 +260,7 @@ class Run:
                     changed = True
             if changed or b.pending:
                 b.flush()
-            if self.keep is None:
-                b.release()  # written: --follow alone keeps its sessions open for the next poll
+            self.hold(b)
         finally:
             self.active.discard(sid)
             self.done.add(sid)
@@ -282,8 +302,8 @@ class Run:
                 continue  # left out of this run (and reported)
             if other is not b:
                 other.ensure_loaded()
-                if self.keep is None and other.session_id not in self.active:
-                    other.release()
+                if other.session_id not in self.active:
+                    self.hold(other)
             found = other.keys.get(key)
             written = other.session is not None or other.released
             if other is not b and found is not None and found not in other.by_id and written:
@@ -294,7 +314,7 @@ class Run:
 
     def close(self) -> None:
         for sid, b in self.builders.items():
-            if self.keep is not None and b.session is not None and sid not in self.failed:
+            if self.keep is not None and (b.session is not None or b.released) and sid not in self.failed:
                 self.keep.pop(sid, None)
                 self.keep[sid] = b  # --follow reuses it at the next poll (last = most recent)
             else:
