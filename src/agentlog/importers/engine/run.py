@@ -71,8 +71,8 @@ class Run:
         self.owner: dict[str, str] = {}
         self.done: set[str] = set()
         self.active: set[str] = set()
-        self.stored_keys = StoredKeys(store, importer, self.groups)
         self.failed: set[str] = set()
+        self.stored_keys = StoredKeys(store, importer, self.groups, self.failed)
         self.lines = LineConverter(importer, self.owner)
         self.recent: dict[str, None] = dict.fromkeys(keep) if keep is not None else {}
 

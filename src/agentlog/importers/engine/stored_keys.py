@@ -21,10 +21,11 @@ class StoredKeys:
     only when asked, and the read-only sessions opened to copy from
     (``close`` them)."""
 
-    def __init__(self, store: Store, importer: Importer, running: Container[str]) -> None:
+    def __init__(self, store: Store, importer: Importer, running: Container[str], failed: Container[str]) -> None:
         self.store = store
         self.importer = importer
-        self.running = running  # the run's own sessions, which the run itself finds
+        self.running = running  # the run's own sessions, which the run itself finds,
+        self.failed = failed  # except those it left out (a lease held elsewhere): read from here
         self.index: dict[str, str] | None = None
         self.readers: dict[str, Session] = {}
 
@@ -36,7 +37,7 @@ class StoredKeys:
             index: dict[str, str] = {}
             for info in self.store.list(archived=True):
                 sid = info.id
-                if sid in self.running or not sid.startswith(self.importer.prefix + "-"):
+                if (sid in self.running and sid not in self.failed) or not sid.startswith(self.importer.prefix + "-"):
                     continue
                 imported = self.store.meta(sid).get(META_KEY)
                 if not isinstance(imported, dict) or imported.get("format") != self.importer.name:
