@@ -122,11 +122,24 @@ def check_local_url(scheme: str, url: str) -> None:
     dropped without a word: a host (``file://data/store`` is the directory
     /store on host "data", not ./data/store), a query or a fragment."""
     what = _LOCAL.get(scheme)
-    if what is None or not url[len(scheme) + 1 :].startswith("//"):
-        return  # "file:relative/path" and plain paths are paths as written
-    parts = urlsplit(url)
+    if what is None:
+        return
+    if "\x00" in local_path(scheme, url):
+        raise UnknownBackend(f"{url!r}: a path cannot hold a NUL byte")
     example = f"{scheme}:///absolute/path" + (".db" if scheme == "sqlite" else "")
     relative = f"{scheme}:relative/path" + (".db" if scheme == "sqlite" else "")
+    if not url.startswith(scheme + ":"):
+        return  # a plain path is a path as written
+    if not url[len(scheme) + 1 :].startswith("//"):
+        # "file:relative/path" is percent-decoded as the absolute form is,
+        # so a "?" or "#" there is the same mistake, refused the same way.
+        if "?" in url or "#" in url:
+            raise UnknownBackend(
+                f"{url!r}: a {scheme}: URL takes no options; write {relative} "
+                "(a '?' or '#' in the name itself is written %3F or %23)"
+            )
+        return
+    parts = urlsplit(url)
     if parts.netloc not in ("", "localhost"):
         raise UnknownBackend(
             f"{url!r}: a {scheme}: URL takes no host ({parts.netloc!r}), it names a {what} on this machine; "
@@ -142,7 +155,11 @@ def check_local_url(scheme: str, url: str) -> None:
 
 def open_backend(location: str | os.PathLike[str], *, durability: str = "full", **options: Any) -> Backend:
     """The backend a store URL (or a plain directory path) names."""
+    if not isinstance(location, (str, os.PathLike)):
+        raise InvalidOption(f"a store is named by a URL or a path, not a {type(location).__name__} ({location!r:.60})")
     url = os.fspath(location)
+    if not isinstance(url, str):
+        raise InvalidOption(f"a store is named by a URL or a path as text, not {type(url).__name__} ({url!r:.60})")
     scheme = scheme_of(url)
     check_local_url(scheme, url)
     check_durability(durability)

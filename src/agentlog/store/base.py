@@ -42,7 +42,7 @@ class StoreBase:
                 f"not {blob_threshold!r}"
             )
         if backend is None:
-            location = os.fspath(home) if home is not None else default_location()
+            location = home if home is not None else default_location()
             backend = open_backend(location, durability=durability, **backend_options)
         self.backend = backend
         self.blob_threshold = blob_threshold
