@@ -28,6 +28,9 @@ from .symbols import without_symbols
 
 __all__ = ["Node", "SearchError", "SearchWarning", "Term", "highlight_words", "parse_query", "to_match"]
 
+#: Words a query may hold (a pasted paragraph as the query took 13 s at
+#: 3,000 words, and a repeated word against repetitive text minutes).
+MAX_QUERY_WORDS = 128
 _TOKEN = re.compile(r'"([^"]*)"?|(\S+)')
 _OPERATORS = frozenset({"OR", "NOT", "AND"})
 #: A word as FTS5's unicode61 tokenizer sees one: letters and digits.
@@ -132,6 +135,15 @@ def _parts(query: str) -> list[str]:
         parts.pop()
     if not parts:
         raise SearchError(f"the search query {query!r} has no words to look for")
+    if not any(part in _OPERATORS for part in parts):
+        parts = list(dict.fromkeys(parts))  # a word twice finds what it finds once
+    words = sum(len(_WORD.findall(part)) for part in parts if part not in _OPERATORS)
+    if words > MAX_QUERY_WORDS:
+        shown = query if len(query) <= 60 else query[:50] + "..."
+        raise SearchError(
+            f"the search query {shown!r} has {words} words; at most {MAX_QUERY_WORDS} are looked for at once"
+            " (the time a search takes grows with them): search for the few that matter"
+        )
     return parts
 
 
