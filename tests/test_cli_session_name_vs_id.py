@@ -42,3 +42,19 @@ def test_a_tail_shorter_than_a_short_id_is_no_ref(tmp_path: Path) -> None:
     assert "no session" in error(run(tmp_path, "rename", "dfe42", "x"))  # five digits are no short id either
     ok(tmp_path, "rename", "d00dfe42", "by its short id")
     assert _titles(tmp_path)[ENDS_42] == "by its short id"
+
+
+def test_fork_with_head_at_the_root_is_refused_as_fork_head_is(tmp_path: Path) -> None:
+    # It used to make an empty "(fork)" session on every try.
+    ok(tmp_path, "new", "--name", "js")
+    ok(tmp_path, "append", "js", "message", '{"content": "hi"}', "--role", "user")
+    ok(tmp_path, "checkout", "js", "root")
+    for args in (("fork", "js"), ("fork", "js", "HEAD")):
+        assert "root" in error(run(tmp_path, *args))
+    assert len(_titles(tmp_path)) == 1
+
+
+def test_a_name_with_spaces_around_it_is_named_without_them(tmp_path: Path) -> None:
+    sid = ok(tmp_path, "new", "--name", " spaced ").strip()
+    ok(tmp_path, "rename", "spaced", "plain")
+    assert _titles(tmp_path) == {sid: "plain"}

@@ -99,6 +99,13 @@ def check_text(text: str, what: str, why: str = "") -> str:
 
 
 # --- sessions ---------------------------------------------------------------------
+def _names(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """A session's name and title as a ref matches them: without the spaces
+    around them, which a typed ref loses too (" spaced " was listed as
+    "spaced" and could be named neither way)."""
+    return tuple(v.strip() for v in (meta.get("name"), meta.get("title")) if isinstance(v, str))
+
+
 def resolve_session(store: Store, text: str) -> str:
     """The id of the one session ``text`` names (see the module docstring)."""
     text = text.strip()
@@ -118,9 +125,7 @@ def resolve_session(store: Store, text: str) -> str:
     # longer one is taken as an id without listing every session's metadata.
     if len(by_id) == 1 and len(_hex(text)) >= SHORT_LEN:
         return by_id[0]
-    named = sorted(
-        {info.id for info in store.list(archived=True) if text in (info.meta.get("name"), info.meta.get("title"))}
-    )
+    named = sorted({info.id for info in store.list(archived=True) if text in _names(info.meta)})
     if by_id and named and named != by_id:
         raise AmbiguousRef(
             f"session {text!r} is ambiguous: it is the name of {_some(named)}"

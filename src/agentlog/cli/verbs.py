@@ -69,7 +69,7 @@ def fork(app: App, session: str, event: str | None, name: str | None, as_json: b
     """Start a new session holding the path from the root to EVENT (HEAD
     by default); print its id. The original is not changed."""
     with app.open(session) as source:
-        at = resolve_event(source, event) if event else source.head
+        at = resolve_event(source, event or "HEAD")  # HEAD at the root is an error, as with `fork S HEAD`
         with source.fork(at, name=name) as forked:
             doc = _summary(forked)
             doc["forked_from"] = {"session": source.id, "event": at}
