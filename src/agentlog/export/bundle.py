@@ -38,8 +38,9 @@ import orjson
 
 from .._json import dumps as dumps_json
 from ..backends.base import IndexEntry
-from ..errors import BundleError, CorruptionError, SessionNotFound, StreamedDeltaError
+from ..errors import BundleError, CorruptionError, InvalidMeta, SessionNotFound, StreamedDeltaError
 from ..event import NIL_ID, Event, check_kind, digest_of, is_event_id, parse_timestamp, stored_record_problem
+from ..lifecycle import check_meta
 from ..session import Session
 from ..store import Store
 from .redact import Redactor
@@ -385,6 +386,11 @@ def import_bundle(
     bundle = _check(path, progress)
     sid = bundle.meta["id"]
     try:
+        # Checked before anything is written, and said of the header's line.
+        check_meta({k: v for k, v in bundle.meta.items() if k not in _LOCAL_META})
+    except InvalidMeta as exc:
+        raise BundleError(f"{path}:1: {exc}") from None
+    try:
         session = store.open(sid)
     except SessionNotFound:
         return _create(store, path, bundle, progress)
@@ -406,6 +412,13 @@ def import_bundle(
             session.import_events(batch)  # records are loaded: no blob source needed
         if session.head != bundle.head:
             session.checkout(bundle.head)  # an event of the bundle (checked): cannot be refused
+        # The bundle is the newer state, so its metadata follows, as its HEAD
+        # does and as `copy` does (a title or label set since the first
+        # transfer was left behind); the session's own id and schema stay.
+        stored = session.storage.read_meta()
+        followed = {**stored, **{k: v for k, v in bundle.meta.items() if k not in _LOCAL_META}}
+        if followed != stored:
+            session.storage.write_meta(followed)
         _keep_date(session, bundle)
         added = len(bundle.events) - len(entries)
         return BundleImportReport(sid, "extended", added, len(bundle.events), session.head)
