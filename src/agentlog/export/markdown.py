@@ -25,6 +25,33 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{text}\n{fence}"
 
 
+#: A line that opens or closes a CommonMark code fence.
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def _closed(text: str) -> str:
+    """Markdown from a model (a reply, its reasoning) as it is, with a code
+    fence it left open closed at its end: one unclosed fence turned every
+    later event of the document into code."""
+    open_fence = None
+    for line in text.split("\n"):
+        found = _FENCE_LINE.match(line)
+        if found is None:
+            continue
+        run, rest = found.group(1), line[found.end() :]
+        if open_fence is None:
+            if not (run[0] == "`" and "`" in rest):  # an info string holds no backtick
+                open_fence = run
+        elif run[0] == open_fence[0] and len(run) >= len(open_fence) and not rest.strip():
+            open_fence = None
+    return text if open_fence is None else f"{text}\n{open_fence}"
+
+
+def _one_line(value: Any) -> str:
+    """A field of the header on its line: a name's newlines made headings of their own."""
+    return " ".join(str(value).split("\n"))
+
+
 def _arguments(record: dict[str, Any]) -> str:
     args = record.get("arguments")
     if isinstance(args, str):
@@ -55,10 +82,10 @@ def _event(view: ExportView, event: Event) -> list[str]:
         lines = [f"### {event.role or 'message'} · {where}", ""]
         text = answer_content(record.get("content")) if record else record_text("message", event.record)
         if text:
-            lines += [text, ""]
+            lines += [_closed(text), ""]
         reasoning = reasoning_shown(record)
         if reasoning:
-            lines += ["<details><summary>reasoning</summary>", "", reasoning, "", "</details>", ""]
+            lines += ["<details><summary>reasoning</summary>", "", _closed(reasoning), "", "</details>", ""]
         return lines
     if event.kind == "tool_call":
         name = record.get("name", "?")
@@ -106,12 +133,12 @@ def markdown_chunks(view: ExportView, *, all_branches: bool = False) -> Iterator
     view.showing = len(view.order) if all_branches else len(view.active)
     meta = view.meta
     lines = [
-        f"# {view.title}",
+        f"# {_one_line(view.title)}",
         "",
         f"- session: `{view.id}`",
-        f"- working directory: {meta.get('working_dir') or '-'}",
-        f"- model: {meta.get('model') or '-'}",
-        f"- created: {meta.get('created_at') or '-'}",
+        f"- working directory: {_one_line(meta.get('working_dir') or '-')}",
+        f"- model: {_one_line(meta.get('model') or '-')}",
+        f"- created: {_one_line(meta.get('created_at') or '-')}",
         f"- HEAD: `{view.head}`",
         f"- events: {len(view.order):,} ({len(view.active):,} on the active path, "
         f"{len(view.branches):,} other {'branch' if len(view.branches) == 1 else 'branches'})",
