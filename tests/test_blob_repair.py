@@ -59,3 +59,21 @@ def test_repair_of_a_missing_blob_converges(tmp_path) -> None:
     assert note.exists() and big.id in note.read_text()
     with store.open("s") as s:
         assert [e.id for e in s.path()] == [s.path()[0].id, big.id]
+
+
+def test_the_documented_clean_up_keeps_a_repaired_session_clean(tmp_path) -> None:
+    # fsck --repair set a damaged blob aside; gc --quarantine then removed
+    # the aside bytes, and fsck found a plain missing blob again: an error.
+    from agentlog.backends.files.gc import collect
+
+    store = Store(tmp_path / "home", blob_threshold=BLOB_THRESHOLD)
+    with store.create(session_id="s") as s:
+        big = s.append("message", {"role": "assistant", "content": "z" * (BLOB_THRESHOLD * 4)}, role="assistant")
+    path = blob_path(store, "s", big.digest)
+    flip_byte(path, 10)
+    store.backend.repair("s")
+    collect(str(tmp_path / "home"), quarantine=True)
+    assert not path.with_name(path.name + ".quarantine").exists()
+    (problem,) = store.backend.verify("s")
+    assert problem.severity == "warning" and not problem.repairable
+    assert f"the payload of event {big.id} is lost" in problem.message

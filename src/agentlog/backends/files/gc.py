@@ -36,7 +36,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import orjson
+
 from ..._codec import checksum_ok
+from ..._fs import OsFs
+from .blobs import LOST
 
 __all__ = ["DEFAULT_GRACE_S", "GcItem", "GcReport", "SessionUsage", "collect", "usage"]
 
@@ -276,6 +280,19 @@ def _session_items(
     return items
 
 
+def _note_lost(blob: str) -> None:
+    """Leave ``fsck --repair``'s note of a lost blob (``<hex>.lost``) where
+    the damaged bytes it had set aside were removed: without it, fsck found
+    a plain missing blob again, an error, on a session it had called clean."""
+    note = {
+        "lost_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "digest": "sha256:" + os.path.basename(blob),
+        "reason": "its damaged bytes, set aside by fsck --repair, were removed by gc --quarantine",
+    }
+    if not os.path.exists(blob + LOST):
+        OsFs().write_atomic(blob + LOST, orjson.dumps(note) + b"\n", durable=True)
+
+
 def _remove(path: str) -> None:
     try:
         if os.path.isdir(path) and not os.path.islink(path):
@@ -325,6 +342,8 @@ def collect(
         if not dry_run:
             for item in report.quarantine_kept:
                 _remove(item.path)
+                if os.path.basename(os.path.dirname(item.path)) == "blobs":
+                    _note_lost(item.path[: -len(".quarantine")])
         report.quarantine_kept = []
     if not dry_run:
         for item in report.items:
