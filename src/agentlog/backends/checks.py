@@ -5,6 +5,7 @@ backend runs."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from ..errors import AgentlogError, CorruptionError
 from ..event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, parse_timestamp
@@ -19,7 +20,7 @@ def check_rows(backend: Backend, storage: SessionStorage, where: str) -> list[Pr
     that disagrees with the events held, an event whose kind, role or time
     is malformed or whose record cannot be read, parent links that loop,
     and what ``check_links`` finds. Each is named with its session and
-    event; one damaged row never hides the others."""
+    event; one damaged row never hides the others; none is repairable."""
     sid, problems = storage.session_id, []
 
     def add(message: str) -> None:
@@ -67,7 +68,10 @@ def check_rows(backend: Backend, storage: SessionStorage, where: str) -> list[Pr
                 add(f"{exc.reason} (event {entry.id})")
     for event_id in _in_loops(parents):
         add(f"event {event_id}'s parent links loop: no path from it reaches the root")
-    return problems + check_links(storage, where)
+    # Not repairable: these backends' repair does nothing (SQLite's journal
+    # and PostgreSQL's WAL recover a crash; damage beyond is theirs to
+    # report), and `fsck --repair` must not claim a repair it cannot make.
+    return [replace(p, repairable=False) for p in problems + check_links(storage, where)]
 
 
 def _in_loops(parents: Mapping[str, str]) -> list[str]:

@@ -456,7 +456,7 @@ class SqliteBackend(Backend):
 
     def verify(self, session_id: str) -> list[Problem]:
         problems = [
-            Problem(session_id, self.path, None, f"integrity_check: {row[0]}")
+            Problem(session_id, self.path, None, f"integrity_check: {row[0]}", repairable=False)
             for row in self.query("PRAGMA quick_check")
             if row[0] != "ok"
         ]
