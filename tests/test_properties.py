@@ -86,7 +86,7 @@ class Model:
         selected = self.pending
         if selected is None or selected == self.head:
             head = self.head
-            return head, (head if head != NIL_ID and self.has_children(head) else None)
+            return head, (head if self.has_children(head) else None)
         return selected, (selected if self.has_children(selected) else None)
 
     def add(self, event, parent: str, record: Any) -> None:

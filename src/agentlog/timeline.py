@@ -235,7 +235,12 @@ class Timeline:
         non-empty session, is named by ``branch_from``."""
         if parent is None or parent == self._tip:
             current = self._tip
-            if current == NIL_ID or self._ids.is_last(current):
+            if current == NIL_ID:
+                # HEAD at the root: a new root, a branch beside the others if
+                # there are any (after checkout(NIL_ID), as after select()).
+                self._drain()
+                return NIL_ID, NIL_ID if self._ids.last() else None
+            if self._ids.is_last(current):
                 return current, None  # the newest event has no children: the common case
             self._drain()  # rare: see every child, including queued ones
             current = self._tip
@@ -296,7 +301,8 @@ class Timeline:
             blobs = some
         with self._lock:
             expected = self._tip
-            if (parent is None or parent == expected) and (expected == NIL_ID or self._ids.is_last(expected)):
+            newest = self._ids.is_last(expected) if expected != NIL_ID else not self._ids.last()
+            if (parent is None or parent == expected) and newest:
                 current, branch_from = expected, None  # HEAD is the newest event: no children, the common case
             else:
                 current, branch_from = self._parent_and_branch(parent)
