@@ -72,6 +72,8 @@ def _since(value: str | datetime | None) -> str | None:
     from a time, a date (UTC), or an age (``7d``: that long ago)."""
     if value is None:
         return None
+    if not isinstance(value, (str, datetime)):
+        raise SearchError(f"since must be an age (7d), a date, a time or a datetime, not a {type(value).__name__}")
     if isinstance(value, str):
         try:
             return ago(parse_age(value))

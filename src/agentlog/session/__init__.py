@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from .._writers import WRITERS
 from ..backends.base import SessionStorage
+from ..errors import InvalidEvent
 from ..event import NIL_ID, Event, check_event_id
 from ..lifecycle import LAZY_IDS, fork_meta
 from .sidecars import SessionSidecars
@@ -41,9 +42,13 @@ class Session(SessionWorkingContext, SessionSidecars):
         last one. Blob payloads (``record`` None with a digest) are read
         from ``source``, another session."""
         self._check_open()
+        events = list(events)
+        for event in events:
+            if not isinstance(event, Event):
+                raise InvalidEvent(f"import_events takes Event objects, not a {type(event).__name__}")
         storage = source.storage if isinstance(source, Session) else source
         with self._lock:
-            return self._timeline.import_events(list(events), storage)
+            return self._timeline.import_events(events, storage)
 
     def fork(self, at: str | None = None, *, name: str | None = None, session_id: str | None = None) -> Session:
         """A new session holding the path to ``at`` (default HEAD).

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..compaction import check_flag, compact, summarize_branch
-from ..errors import RecoveryWarning
+from ..errors import InvalidEvent, RecoveryWarning
 from ..event import Event
 from ..providers import to_chat_messages, to_responses_input
 from ..providers_anthropic import to_anthropic_input
@@ -57,6 +57,7 @@ class SessionWorkingContext(SessionMetadata):
         """Compact when the policy says usage is high enough, keeping at most
         what fits the window (``CompactionPolicy.keep_for``)."""
         check_flag("split_turn", split_turn)
+        self._check_open()  # whether or not it is due: a closed session says so every time
         if self.compaction.due(used_tokens, context_window):
             return self.compact(keep_tokens=self.compaction.keep_for(context_window), split_turn=split_turn)
         return None
@@ -116,5 +117,7 @@ class SessionWorkingContext(SessionMetadata):
         The list must start with what is saved (the context as chat
         messages; system messages are ignored, the system prompt is not
         durable). Otherwise ContextMismatch is raised and nothing written."""
+        if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
+            raise InvalidEvent(f"sync takes a list of chat messages, not a {type(messages).__name__}")
         with self._lock:
             return self.append_many(new_suffix(self, messages))

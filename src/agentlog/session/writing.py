@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._writers import WRITERS
-from ..errors import AgentlogError, EventNotFound, SessionClosed, SessionExists, SessionLocked
+from ..errors import AgentlogError, EventNotFound, InvalidEvent, SessionClosed, SessionExists, SessionLocked
 from ..event import NIL_ID, Event, check_event_id
 from ..lifecycle import LAZY_IDS
 from ..timeline import NewEventLike, as_new_event, check_draft
@@ -45,6 +45,8 @@ class SessionWriting(SessionBase):
     def append_many(self, items: Iterable[NewEventLike]) -> list[Event]:
         """Append a chain of events atomically: after a crash, all or none."""
         self._check_open()
+        if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
+            raise InvalidEvent(f"append_many takes an iterable of events, not a {type(items).__name__}")
         drafts = [as_new_event(item) for item in items]
         if not drafts:
             return []
