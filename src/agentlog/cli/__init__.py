@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+import re
 import sys
 import warnings
 from typing import Any
@@ -65,8 +66,16 @@ def _missing_note() -> str:
     return f" (and there is no store at {shown(where)}; nothing was created)" if where else ""
 
 
+#: A byte that was not UTF-8, as a message's repr() of an argument spelled
+#: it (the surrogate escape Python decoded it to).
+_ESCAPED_BYTE = re.compile(r"\\udc([89a-f][0-9a-f])")
+
+
 def _fail(message: str, code: int) -> int:
-    click.echo(f"agentlog: error: {_one_line(shown(str(message)))}{_missing_note()}", err=True)
+    # A typed value that was not UTF-8 is shown as Python shows bytes
+    # ('lat\xe9'), whether a message holds it raw or as its repr.
+    text = _ESCAPED_BYTE.sub(r"\\x\1", shown(str(message)))
+    click.echo(f"agentlog: error: {_one_line(text)}{_missing_note()}", err=True)
     return code
 
 

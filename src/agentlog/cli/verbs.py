@@ -68,6 +68,8 @@ def _summary(session: Session) -> dict[str, Any]:
 def fork(app: App, session: str, event: str | None, name: str | None, as_json: bool) -> None:
     """Start a new session holding the path from the root to EVENT (HEAD
     by default); print its id. The original is not changed."""
+    if name is not None:
+        check_text(name, "--name")
     with app.open(session) as source:
         at = resolve_event(source, event or "HEAD")  # HEAD at the root is an error, as with `fork S HEAD`
         with source.fork(at, name=name) as forked:
