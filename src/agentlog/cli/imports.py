@@ -156,6 +156,10 @@ def import_(
     importer = get_importer(fmt)
     if keep_following:
         return _follow(app, importer, paths, interval, polls, as_json)
+    for path in paths:
+        if not os.path.lexists(os.path.expanduser(path)):
+            # The same mistake as a missing bundle: a usage error (exit 2) whatever --from says.
+            raise click.BadParameter(f"no such file or directory: {shown(path)}", param_hint="'PATH'")
     files = expand_paths(importer, paths)
     with _progress(files) as bar:
         task = bar.add_task("import", total=2 * sum(os.path.getsize(f) for f in files))
