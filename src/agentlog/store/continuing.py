@@ -26,7 +26,10 @@ class StoreContinuing(StoreListing):
         if not isinstance(working_dir, str) or not working_dir:
             return  # none, or a hand-edited session.json's odd value: nothing to remember
         try:
-            self.backend.put_breadcrumb(working_dir, session_id)
+            # Under the directory's name as given and as it resolves: a
+            # symlinked project is one directory, whichever way it is named.
+            for name in dict.fromkeys((working_dir, os.path.realpath(working_dir))):
+                self.backend.put_breadcrumb(name, session_id)
         except StorageError as exc:
             warnings.warn(
                 RecoveryWarning(f"cannot record {session_id} as the latest session of {working_dir}: {exc}"),
@@ -36,18 +39,22 @@ class StoreContinuing(StoreListing):
     def latest_for(self, working_dir: str) -> str | None:
         """The id of the latest session of ``working_dir``, if any."""
         working_dir = os.path.abspath(working_dir)
-        try:
-            crumb = self.backend.get_breadcrumb(working_dir)
-        except (CorruptionError, StorageError) as exc:
-            # A breadcrumb is a cache of what listing can find; say it is
-            # damaged or unreadable, then find the session the slow way.
-            warnings.warn(RecoveryWarning(f"{exc}; looking the session up by listing"), stacklevel=2)
-            crumb = None
-        # Archived sessions are hidden from --continue as from ls.
-        if crumb is not None and self.backend.exists(crumb) and not self._archived(crumb):
-            return crumb
+        real = os.path.realpath(working_dir)  # a symlinked directory is the one it names
+        # The resolved name first: every session leaves its crumb there,
+        # under whichever name it was given (an older one, under that alone).
+        for name in dict.fromkeys((real, working_dir)):
+            try:
+                crumb = self.backend.get_breadcrumb(name)
+            except (CorruptionError, StorageError) as exc:
+                # A breadcrumb is a cache of what listing can find; say it is
+                # damaged or unreadable, then find the session the slow way.
+                warnings.warn(RecoveryWarning(f"{exc}; looking the session up by listing"), stacklevel=2)
+                crumb = None
+            # Archived sessions are hidden from --continue as from ls.
+            if crumb is not None and self.backend.exists(crumb) and not self._archived(crumb):
+                return crumb
         for row in self.list():
-            if row.working_dir == working_dir:
+            if row.working_dir and (row.working_dir == working_dir or os.path.realpath(row.working_dir) == real):
                 return row.id
         return None
 
