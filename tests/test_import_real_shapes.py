@@ -574,3 +574,16 @@ def test_an_import_run_between_a_replys_call_lines_keeps_one_reply(store: Store,
     kinds = [e.kind for e in loaded.path()]
     assert kinds == ["message", "message", "tool_call", "tool_call", "tool_result", "tool_result", "message"]
     assert len(loaded.path()) == len(loaded.events)  # no branch
+
+
+def test_a_codex_header_before_the_envelope_gives_its_directory_and_version(store: Store, tmp_path: Path) -> None:
+    sid = "c27a914d-0000-4000-8000-000000000001"
+    header = {"id": sid, "timestamp": "2025-08-20T13:20:47.060Z", "instructions": None, "git": {}}
+    lines = [
+        {**header, "cwd": "/home/u/proj", "cli_version": "0.30.0"},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+    ]
+    do_import(store, "codex", write_lines(tmp_path / f"rollout-2025-08-20T13-20-47-{sid}.jsonl", lines))
+    meta = load(store, f"codex-{sid}").meta
+    assert (meta["source_cwd"], meta["source_version"]) == ("/home/u/proj", "0.30.0")

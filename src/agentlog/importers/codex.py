@@ -176,6 +176,11 @@ class CodexImporter(Importer):
         for line in lines:
             obj = line.obj or {}
             payload = obj.get("payload")
+            if _legacy_header(obj):
+                # A pre-envelope header: some (0.3x) carry these at the top level.
+                for key, field in (("source_cwd", "cwd"), ("source_version", "cli_version")):
+                    if isinstance(obj.get(field), str):
+                        b.create_meta.setdefault(key, obj[field])
             if not isinstance(payload, dict):
                 continue
             if obj.get("type") == "session_meta":
