@@ -178,7 +178,14 @@ class Store(StoreTimelines, StoreChecking):
 
     # --- lifetime ---------------------------------------------------------------
     def close(self) -> None:
-        """Release the backend's connections (sessions stay stored)."""
+        """Release the backend's connections (sessions stay stored).
+
+        Close the sessions opened from the store first: after this, neither
+        the store nor those sessions are to be used. What a use then does
+        depends on the backend, which is why it is not to be relied on: an
+        SQLite store refuses everything with a StorageError (its one
+        connection is shut), a PostgreSQL store refuses what needs its pool,
+        and file and memory stores, which hold no connection, go on working."""
         self.backend.close()
 
     def __repr__(self) -> str:
