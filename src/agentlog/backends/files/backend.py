@@ -85,8 +85,11 @@ class FileBackend(Backend):
         self.durability = durability
         self.durable = durability == "full"
         self.chunk_size = chunk_size
-        # from_url unquotes: a "?" or "%" in the name survives, and so do bytes that are not UTF-8
-        self.url = "file://" + quote(os.fsencode(self.layout.home))
+        # from_url unquotes: a "?" or "%" in the name survives, and so do bytes
+        # that are not UTF-8. The resolved path: the URL is what one process's
+        # writers are keyed by, and a home reached through a symlink is the
+        # same store (it was refused as "open for writing elsewhere").
+        self.url = "file://" + quote(os.fsencode(os.path.realpath(self.layout.home)))
         self._mkdirs()
 
     @classmethod

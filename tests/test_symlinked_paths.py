@@ -1,4 +1,6 @@
-"""--continue finds a project's session however its directory is named.
+"""Paths through symlinks: a project directory, and a store's home.
+
+--continue finds a project's session however its directory is named.
 
 A session made with ``--working-dir "$PWD"`` in a symlinked directory kept
 the symlink's name, and `continue` run there looked up the physical name;
@@ -31,3 +33,17 @@ def test_a_session_is_found_by_its_directory_through_a_symlink(tmp_path: Path) -
         os.unlink(crumb)
     assert store.latest_for(str(link)) == by_real
     assert store.latest_for(str(real)) == by_real
+
+
+def test_a_store_reached_through_a_symlink_is_the_same_store(tmp_path: Path) -> None:
+    # One writer per session per process: the second handle, through the
+    # link, was refused as "open for writing elsewhere" naming this process.
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    first = Store(real)
+    with first.create(session_id="x") as writer:
+        writer.append("message", {"content": "one"}, role="user")
+        with Store(tmp_path / "link").open("x") as same:
+            same.append("message", {"content": "two"}, role="user")
+        assert [e.record["content"] for e in writer.path()] == ["one", "two"]
