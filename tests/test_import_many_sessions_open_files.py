@@ -89,3 +89,30 @@ def test_follow_holds_a_bounded_number_of_sessions_open_in_a_poll(tmp_path: Path
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["0", str(2 * n)]
+
+
+def test_a_session_written_while_an_import_had_it_closed_is_left_for_the_next_import(tmp_path: Path) -> None:
+    # The import closes a session between reading its maps and writing to
+    # it; a writer that came between (another import) makes those maps wrong,
+    # which is said, as the lease used to say it, and nothing is written.
+    import pytest
+
+    from agentlog import SessionLocked, Store
+    from agentlog.importers.builder import SessionBuilder
+
+    source = tmp_path / "projects"
+    source.mkdir()
+    _session_file(source, 1, 2)
+    home = tmp_path / "home"
+    _import(home, source)
+    store = Store(home)
+    sid = "claude-00000000-0000-4000-8000-000000000001"
+    b = SessionBuilder(store, sid, "00000000-0000-4000-8000-000000000001", "claude")
+    b.read_state()
+    b.ensure_loaded()
+    b.release()
+    with store.open(sid) as other:
+        other.append("message", {"content": "by hand"}, role="user")
+    with pytest.raises(SessionLocked, match="while this import had it closed"):
+        b.ensure_loaded()
+    assert b.session is None

@@ -146,3 +146,25 @@ def test_a_v2_session_rewritten_as_v3_goes_on(store: Store, tmp_path: Path) -> N
     assert report.errors == [] and report.events == 1
     loaded = load(store, f"pi-{SID}")
     assert loaded.events[-1].parent_id == loaded.events[-2].id != NIL_ID
+
+
+def test_a_migrated_file_followed_after_its_session_was_let_go(store: Store, tmp_path: Path) -> None:
+    # --follow keeps only a line's type and id between polls; a session it
+    # let go of (more than it keeps open) reads its maps again from the
+    # store, and must still find the entries pi gave ids when it migrated.
+    from agentlog.importers import Follower
+
+    path = write_lines(tmp_path / f"2025-11-01T10-00-00-000Z_{SID}.jsonl", _v1())
+    with Follower(store, FORMATS["pi"], [str(path)]) as follower:
+        follower.poll()
+        write_lines(path, _migrated(_v1()))
+        follower.poll()
+        for kept in follower.keep.values():  # let go, as the bound on open sessions does
+            kept.close()
+        follower.keep.clear()
+        with path.open("a") as f:
+            f.write(json.dumps(_entry(7, "f0000001", "e0000006", "assistant", "later")) + "\n")
+        assert follower.poll().errors == []
+    loaded = load(store, f"pi-{SID}")
+    (later,) = [e for e in loaded.events if e.kind == "message" and e.record["content"][0]["text"] == "later"]
+    assert loaded.by_id[later.parent_id].record["content"][0]["text"] == "third"

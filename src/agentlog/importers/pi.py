@@ -120,7 +120,11 @@ class PiImporter(Importer):
         return f"{source_id}:{entry}" if isinstance(entry, str) else None
 
     def slim(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return obj if obj.get("type") in ("session", "title") else {"type": obj.get("type")}
+        if obj.get("type") in ("session", "title"):
+            return obj
+        # The id too: after pi migrated a v1 file, a later poll's entries find
+        # their parents through it (``_alias_migrated``), kept builder or not.
+        return {"type": obj.get("type"), "id": obj.get("id")}
 
     def prompt_text(self, obj: dict[str, Any]) -> str | None:
         message = obj.get("message")

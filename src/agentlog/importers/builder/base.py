@@ -42,6 +42,7 @@ class BuilderBase:
     # The session is stored and its maps are loaded, but it is not open
     # (``release``): a run holds one session open at a time, not all of them.
     released: bool = False
+    released_at: str = ""  # its newest event then: whether another writer came between
     keys: dict[str, str] = field(default_factory=dict)
     # The first event made from each source key's line, where ``keys`` has
     # the last (the one the line's keys are written on): a child goes after

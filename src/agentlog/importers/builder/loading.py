@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ...errors import CorruptionError
+from ...errors import CorruptionError, SessionLocked
 from ..stored import slim_rows
 from .base import META_KEY
 from .lines import BuilderLines
@@ -34,7 +34,14 @@ class BuilderLoading(BuilderLines):
         if not self.existing or self.session is not None:
             return
         if self.released:  # maps loaded before: only the session is opened again
-            self.session = self.store.open(self.session_id)
+            session = self.store.open(self.session_id)
+            if session.storage.last_id() != self.released_at:
+                # Another writer (an import running beside this one) appended
+                # while the session was closed: the maps no longer say what it
+                # holds, and converting against them would be wrong.
+                session.close()
+                raise SessionLocked(self.session_id, "another writer, which wrote to it while this import had it closed")
+            self.session = session
             self.released = False
             return
         self.session = self.store.open(self.session_id)

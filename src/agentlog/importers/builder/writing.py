@@ -91,6 +91,7 @@ class BuilderWriting(BuilderLoading):
         open. ``ensure_loaded`` opens it again for writing, ``stored`` for
         reading a path to copy."""
         if self.session is not None:
+            self.released_at = self.session.storage.last_id()
             self.session.close()
             self.session = None
             self.existing = self.released = True

@@ -188,6 +188,7 @@ class Run:
                     line.new = False
         if any(ln.new for ln in group.lines):
             b.ensure_loaded()  # its maps are needed only to convert new lines
+        if b.session is not None:  # loaded here, or by a rewrite's recognition (pi)
             self.hold(b)  # opened again when its turn comes: not all at once
         return b
 
@@ -300,9 +301,9 @@ class Run:
         for other in self.builders.values():
             if other.session_id in self.failed:
                 continue  # left out of this run (and reported)
-            if other is not b:
+            if other is not b and not other.released:  # a released one's maps are loaded already
                 other.ensure_loaded()
-                if other.session_id not in self.active:
+                if other.session is not None and other.session_id not in self.active:
                     self.hold(other)
             found = other.keys.get(key)
             written = other.session is not None or other.released
