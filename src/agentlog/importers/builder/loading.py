@@ -40,7 +40,8 @@ class BuilderLoading(BuilderLines):
                 # while the session was closed: the maps no longer say what it
                 # holds, and converting against them would be wrong.
                 session.close()
-                raise SessionLocked(self.session_id, "another writer, which wrote to it while this import had it closed")
+                holder = "another writer, which wrote to it while this import had it closed"
+                raise SessionLocked(self.session_id, holder)
             self.session = session
             self.released = False
             return
