@@ -6,12 +6,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["content_text", "storable", "storable_json"]
+__all__ = ["content_text", "storable", "storable_bytes", "storable_json"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _escaped(match: re.Match[str]) -> str:
+def _as_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _as_byte(match: re.Match[str]) -> str:
     code = ord(match.group())
     # 0xDC80-0xDCFF: a byte that was not UTF-8, kept by surrogateescape
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
@@ -21,13 +25,25 @@ def storable(text: str) -> str:
     """``text`` as UTF-8, and so a record, can hold it. Python text can hold
     what no JSON can: a surrogate pair split in two (a stream cut inside an
     emoji, each half decoded alone), joined again here into its character;
-    bytes that were not UTF-8, kept as surrogate escapes (a file name from
-    ``os.listdir``), written as ``\\xe9``; any other lone surrogate, written
-    as ``\\ud83d``. Text without surrogates is returned as it is."""
+    any other lone surrogate is written as its escape, ``\\ud83d``, which in
+    JSON text (a tool call's arguments) is the same JSON again. Text
+    without surrogates is returned as it is."""
     if _SURROGATE.search(text) is None:
         return text
-    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-    return _SURROGATE.sub(_escaped, joined)
+    return _SURROGATE.sub(_as_escape, _paired(text))
+
+
+def storable_bytes(text: str) -> str:
+    """As ``storable``, for text the operating system gave (a tool's output:
+    a file name from ``os.listdir``), where a lone U+DC80-U+DCFF is a byte
+    that was not UTF-8: written as Python shows bytes, ``\\xe9``."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(_as_byte, _paired(text))
+
+
+def _paired(text: str) -> str:
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def content_text(content: Any) -> str:

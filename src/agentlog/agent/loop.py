@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._text import storable
+from .._text import storable_bytes
 from ..errors import ContextOverflow, InvalidOption, ModelError
 from ..event import Event
 from ..records import RecordTuple, ToolResultRecord
@@ -238,7 +238,7 @@ class Agent:
                 # A tool's text may hold what no record can (a file name that
                 # is not UTF-8, from os.listdir): written as escapes, since
                 # the tool ran and its result must be stored.
-                "content": storable(content),
+                "content": storable_bytes(content),
                 "is_error": is_error,
             }
             self._save([("tool_result", record, "tool")], result)

@@ -51,7 +51,7 @@ class ToolCall:
     arguments: str
 
     def to_record(self) -> ToolCallRecord:
-        # a lone surrogate in JSON text becomes its escape: still the same JSON
+        # a lone surrogate in JSON text becomes its \\u escape: the same JSON
         return {"id": self.id, "name": self.name, "arguments": storable(self.arguments)}
 
     def to_openai(self) -> dict[str, Any]:
