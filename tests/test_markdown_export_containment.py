@@ -33,3 +33,12 @@ def test_a_fence_a_reply_left_open_is_closed_at_its_end(tmp_path: Path) -> None:
     assert body.startswith("print(1)\n```\n")  # closed right after the reply
     assert "### user" in body and "after the fence" in body
     assert text.count("```") % 2 == 0
+
+
+def test_a_carriage_return_in_a_name_makes_no_heading(tmp_path: Path) -> None:
+    store = Store(tmp_path / "home")
+    with store.create(name="a\r## injected") as s:
+        s.append("message", {"content": "x"}, role="user")
+        sid = s.id
+    text = _markdown(store, sid)
+    assert text.startswith("# a ## injected\n") and "\r" not in text.splitlines()[0]

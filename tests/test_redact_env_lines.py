@@ -51,8 +51,29 @@ def test_an_anthropic_key_is_found_without_a_key_name() -> None:
         "secret: true",
         "commit 3f2a9b1c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a",
         "The password is stored in the vault.",
+        "self.password = password_manager",
+        "password=args.password",
+        "if password == confirm_password:",
+        "PASSWORD_MIN_LENGTH=12345678",
+        "api_key = get_api_key_from_environment()",
+        "secret = os.getenv('SECRET')",
+        "export API_KEY=$API_KEY_FROM_VAULT",
     ],
 )
 def test_prose_references_and_short_values_are_left_alone(line: str) -> None:
     r = Redactor()
     assert r.text(line) == line and r.total == 0
+
+
+@pytest.mark.parametrize(
+    ("line", "redacted"),
+    [
+        ("DB_PASSWORD=h03j$TtKWHDQ4aDk7", "DB_PASSWORD=[REDACTED:Secret Keyword]"),
+        ("DB_PASSWORD=h03jTtKWHDQ4aDk7 and more", "DB_PASSWORD=[REDACTED:Secret Keyword] and more"),
+        ("mysql -u root --password=Sup3rS3cretPass db", "mysql -u root --password=[REDACTED:Secret Keyword] db"),
+        # two detectors on one secret, one longer: its tail goes with it
+        ("API_KEY=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789!extrasecret", "API_KEY=[REDACTED:GitHub Token]"),
+    ],
+)
+def test_a_value_with_symbols_or_words_after_it_is_redacted(line: str, redacted: str) -> None:
+    assert Redactor().text(line) == redacted

@@ -157,7 +157,7 @@ def import_(
     if keep_following:
         return _follow(app, importer, paths, interval, polls, as_json)
     for path in paths:
-        if not os.path.lexists(os.path.expanduser(path)):
+        if not os.path.exists(os.path.expanduser(path)):  # a dangling symlink names nothing either
             # The same mistake as a missing bundle: a usage error (exit 2) whatever --from says.
             raise click.BadParameter(f"no such file or directory: {shown(path)}", param_hint="'PATH'")
     files = expand_paths(importer, paths)

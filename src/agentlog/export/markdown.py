@@ -49,7 +49,7 @@ def _closed(text: str) -> str:
 
 def _one_line(value: Any) -> str:
     """A field of the header on its line: a name's newlines made headings of their own."""
-    return " ".join(str(value).split("\n"))
+    return " ".join(str(value).splitlines())  # "\r" too: Markdown ends a line at it
 
 
 def _arguments(record: dict[str, Any]) -> str:

@@ -49,11 +49,17 @@ _TOKEN_TAIL = re.compile(r"(?:[A-Za-z0-9_+/=-]|\.(?=[A-Za-z0-9_+/=-]))*")
 _OWN = [("Anthropic API Key", re.compile(r"\bsk-ant-[a-z]+\d{2}-[A-Za-z0-9_-]{20,}"))]
 #: An unquoted value after a secret-sounding key (``DB_PASSWORD=...``, as
 #: ``env``, ``printenv`` and ``cat .env`` print them) is redacted when it is
-#: one token of at least this many characters: shorter ones, prose
-#: (``password: see below``) and references (``${API_KEY}``, ``os.environ[``)
-#: are no secret values.
+#: one token of at least this many characters that looks like a value, not
+#: code: prose (``password: see below``), references (``${API_KEY}``,
+#: ``$PW``, ``os.environ[``, ``get()``), names (``password_manager``,
+#: ``args.password``, ``confirm_password:``) and plain numbers
+#: (``PASSWORD_MIN_LENGTH=12345678``) are no secret values.
 _MIN_BARE = 8
-_BARE_VALUE = re.compile(r"[^\s'\"()\[\]{}$<>`]+\Z")
+_BARE_VALUE = re.compile(r"[^\s'\"`$(\[{<][^\s'\"`()\[\]{}<>]*\Z")
+#: A name or a dotted path in code: letters, digits, ``_``, ``.``, and a
+#: colon at the end (``if password == confirm_password:``), with no digit.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z_.]*:?\Z")
+_NUMBER = re.compile(r"[0-9_.]+\Z")
 
 
 class Redactor:
@@ -159,6 +165,7 @@ class Redactor:
         # Where two detectors agree, the one that knows the provider names it.
         for start, stop, kind in sorted(spans, key=lambda s: (s[0], s[2] == "Secret Keyword", s[1])):
             if start < end:  # overlaps one already replaced (two detectors agree)
+                end = max(end, stop)  # the longer one's tail is secret too: replaced with it
                 continue
             out.append(line[end:start])
             out.append(f"[REDACTED:{kind}]")
@@ -174,8 +181,9 @@ class Redactor:
         that is one long token is taken (``_MIN_BARE``)."""
         spans = []
         for secret in self._keyword.analyze_line(filename="export.cfg", line=line, line_number=0):
-            value = secret.secret_value or ""
-            if len(value) < _MIN_BARE or not _BARE_VALUE.match(value):
+            # the first token: a value with words after it on the line
+            value = next(iter((secret.secret_value or "").split()), "")
+            if len(value) < _MIN_BARE or not _BARE_VALUE.match(value) or _NAME.match(value) or _NUMBER.match(value):
                 continue
             start = line.find(value)
             while start != -1:
