@@ -11,12 +11,13 @@ from typing import Any
 
 import orjson
 
-from ..errors import CorruptionError, EventNotFound
+from ..errors import CorruptionError, EventNotFound, SessionNotFound
 from ..event import NIL_ID, Event, make_event
 from ..metafields import MetaProblem, checked_meta, document_problems, meta_problems
 from .base import ListingRow, SessionStats, SessionStorage
 
 __all__ = [
+    "session_value",
     "EVENTS_PAGE",
     "SCAN_PAGE_FIRST",
     "SCAN_SKIP_BOUND",
@@ -225,3 +226,12 @@ def read_path(
     if not rows:
         return events  # a missing parent ends the path, as the recursive query ends it
     return events + path_from_rows(storage, rest, rows, bound, where)
+
+
+def session_value(row: Sequence[Any] | None, session_id: str) -> Any:
+    """The one column read of a session's row. A session deleted while a
+    storage of it was open (another handle, `agentlog rm`) has no row: that
+    is SessionNotFound, never an empty session read as if it were whole."""
+    if row is None:
+        raise SessionNotFound(session_id)
+    return row[0]

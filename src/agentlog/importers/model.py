@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._text import storable_bytes
 from ..errors import ImportSourceError, NoSourceFiles, SourceChanged, SourceNotFound, UnknownFormat
 
 __all__ = [
@@ -31,8 +32,7 @@ def file_name(path: str) -> str:
     event's ``source.file``, the files' states): its base name, with bytes
     that are not UTF-8 (a name Python keeps as surrogate escapes, which no
     JSON holds) written as ``\\xe9``, as messages show them."""
-    name = os.path.basename(path)
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return storable_bytes(os.path.basename(path))
 
 
 @dataclass(slots=True)

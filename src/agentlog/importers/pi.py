@@ -41,8 +41,8 @@ from ..event import NIL_ID
 from ..records import UsageRecord
 from .base import Importer, call_places, count, custom_record, interleaved, split_fields, text_parts, usage_record
 from .builder import SessionBuilder
-from .builder.pending import stamp_ns
 from .model import SourceLine
+from .pi_migration import alias_migrated, migrated_rewrite
 from .reader import FileData
 
 __all__ = ["PiImporter"]
@@ -123,7 +123,7 @@ class PiImporter(Importer):
         if obj.get("type") in ("session", "title"):
             return obj
         # The id too: after pi migrated a v1 file, a later poll's entries find
-        # their parents through it (``_alias_migrated``), kept builder or not.
+        # their parents through it (``pi_migration.alias_migrated``), kept builder or not.
         return {"type": obj.get("type"), "id": obj.get("id")}
 
     def prompt_text(self, obj: dict[str, Any]) -> str | None:
@@ -139,7 +139,7 @@ class PiImporter(Importer):
         # pi indexes v1 entries over the parsed lines (the header is 0).
         b.state["entries"] = [ln.lineno for ln in lines if ln.obj is not None and ln.obj.get("type") != "title"]
         if b.state["version"] >= 2:
-            self._alias_migrated(b, [line for line in lines if not line.new])
+            alias_migrated(b, [line for line in lines if not line.new])
         compactions = [i for i, k in b.kind_of.items() if k == "compaction"]
         b.state["last_compaction"] = max(compactions) if compactions else None
         for line in lines:
@@ -179,61 +179,8 @@ class PiImporter(Importer):
         return self.session_id(source_id) if source_id else parent
 
     def rewritten(self, b: SessionBuilder, lines: list[SourceLine], consumed: int) -> bool:
-        """pi migrates a v1 or v2 session to its current version when it opens
-        it, and writes the whole file again (``setSessionFile``:
-        ``migrateToCurrentVersion``, then ``_rewriteFile``). Entries, their
-        order and their lines stay; v1's gain ids and parent links, v2's
-        ``hookMessage`` role becomes ``custom``. The rewrite is recognised
-        when the header names this session at version 2 or later, each of
-        the first ``consumed`` lines is an entry this session holds (by its
-        v1 line number or its id, with the same time), and none it holds is
-        missing: the file is the same session, and goes on from there.
-        Anything else is a change."""
-        header = next((ln.obj for ln in lines if ln.obj is not None and ln.obj.get("type") == "session"), None)
-        version = header.get("version") if header is not None else None
-        if header is None or header.get("id") != b.source_id or not isinstance(version, int) or version < 2:
-            return False
-        b.ensure_loaded()
-        assert b.session is not None  # the session exists: an earlier import consumed the file
-        times = {entry.id: stamp_ns(entry.timestamp, 0) for entry in b.session.entries()}
-        prefix = f"{b.source_id}:"
-        matched = set()
-        for line in lines:
-            if line.lineno > consumed:
-                continue
-            obj = line.obj
-            if obj is None:
-                return False
-            key = f"{prefix}line:{line.lineno}"
-            if obj.get("type") == "title" and key not in b.keys:
-                continue  # oh-my-pi's title slot: keyed by its line in v1, by nothing since
-            if obj.get("type") == "session":
-                key = f"{prefix}header"
-            elif key not in b.keys:
-                key = f"{prefix}{obj.get('id')}" if isinstance(obj.get("id"), str) else ""
-            when = self.line_time(obj)
-            if key not in b.keys or (when is not None and times.get(b.keys[key]) != when):
-                return False  # not held, or held from another line (same number, other time)
-            matched.add(key)
-        if matched != {key for key in b.keys if key.startswith(prefix)}:
-            return False
-        # now, while the lines are whole (--follow keeps only their type)
-        self._alias_migrated(b, [line for line in lines if line.lineno <= consumed])
-        return True
-
-    @staticmethod
-    def _alias_migrated(b: SessionBuilder, lines: list[SourceLine]) -> None:
-        """Let the ids pi gave v1 entries when it migrated the file name the
-        events imported from those (earlier) lines (keyed by line number), so that
-        the entries pi appends after them find their parents."""
-        for line in lines:
-            obj = line.obj
-            if obj is None or obj.get("type") in ("session", "title") or not isinstance(obj.get("id"), str):
-                continue
-            key, by_line = f"{b.source_id}:{obj['id']}", f"{b.source_id}:line:{line.lineno}"
-            if key not in b.keys and by_line in b.keys:
-                b.put(b.keys, key, b.keys[by_line])
-                b.put(b.first_keys, key, b.first_keys.get(by_line, b.keys[by_line]))
+        """pi's own rewrite of an old session it migrated (``pi_migration``)."""
+        return migrated_rewrite(b, lines, consumed, self.line_time)
 
     def event_key(self, b: SessionBuilder, line: SourceLine, obj: dict[str, Any]) -> str | None:
         if b.state["version"] < 2 and obj.get("type") != "session":

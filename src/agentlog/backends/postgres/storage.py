@@ -37,6 +37,7 @@ from ..sqlrows import (
     paged_events,
     paged_scan,
     read_path,
+    session_value,
     stored_meta,
 )
 from .lease import PostgresLease
@@ -269,13 +270,9 @@ class PostgresSessionStorage(SessionStorage):
         return None if row is None else row[0]
 
     def _session(self, column: str) -> Any:
-        """A column of the session's row. A session deleted while this
-        storage was open (another handle, `agentlog rm`) has none: that is
-        SessionNotFound, never an empty session read as if it were whole."""
-        row = self._query(f"SELECT {column} FROM sessions WHERE id = %s", (self.session_id,), one=True)
-        if row is None:
-            raise SessionNotFound(self.session_id)
-        return row[0]
+        return session_value(
+            self._query(f"SELECT {column} FROM sessions WHERE id = %s", (self.session_id,), one=True), self.session_id
+        )
 
     def head(self) -> str:
         head: str | None = self._session("head::text")
