@@ -29,7 +29,7 @@ from .common import App, emit_json, json_option, needs, pass_app
 from .completion import complete_session
 from .progress import progress_bar
 from .refs import resolve_session
-from .render import columns, console, counted, local_time, one_line, print_lines
+from .render import Column, columns, console, counted, local_time, one_line, print_lines
 from .timespec import Age, ago
 from .verbs import not_done
 
@@ -248,13 +248,15 @@ def prune(app: App, older_than: float, archived_only: bool, dry_run: bool, yes: 
 _DU_HEADERS = [
     # Never cut: the id is the ref to type back. A UUID shows as its short
     # form; an id made elsewhere (an import's "claude-<uuid>") is whole.
-    ("ID", 128, "<"),
-    ("TITLE", 40, "<"),
-    ("CHUNKS", 10, ">"),
-    ("BLOBS", 16, ">"),
-    ("INDEX", 10, ">"),
-    ("QUARANTINE", 10, ">"),
-    ("TOTAL", 10, ">"),
+    # On a narrow terminal the title narrows first, then the parts are left
+    # out before the total (render.Column).
+    Column("ID", 128, "<"),
+    Column("TITLE", 40, "<", floor=8, drop=5),
+    Column("CHUNKS", 10, ">", drop=2),
+    Column("BLOBS", 16, ">", drop=3),
+    Column("INDEX", 10, ">", drop=1),
+    Column("QUARANTINE", 10, ">", drop=4),
+    Column("TOTAL", 10, ">"),
 ]
 
 
@@ -432,7 +434,7 @@ def stats(app: App, session: str | None, as_json: bool) -> None:
         for kind, n in sorted(doc["by_kind"].items(), key=lambda kv: -kv[1])
     ]
     if table:
-        print_lines(columns([("KIND", 32, "<"), ("EVENTS", 10, ">"), ("BYTES", 12, ">")], table))
+        print_lines(columns([Column("KIND", 32, "<"), Column("EVENTS", 10, ">"), Column("BYTES", 12, ">")], table))
     t = doc["tokens"]
     cost = f", ${t['cost_usd']:.4f}" if t.get("cost_usd") else ""
     click.echo(f"tokens: {t['input_tokens']:,} in, {t['output_tokens']:,} out ({counted(t['calls'], 'call')}){cost}")

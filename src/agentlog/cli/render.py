@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from rich.cells import cell_len, set_cell_size
@@ -26,6 +26,7 @@ from .refs import short_ids
 
 __all__ = [
     "abbreviate",
+    "Column",
     "columns",
     "console",
     "counted",
@@ -92,26 +93,47 @@ def _on_terminal() -> bool:
     return sys.stdout.isatty()
 
 
-def columns(headers: Sequence[tuple[str, int, str]], rows: Iterable[Sequence[tuple[str, str]]]) -> Text:
-    """A plain aligned table: ``headers`` are (title, max width, "<" or ">"),
-    each cell is (text, style). On a terminal, cells over their column's
-    width end in "…"; piped, every cell is whole (docs/cli.md, "Output").
+class Column(NamedTuple):
+    """A column of :func:`columns`: its title, the widest a cell may be on
+    a terminal, and its alignment ("<" or ">"). On a terminal narrower than
+    the table, a column with a ``floor`` is narrowed down to it first, and
+    columns are then left out in ``drop`` order (1 first; 0: never), so
+    the columns that stay are whole instead of the line being cut."""
+
+    title: str
+    cap: int
+    align: str
+    floor: int = 0
+    drop: int = 0
+
+
+def columns(headers: Sequence[Column], rows: Iterable[Sequence[tuple[str, str]]], width: int | None = None) -> Text:
+    """A plain aligned table: each cell is (text, style). On a terminal,
+    cells over their column's width end in "…" and the table is fitted to
+    ``width`` (the terminal's, unless given; :class:`Column`); piped, every
+    cell is whole (docs/cli.md, "Output").
 
     rich's Table costs seconds per few thousand rows, and a listing of
     many sessions reaches tens of thousands."""
     cut = _on_terminal()
     # Each cell once: its text made safe and cut, and its width in cells.
-    table = [[(title, "bold", _cells(title)) for title, _, _ in headers]]
+    table = [[(title, "bold", _cells(title)) for title, *_ in headers]]
     for row in rows:
         cells = []
-        for (text, style), (_, cap, _) in zip(row, headers, strict=True):
+        for (text, style), column in zip(row, headers, strict=True):
             text = safe_text(text)
             if cut:
-                text = _cut(text, cap)
+                text = _cut(text, column.cap)
             cells.append((text, style, _cells(text)))
         table.append(cells)
     widths = [max(row[i][2] for row in table) for i in range(len(headers))]
-    aligns = [align for _, _, align in headers]
+    if cut:
+        kept = _fit(headers, widths, console().width if width is None else width)
+        if kept is not None:
+            headers = [headers[i] for i in kept]
+            widths = [widths[i] for i in kept]
+            table = [[_recut(row[i], widths[n]) for n, i in enumerate(kept)] for row in table]
+    aligns = [column.align for column in headers]
     last = len(headers) - 1
     # The table is built as one string and its styled spans: a Text.append
     # a cell cost a second per 10,000 rows. Cells hold no control codes
@@ -137,6 +159,45 @@ def columns(headers: Sequence[tuple[str, int, str]], rows: Iterable[Sequence[tup
     return Text("\n".join(lines), spans=spans, no_wrap=True, overflow="ellipsis")
 
 
+def _fit(headers: Sequence[Column], widths: list[int], room: int) -> list[int] | None:
+    """The columns to show within ``room`` cells, ``widths`` narrowed in
+    place to fit; None when the table fits as it is. A title is never cut:
+    a column narrows to its floor or its title, whichever is wider."""
+
+    def needed(shown: list[int], floor: bool) -> int:
+        gaps = 2 * (len(shown) - 1)
+        return gaps + sum(min(widths[i], _narrowest(headers[i])) if floor else widths[i] for i in shown)
+
+    shown = list(range(len(headers)))
+    if needed(shown, floor=False) <= room:
+        return None
+    droppable = sorted((c.drop, i) for i, c in enumerate(headers) if c.drop)
+    while needed(shown, floor=True) > room and droppable:
+        shown.remove(droppable.pop(0)[1])
+    # Narrow what is over: the widest narrowable column first, a cell at a time.
+    over = needed(shown, floor=False) - room
+    while over > 0:
+        narrowable = [i for i in shown if headers[i].floor and widths[i] > _narrowest(headers[i])]
+        if not narrowable:
+            break  # print_lines cuts the line at the edge, past the id
+        widest = max(narrowable, key=lambda i: widths[i])
+        widths[widest] -= 1
+        over -= 1
+    return shown
+
+
+def _narrowest(column: Column) -> int:
+    return max(column.floor, _cells(column.title)) if column.floor else 10**9
+
+
+def _recut(cell: tuple[str, str, int], width: int) -> tuple[str, str, int]:
+    text, style, size = cell
+    if size <= width:
+        return cell
+    text = _cut(text, width)
+    return text, style, _cells(text)
+
+
 def _cells(text: str) -> int:
     """Columns ``text`` takes on a terminal: a Chinese or Japanese character
     takes two (titles in those scripts misaligned every column after them)."""
@@ -146,7 +207,7 @@ def _cells(text: str) -> int:
 def _cut(text: str, cap: int) -> str:
     if _cells(text) <= cap:
         return text
-    return (text[: cap - 1] if text.isascii() else set_cell_size(text, cap - 1).rstrip(" ")) + "…"
+    return (text[: cap - 1] if text.isascii() else set_cell_size(text, cap - 1)).rstrip(" ") + "…"
 
 
 # --- ids and times -------------------------------------------------------------

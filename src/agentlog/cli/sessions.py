@@ -14,7 +14,7 @@ from ..store import SessionInfo
 from .common import App, emit_json, json_option, pass_app
 from .location import shown
 from .refs import check_text
-from .render import abbreviate, columns, console, counted, local_time, one_line, print_lines
+from .render import Column, abbreviate, columns, console, counted, local_time, one_line, print_lines
 
 __all__ = ["COMMANDS"]
 
@@ -22,13 +22,15 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _HEADERS = [
     # Never cut: the id is the ref to type back. A UUID shows as its short
     # form; an id made elsewhere (an import's "claude-<uuid>") is whole.
-    ("ID", 128, "<"),
-    ("TITLE", 40, "<"),
-    ("WORKING DIR", 40, "<"),
-    ("UPDATED", 16, "<"),
-    ("EVENTS", 9, ">"),
-    ("STATUS", 12, "<"),
-    ("SUMMARY", 80, "<"),
+    # On a narrow terminal the text columns narrow first, then columns are
+    # left out, the summary first (render.Column).
+    Column("ID", 128, "<"),
+    Column("TITLE", 40, "<", floor=12, drop=5),
+    Column("WORKING DIR", 40, "<", floor=12, drop=2),
+    Column("UPDATED", 16, "<", drop=6),
+    Column("EVENTS", 9, ">", drop=4),
+    Column("STATUS", 12, "<", drop=3),
+    Column("SUMMARY", 80, "<", floor=12, drop=1),
 ]
 _ROW_FIELDS = [f.name for f in dataclasses.fields(SessionInfo) if f.name != "meta"]
 
