@@ -84,3 +84,12 @@ def test_piped_output_is_whole(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_cut_cell_does_not_end_in_a_space(terminal: None) -> None:
     out = columns([Column("A", 8, "<")], [[("abcdef gh", "")]]).plain
     assert lines(out)[1] == "abcdef…"
+
+
+def test_bidirectional_controls_are_shown_not_obeyed(terminal: None) -> None:
+    # U+202E (right-to-left override) in a title turned the rest of its row around.
+    title = "fix \u202eevil\u202c and \u2067isolated\u2069"
+    out = columns(_HEADERS, [ls_row("a0cda271", title)], width=200).plain
+    assert not any(chr(c) in out for c in render.BIDI_CONTROLS)
+    assert "fix �evil� and �isolated�" in out
+    assert render.safe_text("שלום עולם") == "שלום עולם"  # right-to-left text itself is kept

@@ -32,6 +32,7 @@ from .common import (
 from .completion import complete_event
 from .refs import labels_of, no_events
 from .render import (
+    BIDI_CONTROLS,
     Styled,
     abbreviate,
     console,
@@ -61,7 +62,8 @@ _PIPE_CHUNK = 1 << 20
 #: controls (U+009B is CSI, U+009D OSC: xterm acts on them). ``show``
 #: writes them as the \\u escapes JSON has for them, so the record shown
 #: is still the record, and still JSON (C0 controls json escapes itself).
-_JSON_CONTROLS = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0))}
+#: The bidirectional controls likewise (render.BIDI_CONTROLS).
+_JSON_CONTROLS = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0), *BIDI_CONTROLS)}
 
 
 def _record_json(record: Any) -> Text:

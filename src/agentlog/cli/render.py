@@ -26,6 +26,7 @@ from .refs import short_ids
 
 __all__ = [
     "abbreviate",
+    "BIDI_CONTROLS",
     "Column",
     "columns",
     "console",
@@ -249,10 +250,16 @@ _second_shown = functools.lru_cache(maxsize=4096)(_shown)
 #: the screen or hide text. C0 controls become their Unicode control
 #: pictures (ESC is "␛"), DEL "␡", C1 controls "�"; one character for
 #: one, so highlight offsets into the text stay right. Newline and tab are
-#: kept for the callers that print several lines.
+#: kept for the callers that print several lines. The bidirectional
+#: embedding, override and isolate controls become "�" too: one in a title
+#: turned the rest of its ``ls`` row around on screen (the columns after
+#: it read backwards), and in a tool's output they make code read other
+#: than it runs ("Trojan Source"). Right-to-left text needs none of them.
 _CONTROLS = {c: 0x2400 + c for c in range(0x20) if chr(c) not in "\n\t"}
 _CONTROLS[0x7F] = 0x2421
 _CONTROLS.update({c: 0xFFFD for c in range(0x80, 0xA0)})
+BIDI_CONTROLS = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_CONTROLS.update({c: 0xFFFD for c in BIDI_CONTROLS})
 
 
 def safe_text(text: str) -> str:
