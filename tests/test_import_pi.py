@@ -333,3 +333,40 @@ def test_branch_summary_as_pi_writes_it_names_the_branch_it_left(store, tmp_path
     second = k[f"{SID}:bb000007"].record
     assert second["abandoned_head"] == k[f"{SID}:bb000006"].id
     assert second["common_ancestor"] == "00000000-0000-0000-0000-000000000000"
+
+
+def test_labels_reach_the_session_labels(tmp_path, store):
+    """pi's labels are the session's labels too, so 'agentlog label' lists
+    them and a ref names them; pi keeps one label an entry, and a label
+    entry with no label clears it. A name a ref cannot be (spaces, HEAD)
+    stays a label event only."""
+    lines = [
+        {"type": "session", "version": 3, "id": SID, "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"},
+        _v3(1, "aaaa0001", None, _msg(1, "user", "hello")),
+        _v3(2, "aaaa0002", "aaaa0001", _msg(2, "assistant", [{"type": "text", "text": "hi"}])),
+        _v3(3, "aaaa0003", "aaaa0002", {"type": "label", "targetId": "aaaa0001", "label": "start"}),
+        _v3(4, "aaaa0004", "aaaa0003", {"type": "label", "targetId": "aaaa0002", "label": "reply"}),
+        _v3(5, "aaaa0005", "aaaa0004", {"type": "label", "targetId": "aaaa0002", "label": "answer"}),
+        _v3(6, "aaaa0006", "aaaa0005", {"type": "label", "targetId": "aaaa0001", "label": "before refactor"}),
+    ]
+    path = write_lines(tmp_path / "s.jsonl", lines)
+    do_import(store, "pi", path)
+    loaded = load(store, f"pi-{SID}")
+    k = loaded.by_key()
+    # "reply" was replaced by "answer"; "start" by a name no ref can type.
+    assert loaded.meta["labels"] == {"answer": k[f"{SID}:aaaa0002"].id}
+    assert [e.record["name"] for e in loaded.events if e.kind == "label"] == [
+        "start",
+        "reply",
+        "answer",
+        "before refactor",
+    ]
+    more = [  # pi clears a label: an entry with no label
+        _v3(7, "aaaa0007", "aaaa0006", {"type": "label", "targetId": "aaaa0002"}),
+        _v3(8, "aaaa0008", "aaaa0007", {"type": "label", "targetId": "aaaa0001", "label": "v1"}),
+    ]
+    with path.open("a") as f:
+        f.writelines(json.dumps(line) + "\n" for line in more)
+    do_import(store, "pi", path)
+    loaded = load(store, f"pi-{SID}")
+    assert loaded.meta["labels"] == {"v1": loaded.by_key()[f"{SID}:aaaa0001"].id}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -26,6 +27,7 @@ from .errors import CorruptionError
 from .event import is_event_id, is_session_id, is_timestamp
 
 __all__ = [
+    "label_name_problem",
     "DEFAULT_META",
     "META_SCHEMA",
     "MetaProblem",
@@ -147,6 +149,23 @@ def _forked_from(value: Any) -> str | None:
         return f"must name its event by an event id or null (the root), not {_shown(event)}"
     if value.get("at") is not None and not is_timestamp(value["at"]):
         return f"must date the fork ('at') by an RFC 3339 time, not {_shown(value['at'])}"
+    return None
+
+
+_LABEL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,63}\Z")
+_HEXISH = re.compile(r"[0-9a-fA-F-]+\Z")
+
+
+def label_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a label a ref can name (None: it can). A
+    label is typed back wherever an event is taken, so it must not read as
+    HEAD, the root or an event id, whose short ids it would hide."""
+    if not _LABEL_NAME.match(name):
+        return "use 1-64 of A-Z a-z 0-9 _ . / -, not starting with . / or -"
+    if name.upper() == "HEAD" or name.lower() == "root":
+        return "it is reserved"
+    if _HEXISH.match(name):
+        return "it looks like an event id; it would hide short ids"
     return None
 
 

@@ -10,12 +10,12 @@ wherever it takes an EVENT.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 import click
 
 from ..errors import AgentlogError, NothingToContinue
+from ..metafields import label_name_problem
 from ..session import Session
 from ..store import Store
 from ..tokens import context_tokens
@@ -27,19 +27,13 @@ from .render import counted, one_line
 
 __all__ = ["COMMANDS", "check_label", "not_done"]
 
-_LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,63}\Z")
-_HEXISH = re.compile(r"[0-9a-fA-F-]+\Z")
-
 
 def check_label(name: str) -> str:
     """A label name, or CliError saying why it cannot be one."""
     check_text(name, "label")  # bytes that are not UTF-8 are shown as every path is
-    if not _LABEL.match(name):
-        raise CliError(f"label {name!r} is not valid: use 1-64 of A-Z a-z 0-9 _ . / -, not starting with . / or -")
-    if name.upper() == "HEAD" or name.lower() == "root":
-        raise CliError(f"label {name!r} is reserved")
-    if _HEXISH.match(name):
-        raise CliError(f"label {name!r} looks like an event id; it would hide short ids")
+    problem = label_name_problem(name)
+    if problem is not None:
+        raise CliError(f"label {name!r} is not valid: {problem}")
     return name
 
 

@@ -38,6 +38,7 @@ from typing import Any
 import orjson
 
 from ..event import NIL_ID
+from ..metafields import label_name_problem
 from ..records import UsageRecord
 from .base import Importer, call_places, count, custom_record, interleaved, split_fields, text_parts, usage_record
 from .builder import SessionBuilder
@@ -258,17 +259,24 @@ class PiImporter(Importer):
                 "source": {**source, "fields": split_fields(obj, _ENTRY + ("summary", "details"))},
             }
             b.emit("branch_summary", "system", record, line, ts_ns=ts, parent=parent, keys=keys)
-        elif kind == "label" and isinstance(obj.get("label"), str) and self._entry(b, obj.get("targetId"), first=True):
-            # A label entry without a label clears one in pi; that, or one whose
+        elif kind == "label" and (target := self._entry(b, obj.get("targetId"), first=True)):
+            # One label an entry in pi: a new one replaces the entry's old one
+            # in the session's labels (if a ref can name it: metafields), and
+            # an entry with no label clears it. Such an entry, or one whose
             # target is not in the session, has no label record (name and
-            # target are required), so it falls through to ``custom``.
-            target = self._entry(b, obj.get("targetId"), first=True)
-            record = {
-                "name": obj.get("label"),
-                "target": target,
-                "source": {**source, "fields": split_fields(obj, _ENTRY + ("label",))},
-            }
-            b.emit("label", None, record, line, ts_ns=ts, parent=parent, keys=keys, side=True)
+            # target are required), so it is a ``custom`` event.
+            name = obj.get("label")
+            if name is None or isinstance(name, str):
+                b.set_label(target, name if name is not None and label_name_problem(name) is None else None)
+            if isinstance(name, str):
+                record = {
+                    "name": name,
+                    "target": target,
+                    "source": {**source, "fields": split_fields(obj, _ENTRY + ("label",))},
+                }
+                b.emit("label", None, record, line, ts_ns=ts, parent=parent, keys=keys, side=True)
+            else:
+                b.emit("custom", None, custom_record(obj), line, ts_ns=ts, parent=parent, keys=keys, side=True)
         elif kind == "model_change":
             record = custom_record(obj)
             provider, model = obj.get("provider"), obj.get("modelId")

@@ -66,6 +66,9 @@ class BuilderBase:
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     create_meta: dict[str, Any] = field(default_factory=dict)
     meta_changes: dict[str, Any] = field(default_factory=dict)
+    # Label changes the source made, in order: (event id, name or None to
+    # clear), applied to the metadata's labels when the metadata is written.
+    label_changes: dict[int, tuple[str, str | None]] = field(default_factory=dict)
     ids: IdAllocator = field(default_factory=IdAllocator)
     last_ts: int = 0
     report: SessionReport | None = None

@@ -42,6 +42,12 @@ class BuilderLines(BuilderBase):
         importers' own ``state``, and every map of the builder)."""
         self._journal.put(mapping, key, value)
 
+    def set_label(self, target: str, name: str | None) -> None:
+        """Name the event ``target`` (None: clear its name) in the session's
+        labels, as the source tool labels an entry: one name an event, so a
+        new name replaces the event's old ones (``apply_labels``)."""
+        self.put(self.label_changes, len(self.label_changes), (target, name))
+
     def edit(self, p: Pending) -> dict[str, Any]:
         """The record of an earlier pending event, to change in place (a
         merge); its state before the line is kept, to restore on rollback."""

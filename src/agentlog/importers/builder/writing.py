@@ -8,7 +8,7 @@ import cache (index_cache.py)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ...event import format_timestamp
@@ -39,6 +39,8 @@ class BuilderWriting(BuilderLoading):
         if self.session is None:
             first = min((p.ts_ns for p in self.pending), default=0)
             extra: dict[str, Any] = {**self.create_meta, **self.meta_changes, META_KEY: meta}
+            if self.label_changes:
+                extra["labels"] = apply_labels({}, self.label_changes.values())
             if first:
                 extra.setdefault("created_at", format_timestamp(first))
                 extra["updated_at"] = format_timestamp(newest)
@@ -52,6 +54,7 @@ class BuilderWriting(BuilderLoading):
                 **extra,
             )
             self.meta_changes.clear()
+            self.label_changes.clear()
             self.dated_ns = newest
         else:
             if events:
@@ -66,12 +69,15 @@ class BuilderWriting(BuilderLoading):
                 stored = self.session.storage.read_meta()
                 unset = {k: v for k, v in self.create_meta.items() if v is not None and stored.get(k) is None}
                 changes = {META_KEY: meta, **unset, **self.meta_changes}
+                if self.label_changes:
+                    changes["labels"] = apply_labels(labels_of(stored), self.label_changes.values())
                 check_meta(changes)
                 stored.update(changes)
                 if self.dated_ns:
                     stored["updated_at"] = format_timestamp(self.dated_ns)
                 self.session.storage.write_meta(stored)
                 self.meta_changes.clear()
+                self.label_changes.clear()
         if final and self.session is not None and self.dated_ns:
             # Last: the event and metadata writes above dated the index now.
             self.session.storage.set_updated_ns(self.dated_ns)
@@ -104,3 +110,21 @@ class BuilderWriting(BuilderLoading):
             return
         with self.store.open(self.session_id, readonly=True) as session:
             yield session
+
+
+def labels_of(meta: dict[str, Any]) -> dict[str, str]:
+    labels = meta.get("labels")
+    return {k: v for k, v in labels.items() if isinstance(v, str)} if isinstance(labels, dict) else {}
+
+
+def apply_labels(labels: dict[str, str], changes: Iterable[tuple[str, str | None]]) -> dict[str, str]:
+    """``labels`` (name -> event id) after the source's label changes. A
+    change takes the event's old names away first: pi keeps one label an
+    entry, and a label entry with no label clears it. A name set by hand
+    (``agentlog label``) on another event stays unless the source reuses it."""
+    labels = dict(labels)
+    for target, name in changes:
+        labels = {k: v for k, v in labels.items() if v != target}
+        if name is not None:
+            labels[name] = target
+    return labels
