@@ -21,6 +21,12 @@ __all__ = ["WRITERS", "Writers"]
 class _Slot:
     timeline: Timeline
     handles: int = 0
+    # Set while the last handle's release closes the timeline: the slot
+    # stays registered until the close returns (its lease is still held),
+    # and an open of the same session waits for it instead of making a
+    # second core, which would find the session's lease taken (PostgreSQL:
+    # SessionLocked against this very process) or race the closing one.
+    closing: threading.Event | None = None
 
 
 class Writers:
@@ -36,12 +42,16 @@ class Writers:
         """The shared timeline, made by ``factory`` (which takes the lease) if
         this process has none open; counted until ``release``."""
         key = (url, session_id)
-        with self._lock:
-            slot = self._open.get(key)
-            if slot is None:
-                slot = self._open[key] = _Slot(factory())
-            slot.handles += 1
-            return slot.timeline
+        while True:
+            with self._lock:
+                slot = self._open.get(key)
+                if slot is None:
+                    slot = self._open[key] = _Slot(factory())
+                if slot.closing is None:
+                    slot.handles += 1
+                    return slot.timeline
+                closing = slot.closing
+            closing.wait()
 
     def adopt(self, url: str, session_id: str, timeline: Timeline) -> Timeline:
         """Register a timeline just created (its lease already held)."""
@@ -51,13 +61,18 @@ class Writers:
         key = (url, session_id)
         with self._lock:
             slot = self._open.get(key)
-            if slot is None or slot.timeline is not timeline:
+            if slot is None or slot.timeline is not timeline or slot.closing is not None:
                 return
             slot.handles -= 1
             if slot.handles > 0:
                 return
-            del self._open[key]
-        timeline.close()
+            slot.closing = closing = threading.Event()
+        try:
+            timeline.close()
+        finally:
+            with self._lock:
+                del self._open[key]
+            closing.set()
 
 
 #: The process-wide registry.
