@@ -4,8 +4,9 @@ backend runs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import NamedTuple
 
 from ..errors import AgentlogError, CorruptionError
 from ..event import KIND_PATTERN, NIL_ID, ROLE_PATTERN, parse_timestamp
@@ -30,26 +31,22 @@ def check_rows(backend: Backend, storage: SessionStorage, where: str) -> list[Pr
         backend.read_meta(sid)
     except CorruptionError as exc:
         add(exc.reason)
+    # The count and the newest id are read before and after the events: a
+    # writer in another process may commit in between (each commit moves
+    # events, count and newest id together), so what the events show must
+    # lie between the two readings, and equal them when nothing moved.
+    before = _count_and_newest(backend, storage, add)
     try:
         entries = list(storage.entries())
     except (CorruptionError, ValueError, TypeError) as exc:  # a row the backend cannot even list
         add(f"its events cannot be listed: {getattr(exc, 'reason', exc)}")
         return problems
-    try:
-        count = backend.stats(sid).event_count
-    except (AgentlogError, ValueError, TypeError) as exc:
-        add(f"its event count cannot be read: {exc}")
-    else:
-        if count != len(entries):
-            add(f"its event count says {count}, and it holds {len(entries)} events")
-    try:
-        last = storage.last_id()
-    except (AgentlogError, ValueError, TypeError) as exc:
-        add(f"its newest event id cannot be read: {exc}")
-    else:
-        newest = max((e.id for e in entries), default="")
-        if last != newest:
-            add(f"its newest event id is kept as {last!r}, and the newest it holds is {newest!r}")
+    after = _count_and_newest(backend, storage, lambda _: None)  # said once, above
+    newest = max((e.id for e in entries), default="")
+    if before.events is not None and after.events is not None and not before.events <= len(entries) <= after.events:
+        add(f"its event count says {before.events}, and it holds {len(entries)} events")
+    if before.newest is not None and after.newest is not None and not before.newest <= newest <= after.newest:
+        add(f"its newest event id is kept as {before.newest!r}, and the newest it holds is {newest!r}")
     parents: dict[str, str] = {}
     for entry in entries:
         parents[entry.id] = entry.parent_id
@@ -72,6 +69,26 @@ def check_rows(backend: Backend, storage: SessionStorage, where: str) -> list[Pr
     # and PostgreSQL's WAL recover a crash; damage beyond is theirs to
     # report), and `fsck --repair` must not claim a repair it cannot make.
     return [replace(p, repairable=False) for p in problems + check_links(storage, where)]
+
+
+class _Kept(NamedTuple):
+    events: int | None  # None: it could not be read (said once)
+    newest: str | None
+
+
+def _count_and_newest(backend: Backend, storage: SessionStorage, add: Callable[[str], None]) -> _Kept:
+    """The event count and newest id a session's own row keeps."""
+    count: int | None = None
+    newest: str | None = None
+    try:
+        count = backend.stats(storage.session_id).event_count
+    except (AgentlogError, ValueError, TypeError) as exc:
+        add(f"its event count cannot be read: {exc}")
+    try:
+        newest = storage.last_id()
+    except (AgentlogError, ValueError, TypeError) as exc:
+        add(f"its newest event id cannot be read: {exc}")
+    return _Kept(count, newest)
 
 
 def _in_loops(parents: Mapping[str, str]) -> list[str]:
