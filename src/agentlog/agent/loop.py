@@ -59,8 +59,10 @@ class Limits:
     the counts they bound (tool calls, spend) come from the checkpoint."""
 
     max_iterations: int = 16  # model calls per user turn
-    max_tool_calls: int | None = None  # over the whole session
-    max_cost_usd: float | None = None  # over the whole session
+    # Over the path the turn continues, as the checkpoint counts them (a
+    # branch starts from its branch point's counts: docs/agent.md).
+    max_tool_calls: int | None = None
+    max_cost_usd: float | None = None
 
     def __post_init__(self) -> None:
         # Checked here, not where they are used: by then run() has written the
@@ -189,8 +191,11 @@ class Agent:
         """Model calls and tool batches until a plain reply. ``used``: the
         size of the first request, when known without reading the context."""
         schemas = [tool.schema() for tool in self.tools.values()] or None
+        refused = 0  # tool batches in this turn that the tool-call limit refused
         for _ in range(self.limits.max_iterations):
-            if self._over_budget():
+            # A batch the tool-call limit refused is answered once more by the
+            # model, told so in each call's result; a second is the budget.
+            if self._over_budget() or refused >= 2:
                 result.stopped = "budget"
                 return result
             self._fit_window(result, used)
@@ -201,7 +206,7 @@ class Agent:
             self._save(completion.to_records(), result)
             result.text = completion.content
             if completion.tool_calls:
-                self._run_tools(completion.tool_calls, result)
+                refused += self._run_tools(completion.tool_calls, result)
             used = self._measure(result.events[step:])
             if not completion.tool_calls:
                 return result
@@ -212,14 +217,17 @@ class Agent:
         limit = self.limits.max_cost_usd
         return limit is not None and self.state.usage.cost_usd >= limit
 
-    def _run_tools(self, calls: list[ToolCall], result: TurnResult) -> None:
+    def _run_tools(self, calls: list[ToolCall], result: TurnResult) -> bool:
         """Run a tool batch, saving each result (and the state, whose count
         of tool calls it moved) as soon as its tool returns: a tool that ran
         had its effects, so its result must survive whatever stops the run
         next, a SIGKILL included, or the model would be told it did not
         complete and might run it again. The calls not run stay unanswered;
-        the views answer them as interrupted."""
+        the views answer them as interrupted. True if the tool-call limit
+        refused a call of the batch."""
+        refused = False
         for call in calls:
+            refused = refused or self._at_tool_limit()
             counted = self.state.tool_calls
             try:
                 content, is_error = self._call(call)
@@ -242,11 +250,15 @@ class Agent:
                 "is_error": is_error,
             }
             self._save([("tool_result", record, "tool")], result)
+        return refused
+
+    def _at_tool_limit(self) -> bool:
+        limit = self.limits.max_tool_calls
+        return limit is not None and self.state.tool_calls >= limit
 
     def _call(self, call: ToolCall) -> tuple[str, bool]:
-        limit = self.limits.max_tool_calls
-        if limit is not None and self.state.tool_calls >= limit:
-            return f"tool call limit of {limit} reached for this session", True
+        if self._at_tool_limit():
+            return f"tool call limit of {self.limits.max_tool_calls} reached for this session", True
         self.state.tool_calls += 1
         tool = self.tools.get(call.name)
         if tool is None:

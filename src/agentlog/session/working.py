@@ -46,6 +46,7 @@ class SessionWorkingContext(SessionMetadata):
         The current turn is kept whole unless ``split_turn``: then a turn
         that alone costs more than ``keep_tokens`` (one request, many tool
         steps) is cut too, at an assistant step (``compaction.compact``)."""
+        self._check_writable()  # before the summarizer, which may be a paid model call
         return compact(
             self,
             summarizer=summarizer or self.summarizer,
@@ -64,6 +65,7 @@ class SessionWorkingContext(SessionMetadata):
 
     def summarize_branch(self, summarizer: Summarizer | None = None) -> Event | None:
         """After ``select()``, append a ``branch_summary`` of the abandoned branch."""
+        self._check_writable()  # before the summarizer, which may be a paid model call
         return summarize_branch(self, summarizer=summarizer or self.summarizer)
 
     def save_turn(self, items: Iterable[NewEventLike], state: Checkpoint | dict[str, Any] | None = None) -> list[Event]:
@@ -80,10 +82,25 @@ class SessionWorkingContext(SessionMetadata):
         A ``state`` record that is not an object (another writer's, written
         by a plain append) is no checkpoint: it is passed over with a
         RecoveryWarning naming it, and the checkpoint before it counts, so
-        the counts and spend the session recorded are not reset unseen."""
+        the counts and spend the session recorded are not reset unseen.
+
+        A turn's checkpoint is saved after its events, in the same batch
+        (``save_turn``: a reply, its tool calls, then its state). When the
+        path leaves such a batch before its state (``select(reply)``, the
+        natural place to branch), the newest reply or tool event on the
+        path has its checkpoint off the path: it is that event's own, and
+        counts. Without it the reply's spend and counts would drop out of
+        the branch that still holds the reply."""
+        looked = False  # for the checkpoint saved with the newest turn event
         for event in self.walk(self.next_parent):
             if event.kind != "state":
-                continue
+                if looked or not _turn_event(event):
+                    continue
+                looked = True
+                own = self._checkpoint_saved_with(event.id)
+                if own is None:
+                    continue
+                event = own
             record = self.resolve(event).record
             if isinstance(record, Mapping):
                 return Checkpoint.from_record(record)
@@ -95,6 +112,24 @@ class SessionWorkingContext(SessionMetadata):
                 stacklevel=2,
             )
         return Checkpoint()
+
+    def _checkpoint_saved_with(self, event_id: str) -> Event | None:
+        """The ``state`` event saved in one batch with ``event_id``, after
+        it and its tool calls: the events of a batch are consecutive in
+        append order, each the parent of the next."""
+        if not self.storage.has_children(event_id):
+            return None  # the common case, the path's end: no read
+        at: str | None = None
+        for entry in self.storage.entries():
+            if at is None:
+                at = entry.id if entry.id == event_id else None
+                continue
+            if entry.parent_id != at or entry.kind not in ("state", "tool_call"):
+                return None
+            if entry.kind == "state":
+                return self.event(entry.id)
+            at = entry.id
+        return None
 
     def to_chat_messages(self, system: str | None = None) -> list[dict[str, Any]]:
         """The context as OpenAI chat-completions messages (tool pairs kept whole)."""
@@ -121,3 +156,8 @@ class SessionWorkingContext(SessionMetadata):
             raise InvalidEvent(f"sync takes a list of chat messages, not a {type(messages).__name__}")
         with self._lock:
             return self.append_many(new_suffix(self, messages))
+
+
+def _turn_event(event: Event) -> bool:
+    """An event the agent loop saves with a checkpoint after it."""
+    return event.kind in ("tool_call", "tool_result") or (event.kind == "message" and event.role == "assistant")
