@@ -7,14 +7,17 @@ from typing import Any
 
 from .errors import ContextMismatch
 from .event import NIL_ID, Event
-from .providers import as_message_dict, chat_messages_to_drafts, events_to_chat_messages
+from .providers import as_message_dict, chat_messages_to_drafts, events_to_chat_messages, to_chat_messages
 from .timeline import NewEvent
 from .view import SessionView
 
 __all__ = ["new_suffix"]
 
 
-def _as_events(drafts: Sequence[tuple[str, Any, str | None]]) -> list[Event]:
+Draft = tuple[str, Any, str | None]
+
+
+def _as_events(drafts: Sequence[Draft]) -> list[Event]:
     return [Event(NIL_ID, NIL_ID, kind, role, "", record) for kind, record, role in drafts]
 
 
@@ -23,28 +26,46 @@ def new_suffix(session: SessionView, messages: Sequence[Any]) -> list[NewEvent]:
 
     Both sides are compared as chat messages after one normalizing round
     trip, so representation details (a pydantic object against a dict,
-    missing optional fields) do not count as a mismatch; content does."""
+    missing optional fields) do not count as a mismatch; content does.
+    The saved side is the faithful view of the context, or the repaired
+    one ``to_chat_messages()`` renders (a synthetic result for a tool call
+    left unanswered, thinking left out): a harness that built its list
+    from either matches, and what the repair made up is never stored."""
     # Each item read as chat_messages_to_drafts reads it: anything that is
     # not a mapping or a pydantic message is InvalidEvent, before any write.
-    plain = [as_message_dict(m) for m in messages]
-    plain = [m for m in plain if m.get("role") != "system"]
-    # One message at a time, so each incoming message maps to its drafts
-    # (an assistant message with tool calls becomes several events).
-    names: dict[str, str] = {}  # call id -> tool name, carried across messages
-    per_message = [chat_messages_to_drafts([m], names)[0] for m in plain]
-    incoming = [events_to_chat_messages(_as_events(d)) for d in per_message]
+    per_message, incoming = _round_trip(messages)
     # Compared with the path the append continues (context()'s): after a
     # select(), the selected one, not HEAD's.
-    saved = events_to_chat_messages(session.context(resolve=True))
-    if len(incoming) < len(saved):
+    context = session.context(resolve=True)
+    faithful = events_to_chat_messages(context)
+    repaired = [m for one in _round_trip(to_chat_messages(context))[1] for m in one]
+    for saved in (repaired, faithful) if repaired != faithful else (faithful,):
+        if _is_prefix(saved, incoming):
+            new = per_message[len(saved) :]
+            return [NewEvent(kind, record, role) for drafts in new for kind, record, role in drafts]
+    if len(incoming) < len(faithful):
         raise ContextMismatch(
-            f"sync() got {len(incoming)} messages but {len(saved)} are saved; a harness list may only grow"
+            f"sync() got {len(incoming)} messages but {len(faithful)} are saved; a harness list may only grow"
         )
-    for i, (mine, theirs) in enumerate(zip(saved, incoming, strict=False)):  # incoming may be longer
-        if [mine] != theirs:
-            raise ContextMismatch(
-                f"sync() message {i} differs from the saved one "
-                f"({mine.get('role')} vs {theirs[0].get('role') if theirs else None}); "
-                "nothing was written"
-            )
-    return [NewEvent(kind, record, role) for drafts in per_message[len(saved) :] for kind, record, role in drafts]
+    i, mine, theirs = next((i, [m], t) for i, (m, t) in enumerate(zip(faithful, incoming, strict=False)) if [m] != t)
+    raise ContextMismatch(
+        f"sync() message {i} differs from the saved one "
+        f"({mine[0].get('role')} vs {theirs[0].get('role') if theirs else None}); "
+        "nothing was written"
+    )
+
+
+def _round_trip(messages: Sequence[Any]) -> tuple[list[list[Draft]], list[list[dict[str, Any]]]]:
+    """Each message (system ones left out) as drafts, and those drafts as
+    the chat messages the faithful view gives back: one at a time, so each
+    maps to its drafts (an assistant message with tool calls becomes
+    several events)."""
+    plain = [as_message_dict(m) for m in messages]
+    plain = [m for m in plain if m.get("role") != "system"]
+    names: dict[str, str] = {}  # call id -> tool name, carried across messages
+    per_message = [chat_messages_to_drafts([m], names)[0] for m in plain]
+    return per_message, [events_to_chat_messages(_as_events(d)) for d in per_message]
+
+
+def _is_prefix(saved: list[dict[str, Any]], incoming: list[list[dict[str, Any]]]) -> bool:
+    return len(incoming) >= len(saved) and all([m] == t for m, t in zip(saved, incoming, strict=False))
