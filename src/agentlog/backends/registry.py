@@ -113,8 +113,16 @@ def local_path(scheme: str, url: str) -> str:
     if url.startswith(scheme + "://"):
         return unquote(urlsplit(url).path, errors="surrogateescape")
     if url.startswith(scheme + ":"):
-        return unquote(url[len(scheme) + 1 :], errors="surrogateescape")
-    return url
+        return _home_expanded(unquote(url[len(scheme) + 1 :], errors="surrogateescape"))
+    return _home_expanded(url)
+
+
+def _home_expanded(path: str) -> str:
+    """A leading ``~`` or ``~user`` as the shell reads it. A location that
+    no shell expanded (``AGENTLOG_HOME='~/agentlog'`` in an env file, a
+    systemd unit, ``Store("~/x")``) used to make a directory named ``~``
+    in the current one, the classic ``rm -rf ~`` trap; ``./~`` names one."""
+    return os.path.expanduser(path) if path.startswith("~") else path
 
 
 def check_local_url(scheme: str, url: str) -> None:
