@@ -65,3 +65,17 @@ def test_a_list_that_differs_from_both_views_is_still_refused(store: Store) -> N
         with pytest.raises(ContextMismatch, match="message 0 differs"):
             s.sync([*messages, {"role": "user", "content": "next"}])
         assert len(s) == count
+
+
+def test_blank_text_beside_tool_calls_is_sent_as_null(store: Store) -> None:
+    # The loop stores "" beside a reply's tool calls; the provider view sends
+    # null there, as Completion.to_message() does, and sync() takes either.
+    with store.create() as s:
+        Agent(s, ScriptedModel([ToolUse("t"), "done"]), tools=[Tool("t", lambda: "x")]).run("go")
+        sent = s.to_chat_messages()
+        assert sent[1]["content"] is None and sent[1]["tool_calls"]
+        assert s.sync(sent) == []
+        stored = [e for e in s.path() if e.kind == "message" and e.role == "assistant"][0]
+        assert stored.record["content"] == ""
+        as_stored = [{**m, "content": ""} if m.get("tool_calls") else m for m in sent]
+        assert s.sync([*as_stored, {"role": "user", "content": "next"}])[0].record["content"] == "next"

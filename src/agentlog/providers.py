@@ -36,7 +36,8 @@ imported Claude Code and pi sessions hold them) are not sent: neither API
 takes them as content. An assistant message whose content is an empty list of parts (a reply
 that failed before its first token, as pi records one; a Codex reasoning
 item kept alone) is sent as one with no content, which the APIs accept
-where they refuse an empty list: null beside tool calls, else "".
+where they refuse an empty list: null beside tool calls, else "". Empty
+text beside tool calls (the agent loop stores "") is sent as null too.
 
 Only fields the APIs accept are sent; records keep everything else
 (usage, reasoning, provider ids), per docs/records.md. Content parts are

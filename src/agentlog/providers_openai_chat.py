@@ -111,6 +111,8 @@ def _render_chat(
             content = _chat_content(without_unsent(as_json_text(content)))
             if content == [] and item.role == "assistant":
                 content = None  # the APIs refuse an empty list of parts: no content (or "", below)
+            if content == "" and item.role == "assistant" and item.calls:
+                content = None  # null beside tool calls, as Completion.to_message() sends it
         if content is None and (item.role != "assistant" or (repair and not item.calls)):
             # Null content is valid only beside tool calls. An assistant
             # message whose calls are not on the path (HEAD checked out

@@ -47,7 +47,9 @@ def new_suffix(session: SessionView, messages: Sequence[Any]) -> list[NewEvent]:
         raise ContextMismatch(
             f"sync() got {len(incoming)} messages but {len(faithful)} are saved; a harness list may only grow"
         )
-    i, mine, theirs = next((i, [m], t) for i, (m, t) in enumerate(zip(faithful, incoming, strict=False)) if [m] != t)
+    i, mine, theirs = next(
+        (i, [m], t) for i, (m, t) in enumerate(zip(faithful, incoming, strict=False)) if not _same(m, t)
+    )
     raise ContextMismatch(
         f"sync() message {i} differs from the saved one "
         f"({mine[0].get('role')} vs {theirs[0].get('role') if theirs else None}); "
@@ -68,4 +70,17 @@ def _round_trip(messages: Sequence[Any]) -> tuple[list[list[Draft]], list[list[d
 
 
 def _is_prefix(saved: list[dict[str, Any]], incoming: list[list[dict[str, Any]]]) -> bool:
-    return len(incoming) >= len(saved) and all([m] == t for m, t in zip(saved, incoming, strict=False))
+    return len(incoming) >= len(saved) and all(_same(m, t) for m, t in zip(saved, incoming, strict=False))
+
+
+def _same(saved: dict[str, Any], incoming: list[dict[str, Any]]) -> bool:
+    """Whether a message matches its saved counterpart: the same message,
+    where "" and null beside tool calls are the same empty text (the loop
+    stores "", the provider view sends null)."""
+    return [_comparable(saved)] == [_comparable(m) for m in incoming]
+
+
+def _comparable(message: dict[str, Any]) -> dict[str, Any]:
+    if message.get("tool_calls") and message.get("content") == "":
+        return {**message, "content": None}
+    return message
