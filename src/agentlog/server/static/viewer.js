@@ -110,8 +110,18 @@ async function showList() {
   await loadMore();
 }
 
+// The list is newest first, and a session written to moves to the top: a
+// page asked for by offset after that would repeat a row and miss the
+// session written to. So "More" reads the list again from the top, one
+// page longer, while that is one request (the server's limit, 500); past
+// that, by offset, leaving out rows already shown.
+const PAGE = 50;
+const WHOLE = 500;
+
 async function loadMore() {
-  const params = new URLSearchParams({ limit: "50", offset: String(list.offset) });
+  const whole = list.rows.length > 0 && list.rows.length + PAGE <= WHOLE;
+  const params = new URLSearchParams({
+    limit: String(whole ? list.rows.length + PAGE : PAGE), offset: String(whole ? 0 : list.offset) });
   if (list.query) params.set("q", list.query);
   if ($("show-archived").checked) params.set("archived", "true");
   status("loading…");
@@ -120,7 +130,13 @@ async function loadMore() {
     const page = await api(`/sessions?${params}`);
     if (seq !== list.seq) return;  // the query changed meanwhile
     const body = $("sessions").tBodies[0];
+    if (whole) {
+      list.rows = [];
+      body.replaceChildren();
+    }
+    const shown = new Set(list.rows.map((info) => info.id));
     for (const info of page.sessions) {
+      if (shown.has(info.id)) continue;
       list.rows.push(info);
       search.titles.set(info.id, info.title || info.name || "");
       const href = `#/s/${encodeURIComponent(info.id)}`;
@@ -133,7 +149,9 @@ async function loadMore() {
         el("td", { text: info.archived ? `${info.status} (archived)` : info.status }));
       body.append(row);
     }
-    list.offset = page.next_offset === null ? list.offset + page.sessions.length : page.next_offset;
+    const start = whole ? 0 : list.offset;
+    list.offset = page.next_offset === null ? start + page.sessions.length : page.next_offset;
+    list.cursor = Math.min(list.cursor, list.rows.length - 1);
     $("more").hidden = page.next_offset === null;
     $("list-empty").hidden = list.rows.length > 0;
     status(`${page.total} session${page.total === 1 ? "" : "s"}`);
@@ -256,7 +274,7 @@ async function fillTitles(hits, seq) {
   }));
   if (seq !== search.seq) return;
   for (const li of $("hits").querySelectorAll("li.hit")) {
-    li.querySelector(".hit-title").textContent = search.titles.get(li.dataset.session) || "(untitled)";
+    li.querySelector(".hit-title").textContent = visible(search.titles.get(li.dataset.session) || "(untitled)");
   }
 }
 
@@ -287,6 +305,7 @@ async function showSession(sid, target) {
     $("live-state").textContent = "connecting";
     $("live-state").className = "";
     $("tree-pane").scrollTop = 0;
+    clearSession();
   }
   Object.assign(view, { sid, at: null, treeCursor: null, target: target || null, streamHead: null });
   view.pathSeq += 1;  // a path still on its way for the page shown before is dropped
@@ -303,7 +322,7 @@ async function showSession(sid, target) {
     const [session] = await Promise.all([api(`/sessions/${encodeURIComponent(sid)}`), loadTree()]);
     if (view.sid !== sid) return;  // another session was opened meanwhile
     const info = session.session;
-    $("session-title").textContent = info.title || info.name || "(untitled)";
+    $("session-title").textContent = visible(info.title || info.name || "(untitled)");
     document.title = `${$("session-title").textContent} · agentlog`;
     const missing = target && !view.entries.has(target);
     if (missing) target = null;
@@ -327,6 +346,20 @@ async function showSession(sid, target) {
   }
 }
 
+// Nothing of the session shown before stays on screen under another id:
+// if this one cannot be loaded (deleted, a stale link), the page is empty
+// but for the error.
+function clearSession() {
+  Object.assign(view, { head: null, entries: new Map(), children: new Map(), labels: {}, notes: {},
+    lastId: null, previews: new Map(), totals: null, shown: null, path: [], pathIndex: new Map() });
+  $("session-title").textContent = "";
+  document.title = "agentlog";
+  $("conversation").replaceChildren();
+  $("viewing-note").hidden = true;
+  renderTotals();
+  renderTree();
+}
+
 async function loadTree(reload) {
   const sid = view.sid;
   const seq = view.streamSeq;
@@ -342,15 +375,18 @@ async function loadTree(reload) {
   view.lastId = tree.entries.length ? tree.entries[tree.entries.length - 1].id : null;
   if (reload && view.streamSeq !== seq) {
     // The stream brought events while the tree was read: those the tree was
-    // read without (ids increase in append order) stay, and HEAD as the stream said.
+    // read without (ids increase in append order) stay.
     for (const [id, entry] of known) {
       if (!view.entries.has(id) && (!view.lastId || id > view.lastId)) {
         addEntry(entry);
         view.lastId = id;
       }
     }
-    if (view.streamHead) view.head = view.streamHead;
   }
+  // HEAD as the stream last said: the tree may hold events the stream has
+  // not delivered yet, and those are drawn as they arrive (onSettled), not
+  // by redrawing the conversation from scratch.
+  if (reload && view.streamHead) view.head = view.streamHead;
   renderTree();
 }
 
@@ -866,23 +902,28 @@ function startStream() {
 function onSettled(e) {
   view.streamSeq += 1;
   view.streamHead = e.head;
-  if (view.entries.has(e.id)) return;
+  // What streamed settled (or another writer's event came between): the
+  // preview goes, whichever path is shown, so it never outlives its reply.
+  clearDelta();
   const followsShown = !view.at && view.shown && e.parent_id === view.shown;
-  addEntry({ id: e.id, parent_id: e.parent_id, branch_from: e.branch_from, kind: e.kind, role: e.role,
-    timestamp: e.timestamp, blob: e.blob });
-  view.lastId = e.id;
+  // An event a tree reload read before the stream brought it is in the tree
+  // already; it is still drawn when it extends the path shown.
+  const known = view.entries.has(e.id);
+  if (known && !followsShown) return;
+  if (!known) {
+    addEntry({ id: e.id, parent_id: e.parent_id, branch_from: e.branch_from, kind: e.kind, role: e.role,
+      timestamp: e.timestamp, blob: e.blob });
+    view.lastId = e.id;
+    if (e.kind === "label" || e.kind === "compaction" || e.kind === "branch_summary") {
+      scheduleTreeReload();
+    }
+  }
   remember(e);
   view.head = e.head;
-  if (e.kind === "label" || e.kind === "compaction" || e.kind === "branch_summary") {
-    scheduleTreeReload();
-  }
   if (followsShown) {
     view.shown = e.id;
     appendToPath(e);
-    if (e.kind === "message" && e.role === "assistant") {
-      clearDelta();
-      addUsage(e.record);
-    }
+    if (e.kind === "message" && e.role === "assistant") addUsage(e.record);
   } else if (!view.at && e.head !== view.shown) {
     scheduleRedraw();  // HEAD is not at the end of what is drawn: redraw the active path
   }
