@@ -6,6 +6,7 @@ own state replayed from the events its metadata does not include yet).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from google.adk.events.event import Event as AdkEvent
@@ -23,6 +24,7 @@ __all__ = [
     "holds_latest_event",
     "own_state",
     "recent_events",
+    "remember_stored",
     "stored_already",
 ]
 
@@ -105,22 +107,49 @@ def holds_latest_event(writer: Session, session: AdkSession) -> bool:
     return mine is None
 
 
+#: Per open writer: the HEAD its ADK event ids were read at, and those ids
+#: (each with the agentlog events that hold one). HEAD moves with each
+#: append, so a writer whose HEAD is still the one kept has stored nothing
+#: since; another process cannot append while this one holds the lease.
+_STORED_IDS: weakref.WeakKeyDictionary[Session, tuple[str, dict[str, list[str]]]] = weakref.WeakKeyDictionary()
+
+
 def stored_already(writer: Session, record: dict[str, Any]) -> bool:
     """Whether an equal event (same id, same fields) is stored: ADK's
     ``append_event`` is idempotent for an equal re-delivery (a retried
-    call), and keeps distinct events that merely share an id. The walk
-    goes back only over events at or after this one's time: an equal
-    event has the same time, and events are appended in time order."""
-    timestamp = record.get("timestamp")
+    call), and keeps distinct events that merely share an id. Every event
+    of the path is looked at, whatever its time: events built in parallel
+    branches are appended out of time order (the walk used to stop at the
+    first older one, and stored a retried event twice)."""
+    event_id = record.get("id")
+    if not isinstance(event_id, str):
+        return False
+    for held_id in _stored_ids(writer).get(event_id, ()):
+        if writer.resolve(writer.event(held_id)).record == record:
+            return True
+    return False
+
+
+def remember_stored(writer: Session, stored: Event, record: dict[str, Any]) -> None:
+    """Keep the id of an event just appended among the writer's known ids."""
+    kept = _STORED_IDS.get(writer)
+    if kept is not None and kept[0] == stored.parent_id and isinstance(record.get("id"), str):
+        kept[1].setdefault(record["id"], []).append(stored.id)
+        _STORED_IDS[writer] = (stored.id, kept[1])
+
+
+def _stored_ids(writer: Session) -> dict[str, list[str]]:
+    head = writer.head
+    kept = _STORED_IDS.get(writer)
+    if kept is not None and kept[0] == head:
+        return kept[1]
+    ids: dict[str, list[str]] = {}
     for stored in writer.walk():
         if stored.kind != EVENT:
             continue
         held = writer.resolve(stored).record
-        if not isinstance(held, dict):
-            continue
-        if held == record:
-            return True
-        at = held.get("timestamp")
-        if isinstance(at, int | float) and isinstance(timestamp, int | float) and at < timestamp:
-            return False
+        if isinstance(held, dict) and isinstance(held.get("id"), str):
+            ids.setdefault(held["id"], []).append(stored.id)
+    _STORED_IDS[writer] = (head, ids)
+    return ids
     return False

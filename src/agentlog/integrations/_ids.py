@@ -31,6 +31,11 @@ _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}\Z")
 
 def session_key(prefix: str, *parts: str) -> str:
     """The agentlog session id for a framework's name made of ``parts``."""
+    for part in parts:
+        if not isinstance(part, str):
+            # A framework names sessions with text; an int or None here was
+            # a TypeError from deep inside (``"--" in 123``).
+            raise InvalidSessionId(part, f"a session name must be a string, not {type(part).__name__}")
     if len(parts) == 1 and "--" not in parts[0] and _PLAIN.match(parts[0]):
         candidate = f"{prefix}--{parts[0]}" if prefix else parts[0]
         if len(candidate) <= 128:

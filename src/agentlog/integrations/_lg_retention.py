@@ -34,7 +34,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from .. import NIL_ID, CorruptionError, Event, Session, Store
+from .. import NIL_ID, CorruptionError, Event, Session, SessionNotFound, Store
 from ._ids import session_key
 from ._lg_refs import Lookup, list_items
 from ._lg_thread import CHECKPOINT, WRITES
@@ -141,7 +141,14 @@ def rewrite(store: Store, session: Session, thread_id: str, keep: Keep) -> None:
     _copy_into(store, staging, events, session, staging_meta)
     session.close()
     store.delete(sid)
-    _finish(store, sid, staging, meta)
+    try:
+        _finish(store, sid, staging, meta)
+    except SessionNotFound:
+        # A reader in another process came between the delete and the copy
+        # and finished the rewrite itself (finish_rewrite): its result is
+        # this one's, the staging copy gone. Anything else is an error.
+        if not (store.exists(sid) and store.info(sid).event_count > 0 and not store.exists(staging)):
+            raise
 
 
 def _finish(store: Store, sid: str, staging: str, meta: dict[str, Any]) -> None:

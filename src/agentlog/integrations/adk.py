@@ -68,6 +68,7 @@ from ._adk_events import (
     holds_latest_event,
     own_state,
     recent_events,
+    remember_stored,
     stored_already,
 )
 from ._adk_scopes import app_scope_id, head_state, update_scope, user_scope_id
@@ -248,6 +249,8 @@ class AgentlogSessionService(BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> AdkSession | None:
+        if session_id is None:
+            return None  # as ADK's own services answer it (no session has no id)
         return await asyncio.to_thread(self._get, app_name, user_id, session_id, config)
 
     def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
@@ -319,6 +322,7 @@ class AgentlogSessionService(BaseSessionService):
                 raise StaleSessionError(_STALE_MESSAGE)
             role = "user" if event.author == "user" else "assistant"
             stored = writer.append(EVENT, record, role)
+            remember_stored(writer, stored, record)
             app, user, session_delta = split_scopes(state_delta_of(record))
             update_scope(self.store, app_scope_id(session.app_name), app, app_name=session.app_name)
             update_scope(

@@ -39,6 +39,7 @@ values, writes and checkpoints.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
@@ -82,6 +83,11 @@ def _keep_unless(doomed: set[tuple[str, str]]) -> Keep:
     return lambda record: (record["ns"], record["id"]) not in doomed
 
 
+#: Every saver of this process: deleting or rewriting a thread makes each of
+#: them over the same store let go of it first (``_let_go``).
+_SAVERS: weakref.WeakSet[AgentlogSaver] = weakref.WeakSet()
+
+
 class AgentlogSaver(BaseCheckpointSaver[int]):
     """Checkpoints of LangGraph threads, kept as agentlog sessions.
 
@@ -105,6 +111,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
         release_when_collected(self, self._threads.close_all)  # dropped without close()
         # Shared with every saver over this store in the process: see _locks.
         self._lock = shared_lock(self.store, FRAMEWORK)
+        _SAVERS.add(self)
 
     # --- lifecycle ------------------------------------------------------------------
     def close(self) -> None:
@@ -263,9 +270,7 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's session: every namespace, checkpoint and write."""
         with self._lock:
-            thread = self._threads.pop(str(thread_id))
-            if thread is not None:
-                thread.session.close()
+            self._let_go(str(thread_id))
             sid = self.session_id(str(thread_id))
             if self.store.exists(sid):
                 self.store.delete(sid)
@@ -273,6 +278,8 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread whole (every namespace, value and write): a fork with
         the same event ids, blobs shared with the source where the backend can."""
+        if self.session_id(str(source_thread_id)) == self.session_id(str(target_thread_id)):
+            return  # a thread copied onto itself is itself (deleting the target first lost it)
         with self._lock, self._reader(source_thread_id) as source:
             if source is None:
                 return
@@ -326,7 +333,20 @@ class AgentlogSaver(BaseCheckpointSaver[int]):
 
     def _rewrite(self, thread_id: str, thread: Thread, keep: Keep) -> None:
         self._threads.pop(thread_id)
+        self._let_go(thread_id, keep=thread)
         rewrite(self.store, thread.session, thread_id, keep)
+
+    def _let_go(self, thread_id: str, keep: Thread | None = None) -> None:
+        """Every saver over this store in the process closes the thread (but
+        ``keep``, the handle the caller goes on with), under the shared lock
+        the caller holds: one holding it open for writing made a delete or a
+        rewrite fail with SessionLocked against this very process. Each
+        reads the thread afresh on its next call, as after another process's
+        write."""
+        for saver in [s for s in list(_SAVERS) if s.store.url == self.store.url]:
+            held = saver._threads.pop(thread_id)
+            if held is not None and held is not keep:
+                close_thread(held)
 
     def get_next_version(self, current: int | None, channel: None = None) -> int:
         return 1 if current is None else int(current) + 1

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
-from .. import NIL_ID, Event, InvalidEvent, Session, SessionClosed, SessionExists, Store
+from .. import NIL_ID, Event, InvalidEvent, InvalidOption, Session, SessionClosed, SessionExists, Store
 from ._ids import session_key
 from ._locks import release_when_collected, shared_lock
 
@@ -240,6 +240,9 @@ class AgentlogSession(SessionABC):
 
         ``limit`` None uses ``session_settings.limit``; 0 gives []; a negative
         limit gives everything (as SQLite's ``LIMIT -1`` does for SQLiteSession)."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            # 2.5 gave 3 items; SQLiteSession's query refuses it too.
+            raise InvalidOption(f"limit must be an integer or None, not {limit!r}")
         wanted = resolve_session_limit(limit, self.session_settings)
 
         def read() -> list[Item]:
@@ -276,6 +279,9 @@ class AgentlogSession(SessionABC):
         if self._closed:
             # As SQLiteSession: a closed session refuses even an empty batch.
             raise SessionClosed(self.agentlog_id)
+        if not isinstance(items, list | tuple):
+            # None used to do nothing, unseen: the caller's items were lost.
+            raise InvalidEvent(f"add_items takes a list of items, not {type(items).__name__}")
         if not items:
             return
         drafts = [item_to_draft(copy.deepcopy(item)) for item in items]
