@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 from agentlog import Store
 from agentlog.export import export_session
 
@@ -42,3 +44,51 @@ def test_a_carriage_return_in_a_name_makes_no_heading(tmp_path: Path) -> None:
         sid = s.id
     text = _markdown(store, sid)
     assert text.startswith("# a ## injected\n") and "\r" not in text.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "<?php\necho $x;",
+        "<!-- TODO: finish",
+        "<script>\nlet x = 1;",
+        "<style>",
+        "<textarea>",
+        "<pre>",
+        "<![CDATA[",
+        "<!X",
+    ],
+)
+@pytest.mark.parametrize("where", ["reply", "reasoning", "summary"])
+def test_an_html_block_a_message_leaves_open_ends_with_it(tmp_path: Path, opening: str, where: str) -> None:
+    """A CommonMark HTML block of types 1-5 runs to its own end marker: a
+    PHP file without "?>" in a question hid every later event of the
+    rendered document. Its "<" is escaped, so the line reads as text."""
+    markdown_it = pytest.importorskip("markdown_it")
+    store = Store(tmp_path / "home")
+    text = f"Why does this fail?\n{opening}"
+    with store.create() as s:
+        if where == "reply":
+            s.append("message", {"content": text}, role="user")
+        elif where == "reasoning":
+            s.append("message", {"content": "thinking", "reasoning": text}, role="assistant")
+        else:
+            s.append("message", {"content": "before"}, role="user")
+            s.append("branch_summary", {"summary": text}, role="system")
+        s.append("message", {"content": "Because $x is undefined."}, role="assistant")
+        s.append("message", {"content": "thanks"}, role="user")
+        sid = s.id
+    html = markdown_it.MarkdownIt("commonmark").render(_markdown(store, sid))
+    assert "<p>Because $x is undefined.</p>" in html
+    assert "<p>thanks</p>" in html
+    assert html.count("<h3>") >= 3
+    first_line = opening.splitlines()[0]
+    assert first_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in html  # shown as text
+
+
+def test_html_lines_inside_a_code_fence_are_left_as_they_are(tmp_path: Path) -> None:
+    store = Store(tmp_path / "home")
+    with store.create() as s:
+        s.append("message", {"content": "```php\n<?php\necho 1;\n```"}, role="assistant")
+        sid = s.id
+    assert "```php\n<?php\necho 1;\n```" in _markdown(store, sid)

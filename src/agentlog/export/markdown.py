@@ -29,14 +29,27 @@ def _fence(text: str, lang: str = "") -> str:
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
+#: The start of a CommonMark HTML block that runs until its own end marker
+#: (types 1-5: <script, <pre, <style, <textarea, <!--, <?, <!X, <![CDATA[),
+#: which a reply need not hold: a PHP file without "?>" or a half-pasted
+#: page's "<!-- TODO" turned every later event of the document into raw
+#: HTML (a comment: nothing shown).
+_HTML_BLOCK = re.compile(r" {0,3}<(?=(?:script|pre|style|textarea)(?:[\s>]|\Z)|!--|\?|![A-Za-z]|!\[CDATA\[)", re.I)
+
+
 def _closed(text: str) -> str:
-    """Markdown from a model (a reply, its reasoning) as it is, with a code
-    fence it left open closed at its end: one unclosed fence turned every
-    later event of the document into code."""
+    """Markdown from a model (a reply, its reasoning, a summary) as it is,
+    but that it cannot change how the rest of the document renders: a code
+    fence it left open is closed at its end (one turned every later event
+    into code), and a line that would open an HTML block that runs to its
+    own end marker has its "<" escaped, so it reads as the text it is."""
     open_fence = None
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
         found = _FENCE_LINE.match(line)
         if found is None:
+            if open_fence is None and (html := _HTML_BLOCK.match(line)):
+                lines[i] = f"{line[: html.end() - 1]}\\{line[html.end() - 1 :]}"
             continue
         run, rest = found.group(1), line[found.end() :]
         if open_fence is None:
@@ -44,6 +57,7 @@ def _closed(text: str) -> str:
                 open_fence = run
         elif run[0] == open_fence[0] and len(run) >= len(open_fence) and not rest.strip():
             open_fence = None
+    text = "\n".join(lines)
     return text if open_fence is None else f"{text}\n{open_fence}"
 
 
@@ -103,14 +117,14 @@ def _event(view: ExportView, event: Event) -> list[str]:
             "",
             "The model's context was summarized here; every event above is kept and still shown.",
             "",
-            "> " + str(summary).replace("\n", "\n> "),
+            "> " + _closed(str(summary)).replace("\n", "\n> "),
             "",
             "---",
             "",
         ]
     if event.kind == "branch_summary":
         summary = record.get("summary", "")
-        return [f"### ↩ branch summary · {where}", "", "> " + str(summary).replace("\n", "\n> "), ""]
+        return [f"### ↩ branch summary · {where}", "", "> " + _closed(str(summary)).replace("\n", "\n> "), ""]
     text = record_text(event.kind, event.record)
     return [f"#### {event.kind} · {where}", "", _fence(text) if text else "(empty)", ""]
 
