@@ -46,7 +46,12 @@ _TOKEN_TAIL = re.compile(r"(?:[A-Za-z0-9_+/=-]|\.(?=[A-Za-z0-9_+/=-]))*")
 #: Keys detect-secrets has no detector for, that an agent's session is the
 #: likeliest place to hold: Anthropic's (``sk-ant-api03-``, ``-admin01-``,
 #: ``-oat01-``...).
-_OWN = [("Anthropic API Key", re.compile(r"\bsk-ant-[a-z]+\d{2}-[A-Za-z0-9_-]{20,}"))]
+_OWN = [
+    ("Anthropic API Key", re.compile(r"\bsk-ant-[a-z]+\d{2}-[A-Za-z0-9_-]{20,}")),
+    # An HTTP bearer token, as curl commands, request logs and a tool's
+    # headers hold it ("Authorization: Bearer ..."): any provider's.
+    ("Bearer Token", re.compile(r"(?<=\bBearer )[A-Za-z0-9._~+/-]{16,}=*")),
+]
 #: An unquoted value after a secret-sounding key (``DB_PASSWORD=...``, as
 #: ``env``, ``printenv`` and ``cat .env`` print them) is redacted when it is
 #: one token of at least this many characters that looks like a value, not
@@ -56,9 +61,11 @@ _OWN = [("Anthropic API Key", re.compile(r"\bsk-ant-[a-z]+\d{2}-[A-Za-z0-9_-]{20
 #: (``PASSWORD_MIN_LENGTH=12345678``) are no secret values.
 _MIN_BARE = 8
 _BARE_VALUE = re.compile(r"[^\s'\"`$(\[{<][^\s'\"`()\[\]{}<>]*\Z")
-#: A name or a dotted path in code: letters, digits, ``_``, ``.``, and a
-#: colon at the end (``if password == confirm_password:``), with no digit.
-_NAME = re.compile(r"[A-Za-z_][A-Za-z_.]*:?\Z")
+#: A name or a dotted path in code: letters, ``_``, ``.``, with no digit,
+#: and a colon (``if password == confirm_password:``) or the ``;``, ``,``
+#: or ``)`` that ends a statement or an argument at the end
+#: (``const password = process.env.DB_PASSWORD;``).
+_NAME = re.compile(r"[A-Za-z_][A-Za-z_.]*[:;,)]?\Z")
 _NUMBER = re.compile(r"[0-9_.]+\Z")
 
 
@@ -192,11 +199,38 @@ class Redactor:
         return spans
 
     def value(self, value: Any) -> Any:
-        """A copy of a JSON value with every string redacted."""
+        """A copy of a JSON value with every string redacted: keys too, and
+        a string under a secret-sounding key (``{"password": ...}``) as the
+        ``password = "..."`` line it is. Scanned alone, such a value passed:
+        the key that makes it a secret was never seen."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, list):
             return [self.value(v) for v in value]
         if isinstance(value, dict):
-            return {k: self.value(v) for k, v in value.items()}
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                shown = self.text(key) if isinstance(key, str) else key
+                while shown in out:  # two secrets as keys: both kept, told apart
+                    shown = f"{shown} (another)"
+                out[shown] = (
+                    self._keyed(key, item) if isinstance(key, str) and isinstance(item, str) else self.value(item)
+                )
+            return out
         return value
+
+    def _keyed(self, key: str, value: str) -> str:
+        """``value``, the string under ``key``, redacted: its own secrets,
+        or, if the keyword detector takes it whole as ``key``'s secret, all
+        of it. A reference (``$VAR``, ``${VAR}``) stays, as in text."""
+        redacted = self.text(value)
+        if redacted != value or not value.strip() or "\n" in value or value.startswith("$"):
+            return redacted
+        quoted = value.replace('"', "'")
+        with self._transient(self._settings):
+            found = self._keyword.analyze_line(filename="export.cfg", line=f'{key} = "{quoted}"', line_number=0)
+        kinds = [str(secret.type) for secret in found if secret.secret_value == quoted]
+        if not kinds:
+            return value
+        self.counts[kinds[0]] += 1
+        return f"[REDACTED:{kinds[0]}]"

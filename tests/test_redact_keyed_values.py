@@ -1,0 +1,94 @@
+"""--redact sees a string under a secret-sounding key as the ``key = "value"``
+assignment it is. Each string of a record was scanned alone, so the key
+that makes it a secret was never seen: a tool call's arguments as an
+object, a custom or state record and metadata went out in clear, while the
+same secret as text was redacted. Keys are scanned too; bearer tokens are
+found; a name in code before a ``;`` stays."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("detect_secrets", reason="the 'redact' extra is not installed")
+
+from agentlog import Store  # noqa: E402
+from agentlog.export import export_session  # noqa: E402
+from agentlog.export.redact import Redactor  # noqa: E402
+
+PASSWORD = "s3cr3tPassw0rd!"
+API_KEY = "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+AWS = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+BEARER = "a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ"
+GITHUB = "ghp_" + "1234567890abcdefghijklmnopqrstuvwxyzAB"[:36]
+
+
+def test_values_under_secret_keys_are_redacted() -> None:
+    r = Redactor()
+    out = r.value(
+        {
+            "url": "https://api.example.com/v1",
+            "headers": {"Authorization": f"Bearer {BEARER}"},
+            "api_key": API_KEY,
+            "env": {"DB_PASSWORD": PASSWORD, "AWS_SECRET_ACCESS_KEY": AWS, "HOME": "/root"},
+            "password": "${DB_PASSWORD}",  # a reference, not the secret
+            "max_tokens": "1000",
+            "content": "the password is in the vault",
+        }
+    )
+    shown = repr(out)
+    for secret in (PASSWORD, API_KEY, AWS, BEARER):
+        assert secret not in shown
+    assert out["url"] == "https://api.example.com/v1"
+    assert out["headers"]["Authorization"] == "Bearer [REDACTED:Bearer Token]"
+    assert out["env"]["HOME"] == "/root"
+    assert out["password"] == "${DB_PASSWORD}"
+    assert out["max_tokens"] == "1000"
+    assert out["content"] == "the password is in the vault"
+    assert r.total == 4
+
+
+def test_secrets_as_keys_are_redacted_and_kept_apart() -> None:
+    other = GITHUB[:-1] + "Z"
+    out = Redactor().value({GITHUB: "a", other: "b", "plain": "c"})
+    assert GITHUB not in repr(out) and other not in repr(out)
+    assert sorted(out.values()) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "const password = process.env.DB_PASSWORD;",
+        "api_key = config.api_key;",
+        "const apiKey = req.body.apiKey;",
+        "password = cfg.db.password;  // from config",
+        "login(password, user.password)",
+    ],
+)
+def test_names_in_code_before_a_semicolon_stay(line: str) -> None:
+    assert Redactor().text(line) == line
+
+
+def test_a_tool_calls_object_arguments_are_redacted_in_every_export(tmp_path: Path) -> None:
+    store = Store(tmp_path / "home")
+    with store.create() as s:
+        s.append(
+            "tool_call",
+            {
+                "id": "c1",
+                "name": "http_get",
+                "arguments": {"api_key": API_KEY, "headers": {"Authorization": f"Bearer {BEARER}"}},
+            },
+            role="assistant",
+        )
+        s.append("custom", {"env": {"DB_PASSWORD": PASSWORD}})
+        sid = s.id
+    for format in ("md", "html", "bundle"):
+        out = io.BytesIO()
+        with store.open(sid, readonly=True) as reader:
+            export_session(reader, format, out, redact=True)
+        text = out.getvalue().decode()
+        for secret in (API_KEY, BEARER, PASSWORD):
+            assert secret not in text, (format, secret)
