@@ -198,3 +198,14 @@ def test_context_on_a_pipe_writes_every_event_in_order_as_rich_did(tmp_path: Pat
     found = [line for line in lines if line.startswith("event ")]
     assert found == [f"event {i}".ljust(8 if i < 10 else 16) + "col" for i in range(12)]  # tab stops of 8, as rich
     assert out.count("␛[31m" + "y" * 150_000 + "\n") == 12
+
+
+def test_bash_completion_quotes_a_name_it_inserts(tmp_path: Path) -> None:
+    """bash inserts a completion as given (click's script adds no quotes):
+    the demo's "fix calc (fork)" broke the command it completed."""
+    _session(tmp_path, "fix calc (fork)", {"content": "x"})
+    _session(tmp_path, "it's done", {"content": "y"})
+    bash = _complete(tmp_path, "bash", "log", "")
+    assert "plain,'fix calc (fork)'" in bash.splitlines()
+    assert "plain,'it'\"'\"'s done'" in bash.splitlines()
+    assert "fix calc (fork)" in _complete(tmp_path, "zsh", "log", "").splitlines()  # zsh quotes for itself

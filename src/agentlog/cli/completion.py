@@ -9,6 +9,9 @@ no suggestions.
 
 from __future__ import annotations
 
+import os
+import shlex
+
 import click
 from click.shell_completion import CompletionItem
 
@@ -53,8 +56,18 @@ def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str
             if isinstance(value, str) and value.startswith(incomplete) and value.isprintable():
                 # A name with a control character is left out: the shell
                 # would list it raw, and a newline splits click's reply.
-                items.append(CompletionItem(value, help=help_text))
+                items.append(CompletionItem(_as_typed(value), help=help_text))
     return items
+
+
+def _as_typed(value: str) -> str:
+    """``value`` as the shell must insert it. bash inserts what it is given
+    as it is (click's script adds no quoting), so a name with a space or a
+    parenthesis ("fix calc (fork)", as the demo names one) broke the
+    command; it gets shell quotes. zsh and fish quote what they insert."""
+    if os.environ.get("_AGENTLOG_COMPLETE", "").startswith("bash"):
+        return shlex.quote(value)
+    return value
 
 
 def complete_event(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
