@@ -46,3 +46,20 @@ def test_an_escaped_question_mark_is_still_part_of_a_relative_name(
 def test_a_location_that_is_not_text_is_refused(location: object) -> None:
     with pytest.raises(InvalidOption, match="URL or a path"):
         Store(location)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("scheme", "made"), [("SQLITE", "x.db"), ("Sqlite", "x.db"), ("FILE", "fh"), ("File", "fh")])
+def test_a_scheme_in_capitals_names_the_same_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scheme: str, made: str
+) -> None:
+    """``SQLITE:///tmp/x.db`` chose the SQLite backend, which then read the
+    URL as a relative path: ./SQLITE:/tmp/x.db, its host and query unchecked."""
+    monkeypatch.chdir(tmp_path)
+    store = Store(f"{scheme}://{tmp_path}/{made}")
+    store.create().close()
+    store.close()
+    assert sorted(p for p in os.listdir(tmp_path) if not p.endswith(".locks")) == [made]
+    with pytest.raises(UnknownBackend, match="takes no host"):
+        Store(f"{scheme}://host/{made}")
+    with pytest.raises(UnknownBackend, match="takes no options"):
+        Store(f"{scheme}://{tmp_path}/{made}?mode=ro")

@@ -108,6 +108,7 @@ def local_path(scheme: str, url: str) -> str:
     plain path as it is; "" when it names none. The one reading of these
     URLs, for the backends that open them and the CLI that asks whether a
     store is there."""
+    url = _scheme_lowered(scheme, url)
     # Bytes that are not UTF-8 (a path Python holds as surrogate escapes,
     # which a backend's URL percent-encodes) come back as they were.
     if url.startswith(scheme + "://"):
@@ -115,6 +116,16 @@ def local_path(scheme: str, url: str) -> str:
     if url.startswith(scheme + ":"):
         return _home_expanded(unquote(url[len(scheme) + 1 :], errors="surrogateescape"))
     return _home_expanded(url)
+
+
+def _scheme_lowered(scheme: str, url: str) -> str:
+    """``url`` with its scheme written as the registry knows it. A scheme is
+    case-insensitive (RFC 3986), and the backend was chosen so; but the
+    URL was then read with the scheme as typed, so ``SQLITE:///tmp/x.db``
+    made a database at ./SQLITE:/tmp/x.db, its host and query unchecked."""
+    if url[: len(scheme) + 1].lower() == scheme + ":":
+        return scheme + url[len(scheme) :]
+    return url
 
 
 def _home_expanded(path: str) -> str:
@@ -132,6 +143,7 @@ def check_local_url(scheme: str, url: str) -> None:
     what = _LOCAL.get(scheme)
     if what is None:
         return
+    url = _scheme_lowered(scheme, url)
     if "\x00" in local_path(scheme, url):
         raise UnknownBackend(f"{url!r}: a path cannot hold a NUL byte")
     example = f"{scheme}:///absolute/path" + (".db" if scheme == "sqlite" else "")
@@ -169,6 +181,7 @@ def open_backend(location: str | os.PathLike[str], *, durability: str = "full", 
     if not isinstance(url, str):
         raise InvalidOption(f"a store is named by a URL or a path as text, not {type(url).__name__} ({url!r:.60})")
     scheme = scheme_of(url)
+    url = _scheme_lowered(scheme, url)
     check_local_url(scheme, url)
     check_durability(durability)
     factory = _load(scheme)
