@@ -28,6 +28,7 @@ from .event import is_event_id, is_session_id, is_timestamp
 
 __all__ = [
     "label_name_problem",
+    "labels_of",
     "DEFAULT_META",
     "META_SCHEMA",
     "MetaProblem",
@@ -167,6 +168,14 @@ def label_name_problem(name: str) -> str | None:
     if _HEXISH.match(name):
         return "it looks like an event id; it would hide short ids"
     return None
+
+
+def labels_of(meta: Mapping[str, Any]) -> dict[str, str]:
+    """A session's labels (name -> event id) from its metadata."""
+    labels = meta.get("labels")
+    if not isinstance(labels, dict):
+        return {}
+    return {str(k): v for k, v in labels.items() if isinstance(v, str)}
 
 
 def _labels(value: Any) -> str | None:

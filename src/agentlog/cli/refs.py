@@ -23,6 +23,7 @@ import click
 
 from ..errors import AmbiguousRef, BadRef, EventNotFound, InvalidSessionId, SessionNotFound
 from ..event import NIL_ID, is_session_id
+from ..metafields import labels_of
 from ..session import Session
 from ..shortid import SHORT_LEN, is_uuid, short_ids
 from ..shortid import hex_digits as _hex
@@ -145,14 +146,6 @@ def resolve_session(store: Store, text: str) -> str:
 
 
 # --- events -----------------------------------------------------------------------
-def labels_of(meta: Mapping[str, Any]) -> dict[str, str]:
-    """A session's labels (name -> event id) from its metadata."""
-    labels = meta.get("labels")
-    if not isinstance(labels, dict):
-        return {}
-    return {str(k): v for k, v in labels.items() if isinstance(v, str)}
-
-
 def resolve_event(session: Session, text: str, *, allow_root: bool = False) -> str:
     """The id of the event ``text`` names in ``session``; ``NIL_ID`` for
     ``root`` (or the nil id itself, as the API and --json write it) when

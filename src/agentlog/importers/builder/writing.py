@@ -13,6 +13,7 @@ from typing import Any
 
 from ...event import format_timestamp
 from ...lifecycle import check_meta
+from ...metafields import labels_of
 from ...session import Session
 from ..index_cache import save_rows, slim_record
 from .base import META_KEY
@@ -110,11 +111,6 @@ class BuilderWriting(BuilderLoading):
             return
         with self.store.open(self.session_id, readonly=True) as session:
             yield session
-
-
-def labels_of(meta: dict[str, Any]) -> dict[str, str]:
-    labels = meta.get("labels")
-    return {k: v for k, v in labels.items() if isinstance(v, str)} if isinstance(labels, dict) else {}
 
 
 def apply_labels(labels: dict[str, str], changes: Iterable[tuple[str, str | None]]) -> dict[str, str]:
