@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from .. import __version__
+from ..backends.registry import scheme_of
 from ..errors import AgentlogError, CorruptionError, RecoveryWarning
 from .common import CREATING_COMMANDS, App
 from .location import shown, store_location
@@ -212,7 +213,15 @@ def main(ctx: click.Context, home: str | None, store_url: str | None, durability
     start), a unique prefix of their id, or (sessions) their name. Every
     command takes --json for one JSON document on stdout."""
     creates = ctx.invoked_subcommand in CREATING_COMMANDS
-    ctx.obj = App(store_location(ctx, home, store_url), durability, creates=creates)
+    location = store_location(ctx, home, store_url)
+    if location is not None and scheme_of(location) == "memory" and ctx.invoked_subcommand not in ("serve", None):
+        # It acknowledged writes that were gone when the command ended.
+        click.echo(
+            "agentlog: warning: a memory: store lives only as long as this command, and keeps nothing "
+            "after it (it is for 'agentlog serve' and tests)",
+            err=True,
+        )
+    ctx.obj = App(location, durability, creates=creates)
     _APPS.append(ctx.obj)
 
 

@@ -48,17 +48,22 @@ import weakref
 from collections.abc import Generator
 from typing import Any
 
-from google.adk.errors import StaleSessionError
-from google.adk.errors.already_exists_error import AlreadyExistsError
-from google.adk.errors.session_not_found_error import SessionNotFoundError
-from google.adk.events.event import Event as AdkEvent
-from google.adk.sessions.base_session_service import (
-    BaseSessionService,
-    GetSessionConfig,
-    ListSessionsResponse,
-)
-from google.adk.sessions.session import Session as AdkSession
-from google.adk.sessions.state import State
+try:
+    from google.adk.errors import StaleSessionError
+    from google.adk.errors.already_exists_error import AlreadyExistsError
+    from google.adk.errors.session_not_found_error import SessionNotFoundError
+    from google.adk.events.event import Event as AdkEvent
+    from google.adk.sessions.base_session_service import (
+        BaseSessionService,
+        GetSessionConfig,
+        ListSessionsResponse,
+    )
+    from google.adk.sessions.session import Session as AdkSession
+    from google.adk.sessions.state import State
+except ModuleNotFoundError as exc:  # the extra is not installed: say which
+    from .._extras import extra_missing
+
+    raise extra_missing(exc, extra="adk", module=__name__) from exc
 
 from .. import NIL_ID, Session, SessionExists, Store
 from ._adk_events import (

@@ -45,18 +45,23 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
-    BaseCheckpointSaver,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-    get_checkpoint_id,
-    get_checkpoint_metadata,
-)
-from langgraph.checkpoint.serde.base import SerializerProtocol
+try:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        get_checkpoint_id,
+        get_checkpoint_metadata,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+except ModuleNotFoundError as exc:  # the extra is not installed: say which
+    from .._extras import extra_missing
+
+    raise extra_missing(exc, extra="langgraph", module=__name__) from exc
 
 from .. import InvalidOption, Store
 from ._lg_open import FRAMEWORK, close_thread, open_reader, open_writer, stored_thread_ids, thread_session_id

@@ -31,8 +31,13 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from agents.memory.session import SessionABC
-from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+try:
+    from agents.memory.session import SessionABC
+    from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+except ModuleNotFoundError as exc:  # the extra is not installed: say which
+    from .._extras import extra_missing
+
+    raise extra_missing(exc, extra="openai-agents", module=__name__) from exc
 
 from .. import NIL_ID, Event, InvalidEvent, InvalidOption, Session, SessionClosed, SessionExists, Store
 from ._ids import session_key

@@ -14,9 +14,14 @@ def default_location() -> str:
 
 
 def default_home() -> str:
-    """``$AGENTLOG_HOME``, else ``$XDG_DATA_HOME/agentlog``, else ~/.local/share/agentlog."""
+    """``$AGENTLOG_HOME``, else ``$XDG_DATA_HOME/agentlog`` (an absolute path
+    only, as the XDG spec says), else ~/.local/share/agentlog."""
     env = os.environ.get("AGENTLOG_HOME")
     if env:
         return env
-    xdg = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(xdg):
+        # The XDG spec: a relative path there is invalid and is ignored (it
+        # made the default store move with the current directory).
+        xdg = os.path.join(os.path.expanduser("~"), ".local", "share")
     return os.path.join(xdg, "agentlog")
