@@ -185,6 +185,11 @@ class Timeline:
         self.storage = storage
         self.blob_threshold = blob_threshold
         self._lock = threading.Lock()
+        #: Held by every handle of the session in this process while it
+        #: changes the metadata document or a sidecar: a read-modify-write
+        #: under a handle's own lock lost the other handle's update, and two
+        #: writes raced on one temporary file (session.json left torn).
+        self.meta_lock = threading.Lock()
         last = storage.last_id()
         if last and not is_event_id(last):
             # A hand-edited row (SQL stores keep it in a column): ids could

@@ -29,7 +29,7 @@ class SessionMetadata(SessionWriting, SessionReading):
         ``InvalidMeta`` before anything is written if one cannot be stored."""
         self._check_writable()
         check_meta(changes)
-        with self._lock:
+        with self._lock, self._timeline.meta_lock:
             meta = self.storage.read_meta()
             meta.update(changes)
             meta["updated_at"] = format_timestamp(time.time_ns())

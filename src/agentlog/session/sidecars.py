@@ -26,7 +26,8 @@ class SessionSidecars(SessionBase):
             # Checked here, once for every backend (one took a str, one made
             # bytes(5) of an int).
             raise InvalidName(f"sidecar {name!r}: its data must be bytes or None, not {type(data).__name__}")
-        self.storage.write_sidecar(name, None if data is None else bytes(data))
+        with self._timeline.meta_lock:  # one write at a time, whichever handle of the session
+            self.storage.write_sidecar(name, None if data is None else bytes(data))
 
     def draft(self) -> str | None:
         """Unsent user text saved with ``set_draft``, if any."""
