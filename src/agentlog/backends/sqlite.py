@@ -185,7 +185,9 @@ class SqliteSessionStorage(SessionStorage):
     def events(self) -> Iterator[Event]:
         def fetch(after: int) -> list[tuple[Any, ...]]:
             rows: list[tuple[Any, ...]] = self._db.query(_EVENTS, (self.session_id, after, EVENTS_PAGE))
-            if not rows and after < 0:
+            if len(rows) < EVENTS_PAGE:
+                # The last page: the session must still be there, or a delete
+                # while it was read would end the events early, in silence.
                 self._session("1")
             return rows
 

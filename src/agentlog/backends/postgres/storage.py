@@ -337,7 +337,9 @@ class PostgresSessionStorage(SessionStorage):
         def fetch(after: int) -> list[tuple[Any, ...]]:
             statement = f"SELECT seq, {_COLUMNS} FROM events WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s"
             rows: list[tuple[Any, ...]] = self._query(statement, (self.session_id, after, EVENTS_PAGE))
-            if not rows and after < 0:
+            if len(rows) < EVENTS_PAGE:
+                # The last page: the session must still be there, or a delete
+                # while it was read would end the events early, in silence.
                 self._session("1")
             return rows
 
