@@ -36,7 +36,7 @@ from .upgrade import UPGRADED_IN_PLACE, upgrade
 if TYPE_CHECKING:  # annotations only: the store imports this package to offer search()
     from ..store import Store
 
-__all__ = ["SCHEMA_VERSION", "SearchIndex", "IndexStats", "index_location", "open_index", "tag"]
+__all__ = ["SCHEMA_VERSION", "SearchIndex", "IndexStats", "forget_session", "index_location", "open_index", "tag"]
 
 #: 3: a character of the scripts written without spaces (``scripts.py``)
 #: is a word of its own; 4: a terminal's escape codes are not part of the
@@ -263,6 +263,40 @@ def drop(store: Store) -> None:
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path + suffix)
+
+
+def forget_session(store: Store, session_id: str) -> None:
+    """Drop a deleted session from the store's index, if the store has one.
+
+    A session deleted and made again under its id with as many events and
+    the same dates (a bundle imported over it: the ``--redact``ed one, to
+    replace a session that held a secret) looked unchanged to the next
+    catch-up, and search went on showing the deleted text. An index that
+    cannot be written now is caught up as before; a search says so."""
+    path = index_location(store.home)
+    if path is None:
+        with _memory_lock:
+            conn = _memory.get(store.home)
+            if conn is not None:
+                with write(conn):
+                    SearchIndex(store, conn)._forget(session_id)
+        return
+    if not os.path.exists(path):
+        return  # no index yet: the first search indexes what is there
+    try:
+        with open_index(store) as index:
+            if index.writable:
+                with write(index.conn):
+                    index._forget(session_id)
+    except SearchError as exc:
+        # The session is deleted; only the derived index lags: said, not raised.
+        warnings.warn(
+            SearchWarning(
+                f"session {session_id} is deleted, but the search index still holds it: {exc}; "
+                "'agentlog search --reindex' rebuilds the index"
+            ),
+            stacklevel=3,
+        )
 
 
 class SearchIndex:

@@ -24,6 +24,7 @@ from ..event import Event, IdGenerator, check_new_session_id, check_session_id, 
 from ..lifecycle import LAZY_IDS, check_meta, meta_with_defaults
 from ..search import SearchHit, SearchOptions
 from ..search import search as search_sessions
+from ..search.index import forget_session
 from ..session import Session
 from ..timeline import Timeline
 from .checking import StoreChecking
@@ -168,6 +169,7 @@ class Store(StoreTimelines, StoreChecking):
     def delete(self, session_id: str) -> None:
         self._not_open_here(session_id)
         self.backend.delete(session_id)
+        forget_session(self, session_id)
 
     # --- searching --------------------------------------------------------------
     def search(self, query: str, **options: Unpack[SearchOptions]) -> builtins.list[SearchHit]:
