@@ -92,3 +92,50 @@ def test_a_tool_calls_object_arguments_are_redacted_in_every_export(tmp_path: Pa
         text = out.getvalue().decode()
         for secret in (API_KEY, BEARER, PASSWORD):
             assert secret not in text, (format, secret)
+
+
+TOKEN = "q8ZtR3vLm2XpW7kN4bHc9JdF"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"GITHUB_TOKEN={TOKEN}",
+        f"ACCESS_TOKEN={TOKEN}",
+        f"export SLACK_BOT_TOKEN={TOKEN}",
+        f'{{"access_token": "{TOKEN}", "expires_in": 3600}}',
+        f"apiToken: {TOKEN}",
+        "GITHUB_TOKEN=github_pat_11ABCDEFG0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789",
+        "HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh",
+    ],
+)
+def test_token_values_are_redacted(line: str) -> None:
+    out = Redactor().text(line)
+    assert "[REDACTED:" in out
+    assert TOKEN not in out and "github_pat_11" not in out and "hf_AbCd" not in out
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "max_tokens=4096",
+        "token_count: 1234",
+        "token_type: Bearer",
+        "the token is in the vault",
+        "tokens = tokenize(text)",
+        "apiToken = process.env.API_TOKEN;",
+        "id_token: ${ID_TOKEN}",
+    ],
+)
+def test_what_only_names_a_token_stays(line: str) -> None:
+    assert Redactor().text(line) == line
+
+
+def test_token_keys_in_records() -> None:
+    out = Redactor().value({"token": TOKEN, "refresh_token": TOKEN, "max_tokens": "4096", "token_type": "Bearer"})
+    assert out == {
+        "token": "[REDACTED:Secret Keyword]",
+        "refresh_token": "[REDACTED:Secret Keyword]",
+        "max_tokens": "4096",
+        "token_type": "Bearer",
+    }

@@ -51,7 +51,18 @@ _OWN = [
     # An HTTP bearer token, as curl commands, request logs and a tool's
     # headers hold it ("Authorization: Bearer ..."): any provider's.
     ("Bearer Token", re.compile(r"(?<=\bBearer )[A-Za-z0-9._~+/-]{16,}=*")),
+    # GitHub's fine-grained personal access tokens (detect-secrets knows only
+    # ghp_/gho_/ghu_/ghs_/ghr_) and Hugging Face's.
+    ("GitHub Token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}")),
+    ("Hugging Face Token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
 ]
+#: A key whose value is a token (``GITHUB_TOKEN=``, ``"access_token":``,
+#: ``apiToken``), which detect-secrets' keyword list does not have: its
+#: last word is "token". ``max_tokens``, ``token_count`` and
+#: ``token_type`` are not such keys.
+_TOKEN_KEY = re.compile(r"(?:^|[^A-Za-z]|(?<=[a-z]))[Tt](?:oken|OKEN)\Z")
+#: ``KEY=value``, ``KEY: value``, ``"key": "value"`` in text, the key a token's.
+_TOKEN_LINE = re.compile(r"""([A-Za-z][A-Za-z0-9_.-]*)["']?\s*[:=]\s*["']?([^\s"'`,;]+)""")
 #: An unquoted value after a secret-sounding key (``DB_PASSWORD=...``, as
 #: ``env``, ``printenv`` and ``cat .env`` print them) is redacted when it is
 #: one token of at least this many characters that looks like a value, not
@@ -163,6 +174,7 @@ class Redactor:
                         spans.append((start, start + len(value), kind))
                         start = line.find(value, start + len(value))
         spans += self._bare_values(line)
+        spans += self._token_values(line)
         for kind, pattern in _OWN:
             spans += [(m.start(), m.end(), kind) for m in pattern.finditer(line)]
         if not spans:
@@ -190,7 +202,7 @@ class Redactor:
         for secret in self._keyword.analyze_line(filename="export.cfg", line=line, line_number=0):
             # the first token: a value with words after it on the line
             value = next(iter((secret.secret_value or "").split()), "")
-            if len(value) < _MIN_BARE or not _BARE_VALUE.match(value) or _NAME.match(value) or _NUMBER.match(value):
+            if not _looks_like_a_value(value):
                 continue
             start = line.find(value)
             while start != -1:
@@ -219,6 +231,15 @@ class Redactor:
             return out
         return value
 
+    def _token_values(self, line: str) -> list[tuple[int, int, str]]:
+        """Values of token keys in text, taken as ``_bare_values`` takes a
+        secret-sounding key's: one long token that looks like a value."""
+        return [
+            (found.start(2), found.end(2), "Secret Keyword")
+            for found in _TOKEN_LINE.finditer(line)
+            if _TOKEN_KEY.search(found.group(1)) and _looks_like_a_value(found.group(2))
+        ]
+
     def _keyed(self, key: str, value: str) -> str:
         """``value``, the string under ``key``, redacted: its own secrets,
         or, if the keyword detector takes it whole as ``key``'s secret, all
@@ -226,6 +247,9 @@ class Redactor:
         redacted = self.text(value)
         if redacted != value or not value.strip() or "\n" in value or value.startswith("$"):
             return redacted
+        if _TOKEN_KEY.search(key) and _looks_like_a_value(value):
+            self.counts["Secret Keyword"] += 1
+            return "[REDACTED:Secret Keyword]"
         quoted = value.replace('"', "'")
         with self._transient(self._settings):
             found = self._keyword.analyze_line(filename="export.cfg", line=f'{key} = "{quoted}"', line_number=0)
@@ -234,3 +258,14 @@ class Redactor:
             return value
         self.counts[kinds[0]] += 1
         return f"[REDACTED:{kinds[0]}]"
+
+
+def _looks_like_a_value(value: str) -> bool:
+    """One token of at least ``_MIN_BARE`` characters that is no reference,
+    name in code or plain number (see ``_MIN_BARE``)."""
+    return (
+        len(value) >= _MIN_BARE
+        and _BARE_VALUE.match(value) is not None
+        and not _NAME.match(value)
+        and not _NUMBER.match(value)
+    )
