@@ -159,3 +159,14 @@ def test_cwd_finds_an_imported_session_by_the_directory_it_was_recorded_in(store
         s.append("message", {"content": "flamingo"}, role="user")
     hits = search(store, "flamingo", cwd="/home/ann/project")
     assert [h.event_id for h in hits] == [imported]
+
+
+def test_state_checkpoints_are_left_out_on_every_backend(store: Store) -> None:
+    """PostgreSQL found them where the SQLite index leaves them out."""
+    with store.create() as s:
+        s.append("message", {"content": "run the tests"}, role="user")
+        s.append("state", {"scratchpad": "remember the flamingo", "todos": [], "tool_calls": 0}, role="system")
+        s.append("message", {"content": "a flamingo stands on one leg"}, role="assistant")
+    hits = store.search("flamingo")
+    assert [h.kind for h in hits] == ["message"]
+    assert store.search("flamingo", kind="state") == []
