@@ -92,3 +92,22 @@ def test_html_lines_inside_a_code_fence_are_left_as_they_are(tmp_path: Path) -> 
         s.append("message", {"content": "```php\n<?php\necho 1;\n```"}, role="assistant")
         sid = s.id
     assert "```php\n<?php\necho 1;\n```" in _markdown(store, sid)
+
+
+def test_the_html_export_shows_controls_instead_of_obeying_them(tmp_path: Path) -> None:
+    """Bidi overrides in a title or a message made text read backwards in a
+    shared export ("Trojan Source"; the viewer already showed marks), and a
+    tool's colour codes and NULs reached the page raw."""
+    store = Store(tmp_path / "home")
+    with store.create(name="pay \u202eevil\u202c now") as s:
+        s.append("message", {"content": "run: rm -rf /tmp/x \u202e; ls -la #\u202c ok"}, role="user")
+        s.append("tool_result", {"tool_call_id": "c", "content": "\x1b[1mPostToolUse\x1b[22m nul\x00here"}, role="tool")
+        sid = s.id
+    out = io.BytesIO()
+    with store.open(sid, readonly=True) as reader:
+        export_session(reader, "html", out)
+    page = out.getvalue().decode()
+    assert not any(c in page for c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\x1b\x00")
+    assert "pay \u27e6U+202E\u27e7evil\u27e6U+202C\u27e7 now" in page
+    assert "PostToolUse" in page and "[1m" not in page
+    assert "nul\u2400here" in page

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from ..event import NIL_ID, Event
-from ..recordtext import answer_content, readable_content, reasoning_shown, record_text
+from ..recordtext import answer_content, readable_content, reasoning_shown, record_text, strip_terminal_codes
 from .view import ExportView
 
 __all__ = ["html_chunks", "render_html"]
@@ -59,8 +59,20 @@ function openAll(v){document.querySelectorAll('main details').forEach(function(d
 """
 
 
+#: What a page shows in place of characters a reader must not have obeyed:
+#: the bidirectional embeddings, overrides and isolates as marks, as the
+#: viewer shows them (one in a message made "; ls -la #" read backwards:
+#: "Trojan Source"), and the C0 controls and DEL as their control pictures,
+#: as the CLI shows them (an ESC or a NUL is no character of an HTML page).
+_SHOWN: dict[int, str] = {c: f"\u27e6U+{c:04X}\u27e7" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+_SHOWN.update({c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\t\n\r"})
+_SHOWN[0x7F] = "\u2421"
+
+
 def _e(text: Any) -> str:
-    return escape(str(text), quote=True)
+    """``text`` as HTML text: escaped, a terminal's escape codes taken out
+    (as search reads a tool's coloured output), the rest shown (``_SHOWN``)."""
+    return escape(strip_terminal_codes(str(text)).translate(_SHOWN), quote=True)
 
 
 def _anchor(eid: str) -> str:
