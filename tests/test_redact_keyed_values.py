@@ -139,3 +139,23 @@ def test_token_keys_in_records() -> None:
         "max_tokens": "4096",
         "token_type": "Bearer",
     }
+
+
+def test_a_label_named_like_a_secret_is_renamed_and_ids_stay(tmp_path: Path) -> None:
+    """A label named like a token was printed whole in Markdown and HTML,
+    and a redacted bundle carried a label name no label may have; an event
+    id under a label named "password" was redacted, breaking the label."""
+    store = Store(tmp_path / "home")
+    with store.create() as s:
+        event = s.append("message", {"content": "hello"}, role="user")
+        s.update_meta(labels={GITHUB: event.id, "password": event.id})
+        sid = s.id
+    for format in ("md", "html", "bundle"):
+        out = io.BytesIO()
+        with store.open(sid, readonly=True) as reader:
+            export_session(reader, format, out, redact=True)
+        text = out.getvalue().decode()
+        assert GITHUB not in text, format
+        assert "redacted-1" in text and "password" in text, format
+    meta = Redactor().meta({"labels": {GITHUB: event.id, "password": event.id}, "name": "n"})
+    assert meta == {"labels": {"redacted-1": event.id, "password": event.id}, "name": "n"}

@@ -97,7 +97,7 @@ def write_bundle(
     entries = session.entries()
     meta = {**session.meta, "id": session.id}  # the id it is stored under, whatever the file says
     if redactor is not None:
-        meta = redactor.value(meta)
+        meta = redactor.meta(meta)
     head = session.head
     out.write(
         _line(

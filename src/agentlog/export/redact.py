@@ -240,6 +240,19 @@ class Redactor:
             if _TOKEN_KEY.search(found.group(1)) and _looks_like_a_value(found.group(2))
         ]
 
+    def meta(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """A session's metadata redacted. A label whose name was a secret is
+        renamed ``redacted-1``, ``redacted-2``...: "[REDACTED:GitHub Token]"
+        is no name a label may have (a ref could not name it)."""
+        out: dict[str, Any] = self.value(meta)
+        labels, kept = meta.get("labels"), out.get("labels")
+        if isinstance(labels, dict) and isinstance(kept, dict):
+            renamed: dict[str, Any] = {}
+            for n, (name, shown) in enumerate(zip(labels, kept, strict=True), 1):
+                renamed[shown if shown == name else f"redacted-{n}"] = kept[shown]
+            out["labels"] = renamed
+        return out
+
     def _keyed(self, key: str, value: str) -> str:
         """``value``, the string under ``key``, redacted: its own secrets,
         or, if the keyword detector takes it whole as ``key``'s secret, all
@@ -247,6 +260,8 @@ class Redactor:
         redacted = self.text(value)
         if redacted != value or not value.strip() or "\n" in value or value.startswith("$"):
             return redacted
+        if _UUID.match(value) or _DIGEST.match(value):
+            return value  # an id or a digest names something: a label named "password" names an event
         if _TOKEN_KEY.search(key) and _looks_like_a_value(value):
             self.counts["Secret Keyword"] += 1
             return "[REDACTED:Secret Keyword]"

@@ -16,6 +16,7 @@ from typing import Any
 from ..backends.base import IndexEntry
 from ..errors import CorruptionError, StorageError
 from ..event import NIL_ID, Event
+from ..metafields import labels_of
 from ..session import Session
 from ..shortid import short_ids
 from .redact import Redactor
@@ -131,13 +132,12 @@ def load_view(session: Session, *, redactor: Redactor | None = None, progress: P
         shown.update(run)
         parent = entries[run[0]].parent_id if run else NIL_ID
         branches.append(Branch(parent, tuple(run), leaf))
+    meta = session.meta if redactor is None else redactor.meta(session.meta)
+    # From the metadata as the document shows it: a label named like a
+    # secret was printed whole in a redacted export's headers.
     labels: dict[str, list[str]] = {}
-    raw_labels = session.meta.get("labels")
-    if isinstance(raw_labels, dict):
-        for name, target in sorted(raw_labels.items()):
-            if isinstance(target, str):
-                labels.setdefault(target, []).append(str(name))
-    meta = session.meta if redactor is None else redactor.value(session.meta)
+    for name, target in sorted(labels_of(meta).items()):
+        labels.setdefault(target, []).append(name)
     view = ExportView(
         session=session,
         redactor=redactor,
