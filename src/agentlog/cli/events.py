@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import re
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +14,7 @@ import orjson
 from rich.highlighter import JSONHighlighter
 from rich.text import Text
 
+from .._json import big_integer
 from .._streams import write_stdout
 from ..errors import EventNotFound, InvalidEvent
 from ..event import NIL_ID, RESERVED_KINDS, Event
@@ -91,7 +91,7 @@ def _read_record(text: str | None) -> Any:
         record = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise InvalidEvent(f"the record on {where} is not valid JSON: {exc}") from None
-    big = _big_integer(data)
+    big = big_integer(data)
     if big is not None:
         shown = big if len(big) <= 24 else f"{big[:20]}... ({len(big.lstrip('-'))} digits)"
         raise InvalidEvent(
@@ -102,30 +102,6 @@ def _read_record(text: str | None) -> Any:
 
 
 #: A JSON string, or a number. Outside strings, digits occur only in numbers.
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?')
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson reads as an int; it reads others as floats
-
-
-def _big_integer(data: bytes | str) -> str | None:
-    """The first integer in the JSON text ``data`` (already parsed, so
-    valid) outside the 64-bit range orjson reads exactly, else None.
-
-    Scanned only when the text has a run of 19 digits somewhere (any
-    integer out of range has at least that many), so it costs nothing on
-    ordinary records."""
-    text = data.decode() if isinstance(data, bytes) else data
-    if not re.search(r"[0-9]{19}", text):
-        return None
-    for token in _JSON_TOKEN.finditer(text):
-        number = token[0]
-        if number[0] == '"' or any(c in number for c in ".eE"):
-            continue
-        digits = number.lstrip("-").lstrip("0") or "0"
-        if len(digits) > 20 or not _INT_MIN <= int(number) <= _INT_MAX:
-            return number
-    return None
-
-
 @contextlib.contextmanager
 def _path_broken_hint(session: Session) -> Iterator[None]:
     """A parent missing from the active path is damage, not a typo: say so."""

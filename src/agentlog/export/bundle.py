@@ -8,7 +8,9 @@
 
 A payload kept in a blob travels as its ``record``, with the blob's
 ``digest``: importing checks that the record's JSON bytes hash to it, so
-a bundle altered in transit is refused rather than imported. A redacted
+such a payload altered in transit is refused rather than imported. A
+record small enough to be kept inline carries no digest, and is checked
+only as any record is (valid JSON, no integer beyond 64 bits). A redacted
 bundle carries no digests (its records are no longer the blobs' bytes).
 The trailer line makes a truncated bundle an error, not a shorter session.
 
@@ -36,6 +38,7 @@ from typing import IO, Any, Protocol
 
 import orjson
 
+from .._json import big_integer
 from .._json import dumps as dumps_json
 from ..backends.base import IndexEntry
 from ..errors import BundleError, CorruptionError, InvalidMeta, SessionNotFound, StreamedDeltaError
@@ -194,7 +197,7 @@ def _scan(f: IO[bytes], path: str | os.PathLike[str], bundle: _Bundle | None = N
     if header is None or not isinstance(header[1], dict) or "agentlog_bundle" not in header[1]:
         raise BundleError(f"{path} is not an agentlog bundle (no bundle header on line 1)")
     version = header[1]["agentlog_bundle"]
-    if version != BUNDLE_VERSION:
+    if type(version) is not int or version != BUNDLE_VERSION:  # true == 1 in Python
         raise BundleError(
             f"{path}: bundle version {version!r} is not supported (this agentlog reads version {BUNDLE_VERSION})"
         )
@@ -300,9 +303,14 @@ def _numbered(f: IO[bytes], path: str | os.PathLike[str]) -> Iterator[tuple[int,
         if not raw.strip():
             continue
         try:
-            yield number, orjson.loads(raw)
+            doc = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise BundleError(f"{path}:{number}: not JSON: {exc}") from None
+        big = big_integer(raw)
+        if big is not None:
+            # orjson read it as a rounded float: refused, as append refuses it.
+            raise BundleError(f"{path}:{number}: an integer beyond 64 bits, {big}, cannot be stored exactly")
+        yield number, doc
 
 
 def _event(last: str, doc: dict[str, Any], where: str, seen: set[str]) -> Event:
