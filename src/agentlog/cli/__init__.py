@@ -21,7 +21,6 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..backends.registry import scheme_of
 from ..errors import AgentlogError, CorruptionError, RecoveryWarning
 from .common import CREATING_COMMANDS, App
 from .location import shown, store_location
@@ -214,8 +213,10 @@ def main(ctx: click.Context, home: str | None, store_url: str | None, durability
     command takes --json for one JSON document on stdout."""
     creates = ctx.invoked_subcommand in CREATING_COMMANDS
     location = store_location(ctx, home, store_url)
-    if location is not None and scheme_of(location) == "memory" and ctx.invoked_subcommand not in ("serve", None):
-        # It acknowledged writes that were gone when the command ended.
+    if location is not None and location.lower() == "memory:" and ctx.invoked_subcommand not in ("serve", None):
+        # It acknowledged writes that were gone when the command ended. (A
+        # named memory:NAME is one store for the life of the process, which
+        # a program running commands in-process, its tests, may share.)
         click.echo(
             "agentlog: warning: a memory: store lives only as long as this command, and keeps nothing "
             "after it (it is for 'agentlog serve' and tests)",
