@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import logging
 import os
 import re
 import sys
@@ -123,6 +124,10 @@ class AgentlogGroup(click.Group):
     ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        # psycopg logs a pipeline it could not end (a connection lost in a
+        # commit) through its logger; with no logging set up Python printed
+        # it raw, lines before the one-line typed error that says the same.
+        logging.getLogger("psycopg").addHandler(logging.NullHandler())
         with warnings.catch_warnings():
             # What opening a session repaired is news for the user, never an
             # error, whatever -W or PYTHONWARNINGS say.
