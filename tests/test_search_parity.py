@@ -170,3 +170,16 @@ def test_state_checkpoints_are_left_out_on_every_backend(store: Store) -> None:
     hits = store.search("flamingo")
     assert [h.kind for h in hits] == ["message"]
     assert store.search("flamingo", kind="state") == []
+
+
+def test_a_long_text_naming_a_word_once_ranks_below_a_short_one(store: Store) -> None:
+    """PostgreSQL's ts_rank ignored the length: a 9,000-word tool output
+    tied with (and, being newer, came before) a message of the one word."""
+    with store.create() as s:
+        short = s.append("message", {"content": "flamingo"}, role="user")
+        s.append(
+            "tool_result", {"tool_call_id": "c", "content": "lorem ipsum dolor " * 3000 + "flamingo"}, role="tool"
+        )
+    hits = store.search("flamingo")
+    assert [h.event_id for h in hits][0] == short.id
+    assert hits[0].score < hits[1].score  # best first: lower is better, as bm25's

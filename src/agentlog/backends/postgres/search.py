@@ -153,6 +153,10 @@ def search_sql(
     text = f"""coalesce(e.search_text, b.search_text,
         {best_part.format("event_parts", "(x.session_id, x.id) = (e.session_id, e.id)")},
         {best_part.format("blob_parts", "x.digest = e.digest")}, '')"""
+    # A hit's rank is ts_rank with normalization 1 (divided by 1 + the log
+    # of the text's length), so that a long text naming a word once ranks
+    # below a short one that is mostly that word, as bm25 ranks them in the
+    # SQLite index (the default, 0, tied a 9,000-word output with it).
     # Every branch of ``hits`` starts from a GIN index: a text in parts is
     # found through its parts that hold any term of the query, and judged
     # by which terms those parts hold.
@@ -166,20 +170,20 @@ def search_sql(
         blob_candidates AS MATERIALIZED (
             SELECT x.digest, x.search FROM q, blob_parts x WHERE x.search @@ q.terms),
         split_blobs AS (
-            SELECT x.digest, array_agg(DISTINCT t.i) AS found, max(ts_rank(x.search, q.terms)) AS rank
+            SELECT x.digest, array_agg(DISTINCT t.i) AS found, max(ts_rank(x.search, q.terms, 1)) AS rank
             FROM q, blob_candidates x, unnest(%(terms)s::text[]) WITH ORDINALITY t(term, i)
             WHERE x.search @@ to_tsquery('simple', t.term) GROUP BY x.digest),
         event_candidates AS MATERIALIZED (
             SELECT x.session_id, x.id, x.search FROM q, event_parts x WHERE x.search @@ q.terms),
         split_events AS (
-            SELECT x.session_id, x.id, array_agg(DISTINCT t.i) AS found, max(ts_rank(x.search, q.terms)) AS rank
+            SELECT x.session_id, x.id, array_agg(DISTINCT t.i) AS found, max(ts_rank(x.search, q.terms, 1)) AS rank
             FROM q, event_candidates x, unnest(%(terms)s::text[]) WITH ORDINALITY t(term, i)
             WHERE x.search @@ to_tsquery('simple', t.term) GROUP BY x.session_id, x.id),
         hits AS (
-            SELECT e.session_id, e.id, ts_rank(e.search, q.q) AS rank FROM q, events e {sessions}
+            SELECT e.session_id, e.id, ts_rank(e.search, q.q, 1) AS rank FROM q, events e {sessions}
             WHERE e.search @@ q.q AND e.search_text IS NOT NULL {filters}
             UNION ALL
-            SELECT e.session_id, e.id, ts_rank(b.search, q.q) FROM q, blobs b
+            SELECT e.session_id, e.id, ts_rank(b.search, q.q, 1) FROM q, blobs b
             JOIN events e ON e.digest = b.digest {sessions}
             WHERE b.search @@ q.q AND b.search_text IS NOT NULL {filters}
             UNION ALL
