@@ -177,9 +177,7 @@ def test_a_long_text_naming_a_word_once_ranks_below_a_short_one(store: Store) ->
     tied with (and, being newer, came before) a message of the one word."""
     with store.create() as s:
         short = s.append("message", {"content": "flamingo"}, role="user")
-        s.append(
-            "tool_result", {"tool_call_id": "c", "content": "lorem ipsum dolor " * 3000 + "flamingo"}, role="tool"
-        )
+        s.append("tool_result", {"tool_call_id": "c", "content": "lorem ipsum dolor " * 3000 + "flamingo"}, role="tool")
     hits = store.search("flamingo")
     assert [h.event_id for h in hits][0] == short.id
     assert hits[0].score < hits[1].score  # best first: lower is better, as bm25's
