@@ -50,7 +50,7 @@ _OWN = [
     ("Anthropic API Key", re.compile(r"\bsk-ant-[a-z]+\d{2}-[A-Za-z0-9_-]{20,}")),
     # An HTTP bearer token, as curl commands, request logs and a tool's
     # headers hold it ("Authorization: Bearer ..."): any provider's.
-    ("Bearer Token", re.compile(r"(?<=\bBearer )[A-Za-z0-9._~+/-]{16,}=*")),
+    ("Bearer Token", re.compile(r"(?<=\bBearer )[A-Za-z0-9._~+/-]{15,}[A-Za-z0-9_~+/-]=*")),  # no "." to end it
     # GitHub's fine-grained personal access tokens (detect-secrets knows only
     # ghp_/gho_/ghu_/ghs_/ghr_) and Hugging Face's.
     ("GitHub Token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}")),
