@@ -93,3 +93,15 @@ def test_bidirectional_controls_are_shown_not_obeyed(terminal: None) -> None:
     assert not any(chr(c) in out for c in render.BIDI_CONTROLS)
     assert "fix �evil� and �isolated�" in out
     assert render.safe_text("שלום עולם") == "שלום עולם"  # right-to-left text itself is kept
+
+
+TEXTS = ["ab cd\n" * 100, "a" * 20, "a" * 21, " x ", "a b c d e f g h i j k", "数据 库 " * 30, ""]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("limit", [5, 20, 120])
+def test_one_line_reads_only_the_words_it_shows(text: str, limit: int) -> None:
+    # The same line as flattening the whole text first, which for a 48 MB
+    # tool output took 1.3 GB to show 100 characters of it.
+    flat = " ".join(text.split())
+    assert render.one_line(text, limit) == (flat if len(flat) <= limit else flat[: limit - 1] + "…")
