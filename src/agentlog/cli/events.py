@@ -196,7 +196,7 @@ def tree(app: App, session: Session, show_all: bool, as_json: bool) -> None:
     branch summaries marked.
 
     A run of events without branching stays at one depth. At a branch
-    point, the branch leading to HEAD (else the newest) goes on at the same
+    point, the branch leading to HEAD (else the longest) goes on at the same
     depth, marked "↳ branch i/n", and the others hang under the branch
     point as labelled subtrees, so retrying a thousand times does not push
     the path a thousand levels right. The 'state' checkpoints saved after every step are

@@ -82,7 +82,7 @@ def session_tree(
 
     A chain of single children is drawn as siblings at one depth. At a
     branch point (an event with several children) the branch toward HEAD
-    (else the newest) goes on at the same depth, marked "↳ branch i/n",
+    (else the one heading the most events) goes on at the same depth, marked "↳ branch i/n",
     and every other branch hangs under the branch point as a labelled
     subtree. Depth therefore grows with how deeply branches nest inside
     side branches, never with the length of the session or the number of
@@ -91,6 +91,11 @@ def session_tree(
     kids: dict[str, list[IndexEntry]] = defaultdict(list)
     for e in entries:
         kids[e.parent_id].append(e)
+    # How many events each event heads (itself and all below): children
+    # come after their parent in append order, so one backward pass sums them.
+    size: dict[str, int] = defaultdict(lambda: 1)
+    for e in reversed(entries):
+        size[e.parent_id] += size[e.id]
     on_head_path = set()
     current = head
     while current in by_id and current not in on_head_path:
@@ -121,11 +126,15 @@ def session_tree(
     def branch_out(node: _Node, children: list[IndexEntry], what: str = "branch") -> tuple[IndexEntry, str]:
         """Hang the side branches of a branch point under ``node``, each a
         labelled subtree; return the child that goes on at the branch
-        point's own depth (the one toward HEAD, else the newest) and its
-        label. So a session rewound and retried a thousand times stays one
-        column wide along its active path, rather than a level deeper at
-        every retry."""
-        went_on = next((c for c in children if c.id in on_head_path), children[-1])
+        point's own depth (the one toward HEAD, else the one heading the
+        most events, the newest of those) and its label. So a session
+        rewound and retried a thousand times stays one column wide along
+        its active path, rather than a level deeper at every retry; and
+        off the active path the long chain goes on and the short retries
+        hang (going on with the newest child, a leaf, put the chain a level
+        deeper at every retry: 8,000 events drew 240 MB)."""
+        toward_head = next((c for c in children if c.id in on_head_path), None)
+        went_on = toward_head or max(reversed(children), key=lambda c: size[c.id])
         mark = ""
         for n, child in enumerate(children, 1):
             tag = f"{what} {n}/{len(children)}" + ("  (active)" if child.id in on_head_path else "")
