@@ -74,13 +74,33 @@ CREATE TABLE IF NOT EXISTS events (
   PRIMARY KEY (session_id, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS events_in_order ON events (session_id, seq);
 CREATE INDEX IF NOT EXISTS events_by_parent ON events (session_id, parent_id);
-CREATE TABLE IF NOT EXISTS blobs (digest TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS blobs (digest TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS sidecars (
   session_id TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL,
   PRIMARY KEY (session_id, name)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS breadcrumbs (working_dir TEXT PRIMARY KEY, session_id TEXT NOT NULL) WITHOUT ROWID;
 """
 _COLUMNS = "id, parent_id, kind, role, timestamp, record, digest, branch_from"
+
+
+def _blobs_in_a_rowid_table(db: sqlite3.Connection) -> None:
+    """Move the blobs of a store made before 2026-12-06 out of a WITHOUT
+    ROWID table, once. Such a table keeps each row in its key's B-tree,
+    and a key lookup that passes a 50 MB blob reads all of it to compare:
+    500 appends of 20 KB tool outputs took 10 s once three 50 MB outputs
+    were stored (0.24 s before them), and a 465 MB session took six
+    minutes to copy in. A rowid table keeps the data apart from the
+    digest's index. The queries are the same either way, so an older
+    agentlog reads the moved table as it read the old one."""
+    row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'blobs'").fetchone()
+    if row is None or "WITHOUT ROWID" not in str(row[0]).upper():
+        return
+    db.execute("CREATE TABLE blobs_moved (digest TEXT PRIMARY KEY, data BLOB NOT NULL)")
+    db.execute("INSERT INTO blobs_moved (digest, data) SELECT digest, data FROM blobs")
+    db.execute("DROP TABLE blobs")
+    db.execute("ALTER TABLE blobs_moved RENAME TO blobs")
+
+
 _ANCESTORS = f"""
 WITH RECURSIVE walk (depth, {_COLUMNS}) AS (
   SELECT 1, {_COLUMNS} FROM events WHERE session_id = :s AND id = :start
@@ -286,6 +306,7 @@ class SqliteBackend(Backend):
             for statement in _SCHEMA.split(";"):  # executescript would commit mid-transaction
                 if statement.strip():
                     db.execute(statement)
+            _blobs_in_a_rowid_table(db)
             row = db.execute("SELECT version FROM schema_version").fetchone()
             if row is None:
                 db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
