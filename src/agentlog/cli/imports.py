@@ -190,7 +190,8 @@ def _follow(
             files = follower.changed()
             with _progress(files) as bar:  # the first poll may be the whole history
                 task = bar.add_task("import", total=2 * sum(os.path.getsize(f) for f in files))
-                show(follower.poll(files, progress=lambda n: bar.advance(task, n)))
+                first = follower.poll(files, progress=lambda n: bar.advance(task, n))
+            show(first)  # once the bar is gone: printed under it, the report was glued to it
             done = 1
             while polls is None or done < polls:
                 time.sleep(interval)
