@@ -59,7 +59,7 @@ from .lease import LEASE_MODES, PostgresLease, held_here
 from .schema import migrate
 from .search import search_sql, to_hits, unfolded_case
 from .storage import META as _META
-from .storage import PostgresSessionStorage, channel_of, insert_commit, meta_columns
+from .storage import PostgresSessionStorage, channel_of, commit_rows, insert_commit, meta_columns
 
 __all__ = ["PostgresBackend"]
 
@@ -307,6 +307,10 @@ class PostgresBackend(Backend):
 
     # --- sessions ------------------------------------------------------------------
     def create(self, session_id: str, meta: dict[str, Any], initial: Commit | None = None) -> SessionStorage:
+        # The initial events' rows before the transaction opens: making them
+        # inside it left it idle past lease_ttl for a large tool output, and
+        # the server ended the connection (a fork or copy of it failed).
+        rows = commit_rows(session_id, initial) if initial is not None else None
         lease = self._lease(session_id, exists=False)
         try:
             # The lease's lock: a row lease's renewer shares this connection.
@@ -321,7 +325,7 @@ class PostgresBackend(Backend):
                 except psycopg.errors.UniqueViolation:
                     raise SessionExists(session_id) from None
                 if initial is not None:
-                    insert_commit(lease.conn, session_id, initial, channel_of(self.schema, session_id), None)
+                    insert_commit(lease.conn, session_id, initial, channel_of(self.schema, session_id), None, rows)
         except BaseException:
             lease.release()
             raise

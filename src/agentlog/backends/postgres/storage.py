@@ -6,7 +6,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 import psycopg
@@ -120,19 +120,23 @@ def channel_of(schema: str, session_id: str) -> str:
     return "agentlog_" + hashlib.sha256(f"{schema}/{session_id}".encode()).hexdigest()[:40]
 
 
-def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lease: PostgresLease | None) -> None:
-    """Apply one commit in one transaction, in two round trips (pipeline mode).
+class CommitRows(NamedTuple):
+    """The rows of one commit, made before its transaction opens
+    (``commit_rows``)."""
 
-    First the lease check and HEAD's compare-and-swap (an UPDATE whose WHERE
-    names the expected HEAD); then, if both held, the blobs, the events and
-    the NOTIFY (delivered only if the transaction commits) with the COMMIT.
-    A failed check raises, and the transaction rolls back whole."""
+    blob_rows: list[tuple[str, bytes, str | None, str | None]]
+    blob_parts: list[dict[str, object]]
+    event_rows: list[tuple[object, ...]]
+    event_parts: list[tuple[str, str, int, str | None, str | None]]
+
+
+def commit_rows(session_id: str, commit: Commit) -> CommitRows:
+    """Every row of ``commit``, its records parsed and their search text
+    made. Made before a transaction opens: the server waits idle in it
+    meanwhile, and the lease's guard ends a transaction idle for
+    lease_ttl (one 50 MB tool output takes about 30 s to make)."""
     blobs = [(d, b if isinstance(b, bytes) else b.source.get_blob(d)) for d, b in commit.blobs.items()]
-    n, last = len(commit.events), (commit.events[-1].id if commit.events else None)
     kinds = {e.digest: e.kind for e in commit.events if e.digest}  # a blob is indexed as its event's kind
-    # Every row is made before the transaction opens: the server waits idle
-    # in it between the two round trips, and the lease's guard ends a
-    # transaction idle for lease_ttl, so that gap holds no parsing of records.
     blob_rows: list[tuple[str, bytes, str | None, str | None]] = []
     blob_parts: list[dict[str, object]] = []
     for digest, data in sorted(blobs):
@@ -151,6 +155,27 @@ def insert_commit(conn: Conn, session_id: str, commit: Commit, channel: str, lea
             text, parts = _indexed(searchable_text(e.kind, e.payload))
         event_rows.append((e.id, e.parent_id, e.kind, e.role, e.timestamp, record, e.digest, e.branch_from, *text))
         event_parts.extend((session_id, e.id, i, *part) for i, part in enumerate(parts))
+    return CommitRows(blob_rows, blob_parts, event_rows, event_parts)
+
+
+def insert_commit(
+    conn: Conn,
+    session_id: str,
+    commit: Commit,
+    channel: str,
+    lease: PostgresLease | None,
+    rows: CommitRows | None = None,
+) -> None:
+    """Apply one commit in one transaction, in two round trips (pipeline mode).
+
+    First the lease check and HEAD's compare-and-swap (an UPDATE whose WHERE
+    names the expected HEAD); then, if both held, the blobs, the events and
+    the NOTIFY (delivered only if the transaction commits) with the COMMIT.
+    A failed check raises, and the transaction rolls back whole. ``rows``:
+    the commit's rows when the caller made them before a transaction of
+    its own opened (``commit_rows``)."""
+    n, last = len(commit.events), (commit.events[-1].id if commit.events else None)
+    blob_rows, blob_parts, event_rows, event_parts = rows if rows is not None else commit_rows(session_id, commit)
     if lease is not None and lease.lost:
         raise LeaseLost(session_id, lease.lost)
     with conn.pipeline() as pipeline, conn.transaction():
