@@ -188,6 +188,12 @@ def _tree(view: ExportView, previews: dict[str, str]) -> str:
     entries = view.entries
     active = set(view.active)
     children = _shown_children(view)
+    # How many shown events each heads: children come after their parent in
+    # log order, so one backward pass sums them.
+    size: dict[str, int] = {}
+    for eid in reversed(view.order):
+        if eid in entries and entries[eid].kind not in _SIDEBAR_HIDDEN:
+            size[eid] = 1 + sum(size.get(kid, 0) for kid in children.get(eid, ()))
     head_shown = view.head  # HEAD on a hidden checkpoint is marked on the event before it
     while head_shown in entries and entries[head_shown].kind in _SIDEBAR_HIDDEN:
         head_shown = entries[head_shown].parent_id
@@ -199,10 +205,12 @@ def _tree(view: ExportView, previews: dict[str, str]) -> str:
 
     def fork(kids: Sequence[str], what: str) -> None:
         """Side branches as labelled lists under the branch point, then the
-        branch that goes on (toward HEAD, else the newest) at the branch
-        point's own level, marked: as in ``agentlog tree``, a session
-        retried a thousand times does not nest a thousand lists deep."""
-        went_on = next((k for k in kids if k in active), kids[-1])
+        branch that goes on (toward HEAD, else the one heading the most
+        events, the newest of those) at the branch point's own level,
+        marked: as in ``agentlog tree``, a session retried a thousand times
+        does not nest a thousand lists deep, on the active path or off it
+        (browsers re-parent what nests past 512 levels)."""
+        went_on = next((k for k in kids if k in active), None) or max(reversed(kids), key=lambda k: size.get(k, 0))
         titles = {k: f"{what} {n}/{len(kids)}" + ("  (active)" if k in active else "") for n, k in enumerate(kids, 1)}
         stack.append(("run", went_on, titles[went_on]))
         stack.append(("close",))  # the list of side branches
