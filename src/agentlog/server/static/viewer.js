@@ -430,6 +430,16 @@ function buildRows() {
   // indented branch start (drawn right after the fork, before the chain goes
   // on), so a long session does not nest a thousand levels deep.
   const roots = (view.children.get(NIL) || []).slice().sort().reverse();
+  // How many events each heads: entries are kept in append order, and a
+  // child comes after its parent, so one backward pass sums them.
+  const size = new Map();
+  const ids = Array.from(view.entries.keys());
+  for (let i = ids.length - 1; i >= 0; i--) {
+    const entry = view.entries.get(ids[i]);
+    const mine = (size.get(ids[i]) || 0) + 1;
+    size.set(ids[i], mine);
+    size.set(entry.parent_id, (size.get(entry.parent_id) || 0) + mine);
+  }
   const stack = [];
   for (let i = roots.length - 1; i >= 0; i--) stack.push([roots[i], roots.length > 1 ? 1 : 0]);
   while (stack.length) {
@@ -441,8 +451,11 @@ function buildRows() {
       if (!kids || !kids.length) break;
       let ordered = kids;
       if (kids.length > 1) {
-        // Go on along the child on the active path, else the newest.
-        ordered = kids.slice().sort((a, b) => (onPath.has(b) - onPath.has(a)) || (a < b ? 1 : -1));
+        // Go on along the child on the active path, else the one heading
+        // the most events (the newest of those): going on with the newest,
+        // a one-event retry, put the chain a level deeper at every retry.
+        ordered = kids.slice().sort((a, b) => (onPath.has(b) - onPath.has(a))
+          || ((size.get(b) || 0) - (size.get(a) || 0)) || (a < b ? 1 : -1));
         stack.push([ordered[0], depth]);
         for (let k = 1; k < ordered.length; k++) stack.push([ordered[k], depth + 1]);
         break;
