@@ -494,3 +494,22 @@ def test_a_delayed_progress_bar_draws_only_for_slow_work(monkeypatch):
     with progress.progress_bar("at once", force=True) as update:
         pass
     assert shown[2:] == ["at once", "stopped"]
+
+
+def test_compact_split_turn_cuts_inside_one_long_turn(tmp_path):
+    """The CLI could not compact one long agent turn (one request, many
+    tool steps), and said its context was "within" a budget it was over."""
+    home = tmp_path / "home"
+    with Store(home).create(session_id="t") as s:
+        s.append("message", {"content": "fix the bug"}, role="user")
+        for i in range(40):
+            s.append_many(
+                [
+                    ("tool_call", {"id": f"c{i}", "name": "run", "arguments": "{}"}, "assistant"),
+                    ("tool_result", {"tool_call_id": f"c{i}", "content": "output line " * 200}, "tool"),
+                    ("message", {"content": f"step {i} done"}, "assistant"),
+                ]
+            )
+    said = ok(home, "compact", "t", "--keep-tokens", "5000")
+    assert "is the turn in progress" in said and "--split-turn cuts inside it" in said
+    assert ok_json(home, "compact", "t", "--keep-tokens", "5000", "--split-turn")["compacted"] is True

@@ -83,15 +83,23 @@ def fork(app: App, session: str, event: str | None, name: str | None, as_json: b
     metavar="N",
     help="Keep about N tokens of recent events verbatim (default: the policy's).",
 )
+@click.option(
+    "--split-turn",
+    is_flag=True,
+    help="Cut inside the turn in progress too, at an assistant step, when it alone is over --keep-tokens "
+    "(one request with many tool steps).",
+)
 @json_option
 @pass_app
-def compact(app: App, session: str, keep_tokens: int | None, as_json: bool) -> None:
+def compact(app: App, session: str, keep_tokens: int | None, split_turn: bool, as_json: bool) -> None:
     """Summarize older context into a compaction event; nothing is deleted.
 
     The model's context then starts at the summary; every earlier event
-    stays in the log, in search and in exports."""
+    stays in the log, in search and in exports. The turn in progress (the
+    last user message and what followed it) is kept whole unless
+    --split-turn."""
     with app.open(session, write=True) as opened:
-        event = opened.compact(keep_tokens=keep_tokens)
+        event = opened.compact(keep_tokens=keep_tokens, split_turn=split_turn)
         doc: dict[str, Any] = {"session": opened.id, "compacted": event is not None}
         if event is None:
             # Say why: what is kept verbatim already holds the whole context.
@@ -107,9 +115,15 @@ def compact(app: App, session: str, keep_tokens: int | None, as_json: bool) -> N
     if as_json:
         emit_json(doc)
     elif event is None:
+        within = doc["context_tokens"] <= doc["keep_tokens"]
         click.echo(
             f"{doc['session']}: nothing to compact: its context, about {doc['context_tokens']:,} tokens, is "
-            f"within the {doc['keep_tokens']:,} kept verbatim (--keep-tokens) and the turn in progress"
+            + (
+                f"within the {doc['keep_tokens']:,} kept verbatim (--keep-tokens)"
+                if within or split_turn
+                else f"the turn in progress, which is kept whole although it is over the {doc['keep_tokens']:,} "
+                "kept verbatim (--keep-tokens); --split-turn cuts inside it"
+            )
         )
     else:
         click.echo(
