@@ -463,3 +463,32 @@ def test_an_earlier_compaction_among_the_kept_events_is_not_in_the_context(store
         assert [e.record.get("summary") or e.record["content"] for e in context] == ["two", "a", "b", "c", "d"]
         assert first.id in {e.id for e in s.transcript()}  # nothing deleted
         assert second.id == context[0].id
+
+
+def test_a_kept_id_that_is_no_event_keeps_nothing_without_walking(store):
+    """A compaction appended by hand with a stale first_kept_event_id made
+    every context() walk the whole history to find the id absent."""
+    with store.create() as s:
+        for i in range(30):
+            s.append("message", {"content": f"m{i}"}, role="user")
+        s.append(
+            "compaction",
+            {"summary": "s", "structured": {}, "first_kept_event_id": "01a249b5-0000-7000-8000-000000000000"},
+            role="system",
+        )
+        last = s.append("message", {"content": "after"}, role="user")
+        walked = []
+        real = type(s.storage).ancestors
+
+        def counting(self, from_id, **kw):  # type: ignore[no-untyped-def]
+            out = real(self, from_id, **kw)
+            walked.append(len(out))
+            return out
+
+        type(s.storage).ancestors = counting  # type: ignore[method-assign]
+        try:
+            context = s.context()
+        finally:
+            type(s.storage).ancestors = real  # type: ignore[method-assign]
+        assert [e.kind for e in context] == ["compaction", "message"] and context[-1].id == last.id
+        assert sum(walked) <= 2  # the compaction and the event after it, not the 30 before

@@ -30,7 +30,17 @@ def assemble_context(reader: PathReader, from_id: str, resolve: Callable[[Event]
     record = compaction.record if isinstance(compaction.record, dict) else {}
     keep_from = record.get("first_kept_event_id")
     kept: list[Event] = []
-    if isinstance(keep_from, str) and compaction.parent_id != NIL_ID:
+    # A kept id that cannot be on the path (none such, or not below the
+    # compaction's parent: ids grow from parent to child) keeps nothing
+    # without walking: the walk went to the root to find it absent (a
+    # compaction appended by hand with a stale id made every context() of
+    # an 800,000-event session a second long).
+    if (
+        isinstance(keep_from, str)
+        and compaction.parent_id != NIL_ID
+        and keep_from <= compaction.parent_id
+        and reader.contains(keep_from)
+    ):
         kept = reader.ancestors(compaction.parent_id, until_id=keep_from)
         if not kept or kept[-1].id != keep_from:
             kept = []  # the kept id is not on this path: keep nothing

@@ -25,6 +25,8 @@ class PathReader(Protocol):
         until_id: str | None = None,
     ) -> list[Event]: ...
 
+    def contains(self, event_id: str) -> bool: ...
+
 
 class SessionView(Protocol):
     @property
