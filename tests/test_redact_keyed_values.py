@@ -159,3 +159,13 @@ def test_a_label_named_like_a_secret_is_renamed_and_ids_stay(tmp_path: Path) -> 
         assert "redacted-1" in text and "password" in text, format
     meta = Redactor().meta({"labels": {GITHUB: event.id, "password": event.id}, "name": "n"})
     assert meta == {"labels": {"redacted-1": event.id, "password": event.id}, "name": "n"}
+
+
+def test_hex_and_uuid_secrets_under_secret_keys_are_redacted() -> None:
+    """The exemption for ids (meant for label targets) let a 64-hex
+    SECRET_KEY or a UUID API key through in any record."""
+    hex_secret = "9f8e7d6c5b4a39281706f5e4d3c2b1a0" * 2
+    uuid_secret = "2baaec9f-a5c7-42b0-beeb-32e2a05648f3"
+    out = Redactor().value({"SECRET_KEY": hex_secret, "HEROKU_API_KEY": uuid_secret, "GITHUB_TOKEN": hex_secret})
+    assert hex_secret not in repr(out) and uuid_secret not in repr(out)
+    assert Redactor().value({"session_id": uuid_secret}) == {"session_id": uuid_secret}

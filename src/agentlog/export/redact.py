@@ -244,13 +244,19 @@ class Redactor:
         """A session's metadata redacted. A label whose name was a secret is
         renamed ``redacted-1``, ``redacted-2``...: "[REDACTED:GitHub Token]"
         is no name a label may have (a ref could not name it)."""
-        out: dict[str, Any] = self.value(meta)
-        labels, kept = meta.get("labels"), out.get("labels")
-        if isinstance(labels, dict) and isinstance(kept, dict):
-            renamed: dict[str, Any] = {}
-            for n, (name, shown) in enumerate(zip(labels, kept, strict=True), 1):
-                renamed[shown if shown == name else f"redacted-{n}"] = kept[shown]
-            out["labels"] = renamed
+        out: dict[str, Any] = {}
+        for key, value in meta.items():
+            if key == "labels" and isinstance(value, dict):
+                # A label's target is an event id, which names an event and
+                # is never a secret (under a label named "password" it was
+                # taken for one); its name is scanned.
+                renamed: dict[Any, Any] = {}
+                for n, (name, target) in enumerate(value.items(), 1):
+                    shown = self.text(name) if isinstance(name, str) else name
+                    renamed[shown if shown == name else f"redacted-{n}"] = target
+                out[key] = renamed
+            else:
+                out.update(self.value({key: value}))
         return out
 
     def _keyed(self, key: str, value: str) -> str:
@@ -260,8 +266,6 @@ class Redactor:
         redacted = self.text(value)
         if redacted != value or not value.strip() or "\n" in value or value.startswith("$"):
             return redacted
-        if _UUID.match(value) or _DIGEST.match(value):
-            return value  # an id or a digest names something: a label named "password" names an event
         if _TOKEN_KEY.search(key) and _looks_like_a_value(value):
             self.counts["Secret Keyword"] += 1
             return "[REDACTED:Secret Keyword]"
