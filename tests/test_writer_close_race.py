@@ -43,8 +43,8 @@ def test_open_waits_for_a_close_in_progress(store: Store, monkeypatch: pytest.Mo
 
 
 def test_many_short_lived_handles_from_threads(store: Store) -> None:
-    sid = store.create().id
-    store.open(sid).close()
+    with store.create() as created:  # closed: each request below is the session's only writer
+        sid = created.id
     errors: list[BaseException] = []
 
     def request(i: int) -> None:

@@ -14,6 +14,7 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -28,6 +29,7 @@ from ..errors import (
     EventNotFound,
     HeadConflict,
     ReadOnlySession,
+    RecoveryWarning,
     SessionExists,
     SessionNotFound,
     StorageError,
@@ -306,7 +308,6 @@ class SqliteBackend(Backend):
             for statement in _SCHEMA.split(";"):  # executescript would commit mid-transaction
                 if statement.strip():
                     db.execute(statement)
-            _blobs_in_a_rowid_table(db)
             row = db.execute("SELECT version FROM schema_version").fetchone()
             if row is None:
                 db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
@@ -317,6 +318,20 @@ class SqliteBackend(Backend):
                     f"{self.path}: its schema version is {row[0]!r}, and this agentlog reads version "
                     f"{SCHEMA_VERSION} (a store written by a newer agentlog: upgrade to open it)"
                 )
+        try:
+            with self.transaction() as db:
+                _blobs_in_a_rowid_table(db)
+        except StorageError as exc:
+            # A full disk (the move copies the blobs before it drops the old
+            # table) or a read-only file: the store works as it was, only
+            # slower with large blobs; the next open tries again.
+            warnings.warn(
+                RecoveryWarning(
+                    f"{self.path}: its blobs could not be moved to a rowid table ({exc}); "
+                    "the store works as it is, and the next open tries again"
+                ),
+                stacklevel=2,
+            )
 
     @classmethod
     def from_url(cls, url: str, *, durability: str = "full", **options: Any) -> SqliteBackend:

@@ -116,15 +116,20 @@ def compact(app: App, session: str, keep_tokens: int | None, split_turn: bool, a
         emit_json(doc)
     elif event is None:
         within = doc["context_tokens"] <= doc["keep_tokens"]
-        click.echo(
-            f"{doc['session']}: nothing to compact: its context, about {doc['context_tokens']:,} tokens, is "
-            + (
-                f"within the {doc['keep_tokens']:,} kept verbatim (--keep-tokens)"
-                if within or split_turn
-                else f"the turn in progress, which is kept whole although it is over the {doc['keep_tokens']:,} "
+        if within:
+            why = f"within the {doc['keep_tokens']:,} kept verbatim (--keep-tokens)"
+        elif split_turn:
+            why = (
+                f"over the {doc['keep_tokens']:,} kept verbatim (--keep-tokens), but the turn in progress "
+                "has no assistant step to cut at"
+            )
+        else:
+            why = (
+                f"the turn in progress, which is kept whole although it is over the {doc['keep_tokens']:,} "
                 "kept verbatim (--keep-tokens); --split-turn cuts inside it"
             )
-        )
+        tokens = doc["context_tokens"]
+        click.echo(f"{doc['session']}: nothing to compact: its context, about {tokens:,} tokens, is {why}")
     else:
         click.echo(
             f"{doc['session']}: compacted ({doc['tokens_before']:,} -> "

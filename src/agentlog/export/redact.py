@@ -50,7 +50,8 @@ _OWN = [
     ("Anthropic API Key", re.compile(r"\bsk-ant-[a-z]+\d{2}-[A-Za-z0-9_-]{20,}")),
     # An HTTP bearer token, as curl commands, request logs and a tool's
     # headers hold it ("Authorization: Bearer ..."): any provider's.
-    ("Bearer Token", re.compile(r"(?<=\bBearer )[A-Za-z0-9._~+/-]{15,}[A-Za-z0-9_~+/-]=*")),  # no "." to end it
+    # (The token is the group; "bearer" in any case, with any spaces.)
+    ("Bearer Token", re.compile(r"\b(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{15,}[A-Za-z0-9_~+/-]=*)")),  # no "." ends it
     # GitHub's fine-grained personal access tokens (detect-secrets knows only
     # ghp_/gho_/ghu_/ghs_/ghr_) and Hugging Face's.
     ("GitHub Token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}")),
@@ -176,7 +177,7 @@ class Redactor:
         spans += self._bare_values(line)
         spans += self._token_values(line)
         for kind, pattern in _OWN:
-            spans += [(m.start(), m.end(), kind) for m in pattern.finditer(line)]
+            spans += [(m.start(m.lastindex or 0), m.end(m.lastindex or 0), kind) for m in pattern.finditer(line)]
         if not spans:
             return line
         out: list[str] = []
@@ -251,9 +252,17 @@ class Redactor:
                 # is never a secret (under a label named "password" it was
                 # taken for one); its name is scanned.
                 renamed: dict[Any, Any] = {}
-                for n, (name, target) in enumerate(value.items(), 1):
+                taken = set(value)
+                n = 0
+                for name, target in value.items():
                     shown = self.text(name) if isinstance(name, str) else name
-                    renamed[shown if shown == name else f"redacted-{n}"] = target
+                    if shown != name:
+                        n += 1
+                        while f"redacted-{n}" in taken:  # never over a label of that name
+                            n += 1
+                        shown = f"redacted-{n}"
+                        taken.add(shown)
+                    renamed[shown] = target
                 out[key] = renamed
             else:
                 out.update(self.value({key: value}))
