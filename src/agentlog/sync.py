@@ -7,7 +7,13 @@ from typing import Any
 
 from .errors import ContextMismatch
 from .event import NIL_ID, Event
-from .providers import as_message_dict, chat_messages_to_drafts, events_to_chat_messages, to_chat_messages
+from .providers import (
+    INTERRUPTED,
+    as_message_dict,
+    chat_messages_to_drafts,
+    events_to_chat_messages,
+    to_chat_messages,
+)
 from .timeline import NewEvent
 from .view import SessionView
 
@@ -38,11 +44,17 @@ def new_suffix(session: SessionView, messages: Sequence[Any]) -> list[NewEvent]:
     # select(), the selected one, not HEAD's.
     context = session.context(resolve=True)
     faithful = events_to_chat_messages(context)
+    if _is_prefix(faithful, incoming) and not any(
+        m.get("role") == "tool" and m.get("content") == INTERRUPTED for one in incoming[len(faithful) :] for m in one
+    ):
+        # The common case, answered without rendering the repaired view: a
+        # list that continues what is stored, holding no result a repair
+        # made up among its new messages.
+        return _drafts_after(per_message, len(faithful))
     repaired = [m for one in _round_trip(to_chat_messages(context))[1] for m in one]
     for saved in (repaired, faithful) if repaired != faithful else (faithful,):
         if _is_prefix(saved, incoming):
-            new = per_message[len(saved) :]
-            return [NewEvent(kind, record, role) for drafts in new for kind, record, role in drafts]
+            return _drafts_after(per_message, len(saved))
     if len(incoming) < len(faithful):
         raise ContextMismatch(
             f"sync() got {len(incoming)} messages but {len(faithful)} are saved; a harness list may only grow"
@@ -55,6 +67,11 @@ def new_suffix(session: SessionView, messages: Sequence[Any]) -> list[NewEvent]:
         f"({mine[0].get('role')} vs {theirs[0].get('role') if theirs else None}); "
         "nothing was written"
     )
+
+
+def _drafts_after(per_message: list[list[Draft]], saved: int) -> list[NewEvent]:
+    """The new messages' drafts, past the ``saved`` ones, as events to append."""
+    return [NewEvent(kind, record, role) for drafts in per_message[saved:] for kind, record, role in drafts]
 
 
 def _round_trip(messages: Sequence[Any]) -> tuple[list[list[Draft]], list[list[dict[str, Any]]]]:
