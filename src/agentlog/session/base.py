@@ -39,6 +39,8 @@ class SessionBase:
         #: Compaction policy and summarizer; set them to change the defaults.
         self.compaction = CompactionPolicy()
         self._summarizer: Summarizer | None = None
+        # An event's checkpoint saved in its batch, once looked for (state()).
+        self._saved_with: dict[str, str | None] = {}
 
     # --- identity ---------------------------------------------------------------
     @property

@@ -119,6 +119,15 @@ class SessionWorkingContext(SessionMetadata):
         append order, each the parent of the next."""
         if not self.storage.has_children(event_id):
             return None  # the common case, the path's end: no read
+        if event_id not in self._saved_with:
+            # Once an event has children, the events after it in append
+            # order never change: the answer is kept, and the read of the
+            # index (every entry up to it) made once per event and handle.
+            self._saved_with[event_id] = self._find_saved_with(event_id)
+        found = self._saved_with[event_id]
+        return None if found is None else self.event(found)
+
+    def _find_saved_with(self, event_id: str) -> str | None:
         at: str | None = None
         for entry in self.storage.entries():
             if at is None:
@@ -127,7 +136,7 @@ class SessionWorkingContext(SessionMetadata):
             if entry.parent_id != at or entry.kind not in ("state", "tool_call"):
                 return None
             if entry.kind == "state":
-                return self.event(entry.id)
+                return entry.id
             at = entry.id
         return None
 
