@@ -270,3 +270,22 @@ def _racer(home: str, session_id: str) -> None:
 if __name__ == "__main__":
     role, *rest = sys.argv[1:]
     {"writer": _writer, "holder": _holder, "racer": _racer}[role](*rest)
+
+
+def retry_stair(store: Store, session_id: str, steps: int) -> None:
+    """A session whose chain goes on through the *older* child at every
+    step, the newer one a one-event retry, with HEAD on the first retry:
+    the shape that drew a tree a level deeper per step."""
+    with store.create(session_id=session_id) as s:
+        node = s.append("message", {"content": "n0"}, role="user")
+        first_leaf = None
+        for i in range(steps):
+            following = s.append("message", {"content": f"n{i + 1}"}, role="user")
+            s.select(node.id)
+            leaf = s.append("message", {"content": f"leaf{i}"}, role="assistant")
+            first_leaf = first_leaf or leaf.id
+            s.select(following.id)
+            node = following
+        s.append("message", {"content": "end"}, role="assistant")
+        assert first_leaf is not None
+        s.checkout(first_leaf)

@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from browser_support import watched_page  # noqa: E402
+from helpers import retry_stair  # noqa: E402
 from server_support import live_server  # noqa: E402
 
 httpx = pytest.importorskip("httpx")
@@ -178,21 +179,10 @@ def test_the_tree_stays_flat_when_the_chain_goes_on_off_the_active_path(page: An
     one-event retry, HEAD on the first retry: going on with the newest put
     the chain a level deeper per step."""
     store = Store.memory()
-    with store.create(session_id="st") as s:
-        node = s.append("message", {"content": "n0"}, role="user")
-        first_leaf = None
-        for i in range(40):
-            following = s.append("message", {"content": f"n{i + 1}"}, role="user")
-            s.select(node.id)
-            leaf = s.append("message", {"content": f"leaf{i}"}, role="assistant")
-            first_leaf = first_leaf or leaf.id
-            s.select(following.id)
-            node = following
-        assert first_leaf is not None
-        s.checkout(first_leaf)
+    retry_stair(store, "st", 40)
     with live_server(store) as url:
         page.goto(f"{url}/#/s/st")
         page.wait_for_selector("#live-state.on")
-        assert page.evaluate("view.rows.length") == 81
+        assert page.evaluate("view.rows.length") == 82
         assert page.evaluate("Math.max(...view.rows.map((row) => row.depth))") <= 3
         page.goto("about:blank")
