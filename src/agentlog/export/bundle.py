@@ -423,10 +423,11 @@ def import_bundle(
         # The bundle is the newer state, so its metadata follows, as its HEAD
         # does and as `copy` does (a title or label set since the first
         # transfer was left behind); the session's own id and schema stay.
-        stored = session.storage.read_meta()
-        followed = {**stored, **{k: v for k, v in bundle.meta.items() if k not in _LOCAL_META}}
-        if followed != stored:
-            session.storage.write_meta(followed)
+        with session._timeline.meta_lock:  # as update_meta: another handle may change it meanwhile
+            stored = session.storage.read_meta()
+            followed = {**stored, **{k: v for k, v in bundle.meta.items() if k not in _LOCAL_META}}
+            if followed != stored:
+                session.storage.write_meta(followed)
         _keep_date(session, bundle)
         added = len(bundle.events) - len(entries)
         return BundleImportReport(sid, "extended", added, len(bundle.events), session.head)

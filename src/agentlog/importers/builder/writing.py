@@ -67,16 +67,19 @@ class BuilderWriting(BuilderLoading):
                 # first pass may not have had it, and a value set since,
                 # by an earlier pass or by hand, stays. One write, dated by
                 # the source as a copy is (update_meta would date it now).
-                stored = self.session.storage.read_meta()
-                unset = {k: v for k, v in self.create_meta.items() if v is not None and stored.get(k) is None}
-                changes = {META_KEY: meta, **unset, **self.meta_changes}
-                if self.label_changes:
-                    changes["labels"] = apply_labels(labels_of(stored), self.label_changes.values())
-                check_meta(changes)
-                stored.update(changes)
-                if self.dated_ns:
-                    stored["updated_at"] = format_timestamp(self.dated_ns)
-                self.session.storage.write_meta(stored)
+                # Under the session's metadata lock, as update_meta takes it:
+                # another handle of this process may change it meanwhile.
+                with self.session._timeline.meta_lock:
+                    stored = self.session.storage.read_meta()
+                    unset = {k: v for k, v in self.create_meta.items() if v is not None and stored.get(k) is None}
+                    changes = {META_KEY: meta, **unset, **self.meta_changes}
+                    if self.label_changes:
+                        changes["labels"] = apply_labels(labels_of(stored), self.label_changes.values())
+                    check_meta(changes)
+                    stored.update(changes)
+                    if self.dated_ns:
+                        stored["updated_at"] = format_timestamp(self.dated_ns)
+                    self.session.storage.write_meta(stored)
                 self.meta_changes.clear()
                 self.label_changes.clear()
         if final and self.session is not None and self.dated_ns:
