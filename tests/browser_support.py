@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-__all__ = ["ARGS", "CHROMIUM", "NO_CHROMIUM", "browser", "chromium", "needs_chromium", "page", "watched_page"]
+__all__ = ["ARGS", "CHROMIUM", "NO_CHROMIUM", "browser", "chromium", "needs_chromium", "page", "until", "watched_page"]
 
 CHROMIUM = os.environ.get("AGENTLOG_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -83,3 +84,14 @@ def page(browser: Any) -> Iterator[Any]:
     with watched_page(browser, width=1300, height=900) as (opened, errors):
         yield opened
     assert errors == [], f"the page logged errors: {errors}"
+
+
+def until(check: Any, timeout: float = 8.0) -> Any:
+    """``check()`` until it is truthy (returned) or ``timeout`` seconds pass
+    (then its last value): a page answers in its own time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)

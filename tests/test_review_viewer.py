@@ -20,6 +20,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from browser_support import until  # noqa: E402
 from server_support import live_server  # noqa: E402
 
 httpx = pytest.importorskip("httpx")
@@ -114,15 +115,6 @@ def conversation_ids(page: Any) -> list[str]:
 
 def path_ids(client: Any, sid: str) -> list[str]:
     return [e["id"] for e in client.get(f"{API}/sessions/{sid}/path").json()["events"]]
-
-
-def until(check: Any, timeout: float = 8.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
 
 
 def post(client: Any, sid: str, content: str, kind: str = "message", role: str | None = "user") -> str:

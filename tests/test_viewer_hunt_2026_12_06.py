@@ -8,7 +8,6 @@ loudly without Chromium, as in ``test_server_browser.py``."""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from browser_support import watched_page  # noqa: E402
+from browser_support import until, watched_page  # noqa: E402
 from helpers import retry_stair  # noqa: E402
 from server_support import live_server  # noqa: E402
 
@@ -30,15 +29,6 @@ BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
 pytestmark = pytest.mark.timeout(60)
 pytest_plugins = ["browser_support"]
-
-
-def until(check: Any, timeout: float = 8.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
 
 
 def post(client: Any, sid: str, content: str, role: str = "user") -> str:

@@ -30,7 +30,7 @@ sync_api = pytest.importorskip(
 import httpx  # noqa: E402
 
 from agentlog import Session, Store  # noqa: E402
-from browser_support import ARGS, CHROMIUM, chromium, needs_chromium, watched_page  # noqa: E402
+from browser_support import ARGS, CHROMIUM, chromium, needs_chromium, until, watched_page  # noqa: E402
 
 API = "/api/v1"
 
@@ -85,14 +85,8 @@ def page(browser: Any) -> Iterator[Any]:
     assert errors == [], f"the page logged errors: {errors}"
 
 
-def poll(check: Any, timeout: float = 10.0) -> Any:
-    """``check()`` until it is truthy (returned) or ``timeout`` seconds pass."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
+def poll(check: Any) -> Any:
+    return until(check, timeout=10.0)
 
 
 def in_viewport(page: Any, selector: str) -> bool:

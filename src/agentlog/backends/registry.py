@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import InvalidOption, UnknownBackend
 from .base import Backend, check_durability
 
-__all__ = ["BackendFactory", "local_path", "missing_at", "open_backend", "scheme_of"]
+__all__ = ["BackendFactory", "canonical_url", "local_path", "missing_at", "open_backend", "scheme_of"]
 
 GROUP = "agentlog.backends"
 
@@ -108,7 +108,6 @@ def local_path(scheme: str, url: str) -> str:
     plain path as it is; "" when it names none. The one reading of these
     URLs, for the backends that open them and the CLI that asks whether a
     store is there."""
-    url = _scheme_lowered(scheme, url)
     # Bytes that are not UTF-8 (a path Python holds as surrogate escapes,
     # which a backend's URL percent-encodes) come back as they were.
     if url.startswith(scheme + "://"):
@@ -118,14 +117,16 @@ def local_path(scheme: str, url: str) -> str:
     return _home_expanded(url)
 
 
-def _scheme_lowered(scheme: str, url: str) -> str:
-    """``url`` with its scheme written as the registry knows it. A scheme is
+def canonical_url(location: str) -> str:
+    """``location`` with its scheme written as the registry knows it, for
+    everything that reads a location to go on from. A scheme is
     case-insensitive (RFC 3986), and the backend was chosen so; but the
     URL was then read with the scheme as typed, so ``SQLITE:///tmp/x.db``
     made a database at ./SQLITE:/tmp/x.db, its host and query unchecked."""
-    if url[: len(scheme) + 1].lower() == scheme + ":":
-        return scheme + url[len(scheme) :]
-    return url
+    scheme = scheme_of(location)
+    if location[: len(scheme) + 1].lower() == scheme + ":":
+        return scheme + location[len(scheme) :]
+    return location
 
 
 def _home_expanded(path: str) -> str:
@@ -143,7 +144,6 @@ def check_local_url(scheme: str, url: str) -> None:
     what = _LOCAL.get(scheme)
     if what is None:
         return
-    url = _scheme_lowered(scheme, url)
     if "\x00" in local_path(scheme, url):
         raise UnknownBackend(f"{url!r}: a path cannot hold a NUL byte")
     example = f"{scheme}:///absolute/path" + (".db" if scheme == "sqlite" else "")
@@ -180,8 +180,8 @@ def open_backend(location: str | os.PathLike[str], *, durability: str = "full", 
     url = os.fspath(location)
     if not isinstance(url, str):
         raise InvalidOption(f"a store is named by a URL or a path as text, not {type(url).__name__} ({url!r:.60})")
+    url = canonical_url(url)
     scheme = scheme_of(url)
-    url = _scheme_lowered(scheme, url)
     check_local_url(scheme, url)
     check_durability(durability)
     factory = _load(scheme)
@@ -194,6 +194,7 @@ def missing_at(location: str) -> str | None:
     """Where the store ``location`` names would be, shown, when none is
     there yet (``Backend.missing_at``); None when it is there or only
     opening can tell (a factory that is no ``Backend`` cannot say)."""
+    location = canonical_url(location)
     look = getattr(_load(scheme_of(location)), "missing_at", None)
     found = look(location) if callable(look) else None
     return found if isinstance(found, str) else None

@@ -14,7 +14,7 @@ import os
 
 import click
 
-from ..backends.registry import check_local_url, local_path, missing_at, scheme_of
+from ..backends.registry import canonical_url, check_local_url, local_path, missing_at, scheme_of
 from ..store import default_location
 
 __all__ = ["NoStore", "missing_store", "shown", "store_location"]
@@ -73,7 +73,7 @@ def missing_store(location: str | None) -> str | None:
     when it is there, when only opening can tell (memory:), or when opening
     would fail anyway (a file in the way), which then says why. Parsed as
     the backends parse their URLs."""
-    url = location or default_location()
+    url = canonical_url(location or default_location())
     scheme = scheme_of(url)
     # A host, query or fragment a local URL would drop is refused, store or
     # no store (``file:///tmp?x=1`` is not "no store at /tmp").

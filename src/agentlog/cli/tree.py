@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from ..backends.base import IndexEntry
+from ..branching import event_counts, going_on
 from ..event import NIL_ID
 from .render import KIND_STYLES, Styled, abbreviate, event_line
 
@@ -91,11 +92,7 @@ def session_tree(
     kids: dict[str, list[IndexEntry]] = defaultdict(list)
     for e in entries:
         kids[e.parent_id].append(e)
-    # How many events each event heads (itself and all below): children
-    # come after their parent in append order, so one backward pass sums them.
-    size: dict[str, int] = defaultdict(lambda: 1)
-    for e in reversed(entries):
-        size[e.parent_id] += size[e.id]
+    counts = event_counts((e.id, e.parent_id) for e in entries)
     on_head_path = set()
     current = head
     while current in by_id and current not in on_head_path:
@@ -133,8 +130,8 @@ def session_tree(
         off the active path the long chain goes on and the short retries
         hang (going on with the newest child, a leaf, put the chain a level
         deeper at every retry: 8,000 events drew 240 MB)."""
-        toward_head = next((c for c in children if c.id in on_head_path), None)
-        went_on = toward_head or max(reversed(children), key=lambda c: size[c.id])
+        going = going_on([c.id for c in children], on_head_path, counts)
+        went_on = next(c for c in children if c.id == going)
         mark = ""
         for n, child in enumerate(children, 1):
             tag = f"{what} {n}/{len(children)}" + ("  (active)" if child.id in on_head_path else "")

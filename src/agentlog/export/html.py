@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from ..branching import event_counts, going_on
 from ..event import NIL_ID, Event
 from ..recordtext import answer_content, readable_content, reasoning_shown, record_text, strip_terminal_codes
 from .view import ExportView
@@ -153,24 +154,18 @@ def _article(view: ExportView, event: Event) -> str:
 _SIDEBAR_HIDDEN = frozenset({"state"})
 
 
-def _shown_children(view: ExportView) -> dict[str, list[str]]:
-    """Children in the sidebar: a hidden event's children hang from its
-    nearest shown ancestor."""
+def _shown_links(view: ExportView) -> list[tuple[str, str]]:
+    """(event id, the id it hangs from) of each event in the sidebar, in log
+    order: a hidden event's children hang from its nearest shown ancestor."""
     entries = view.entries
-    shown: dict[str, str] = {}  # event id -> the id it hangs from
 
     def anchor(eid: str) -> str:
         while eid in entries and entries[eid].kind in _SIDEBAR_HIDDEN:
             eid = entries[eid].parent_id
         return eid
 
-    kids: dict[str, list[str]] = {}
-    for eid in view.order:  # log order: a parent comes before its children
-        if entries[eid].kind in _SIDEBAR_HIDDEN:
-            continue
-        shown[eid] = anchor(entries[eid].parent_id)
-        kids.setdefault(shown[eid], []).append(eid)
-    return kids
+    # log order: a parent comes before its children
+    return [(eid, anchor(entries[eid].parent_id)) for eid in view.order if entries[eid].kind not in _SIDEBAR_HIDDEN]
 
 
 def _preview(event: Event) -> str:
@@ -187,13 +182,11 @@ def _tree(view: ExportView, previews: dict[str, str]) -> str:
     holds each event's words, gathered as the page's articles were written."""
     entries = view.entries
     active = set(view.active)
-    children = _shown_children(view)
-    # How many shown events each heads: children come after their parent in
-    # log order, so one backward pass sums them.
-    size: dict[str, int] = {}
-    for eid in reversed(view.order):
-        if eid in entries and entries[eid].kind not in _SIDEBAR_HIDDEN:
-            size[eid] = 1 + sum(size.get(kid, 0) for kid in children.get(eid, ()))
+    links = _shown_links(view)
+    children: dict[str, list[str]] = {}
+    for eid, parent in links:
+        children.setdefault(parent, []).append(eid)
+    counts = event_counts(links)
     head_shown = view.head  # HEAD on a hidden checkpoint is marked on the event before it
     while head_shown in entries and entries[head_shown].kind in _SIDEBAR_HIDDEN:
         head_shown = entries[head_shown].parent_id
@@ -210,7 +203,7 @@ def _tree(view: ExportView, previews: dict[str, str]) -> str:
         marked: as in ``agentlog tree``, a session retried a thousand times
         does not nest a thousand lists deep, on the active path or off it
         (browsers re-parent what nests past 512 levels)."""
-        went_on = next((k for k in kids if k in active), None) or max(reversed(kids), key=lambda k: size.get(k, 0))
+        went_on = going_on(kids, active, counts)
         titles = {k: f"{what} {n}/{len(kids)}" + ("  (active)" if k in active else "") for n, k in enumerate(kids, 1)}
         stack.append(("run", went_on, titles[went_on]))
         stack.append(("close",))  # the list of side branches
